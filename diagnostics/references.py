@@ -1,0 +1,88 @@
+"""Reference rows computed from the world in hindsight (never available to a policy).
+
+Per arrival of one (world, seed):
+- floor: the best distinct pair on every question (regret G);
+- random: the exact expectation over the 15 pairs;
+- best fixed pair per user: the one pair with the least summed regret over that session;
+- best fixed pair for everyone: one pair for the whole run (tells whether pooling hurts);
+- per-user linear oracle: a theta per user chosen in hindsight on the features, then the
+  top two of theta . phi on every question. Two hindsight fits are tried per user, the
+  Bradley-Terry MLE on all 15 order-averaged judge probabilities of its 24 questions and
+  least squares of U on Phi (per-question centred); the one with less regret is kept.
+"""
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+from scipy.special import expit
+
+from online.schedule import Schedule, make_schedule, session_utilities
+from online.scoring import floor_regret, pair_regrets, random_regret, strong_regret
+from tdmodels.bradley_terry import order_averaged
+
+REFERENCES = ("floor", "random", "best-fixed-pair", "best-pair-everyone", "linear-oracle")
+ORACLE_RIDGE = 1e-2
+
+
+def _session_arrays(world: xr.Dataset, sched: Schedule):
+    Phi = world["features"].values[sched.question]                            # [N, S, K, d]
+    P = world["probs"].values[sched.student[:, None], sched.question]         # [N, S, K, K]
+    return Phi, P, session_utilities(world, sched)
+
+
+def fit_btl_hindsight(Phi: np.ndarray, pbar: np.ndarray, ridge: float = ORACLE_RIDGE, iters: int = 30) -> np.ndarray:
+    """Per-user BTL MLE theta [N, d] on soft labels pbar over all pairs a < b of each question."""
+    N, S, K, d = Phi.shape
+    iu, ju = np.triu_indices(K, 1)
+    Z = (Phi[:, :, iu] - Phi[:, :, ju]).reshape(N, -1, d)                   # [N, S*15, d]
+    y = pbar[:, :, iu, ju].reshape(N, -1)
+    theta = np.zeros((N, d))
+    for _ in range(iters):
+        m = expit(np.einsum("nod,nd->no", Z, theta))
+        grad = np.einsum("no,nod->nd", m - y, Z) + ridge * theta
+        H = np.einsum("no,nod,noe->nde", m * (1 - m), Z, Z) + ridge * np.eye(d)
+        step = np.linalg.solve(H, grad[..., None])[..., 0]
+        theta -= step
+        if np.abs(step).max() < 1e-10:
+            break
+    return theta
+
+
+def fit_ls_hindsight(Phi: np.ndarray, U: np.ndarray, ridge: float = ORACLE_RIDGE) -> np.ndarray:
+    """Per-user least squares of per-question-centred U on per-question-centred Phi."""
+    X = Phi - Phi.mean(axis=2, keepdims=True)
+    y = U - U.mean(axis=2, keepdims=True)
+    N, S, K, d = Phi.shape
+    X = X.reshape(N, -1, d)
+    A = np.einsum("nod,noe->nde", X, X) + ridge * np.eye(d)
+    b = np.einsum("nod,no->nd", X, y.reshape(N, -1))
+    return np.linalg.solve(A, b[..., None])[..., 0]
+
+
+def top2_regret(theta: np.ndarray, Phi: np.ndarray, U: np.ndarray) -> np.ndarray:
+    """Regret [N, S] of showing the two personas with the largest theta . phi."""
+    score = np.einsum("nskd,nd->nsk", Phi, theta)
+    order = np.argsort(-score, axis=-1, kind="stable")
+    return strong_regret(U, order[..., 0], order[..., 1])
+
+
+def reference_regrets(world: xr.Dataset, seed: int, arrivals: int | None = None) -> dict[str, np.ndarray]:
+    """Per-round regret [N, S] of every reference for one (world, seed)."""
+    sched = make_schedule(world, seed, arrivals)
+    Phi, P, U = _session_arrays(world, sched)
+    K = U.shape[-1]
+    pr = pair_regrets(U)                                                   # [N, S, K, K]
+    iu, ju = np.triu_indices(K, 1)
+    per_pair = pr[..., iu, ju]                                             # [N, S, 15]
+    best_user = np.argmin(per_pair.sum(axis=1), axis=-1)                   # [N]
+    best_all = np.argmin(per_pair.sum(axis=(0, 1)))
+    r_btl = top2_regret(fit_btl_hindsight(Phi, order_averaged(P)), Phi, U)
+    r_ls = top2_regret(fit_ls_hindsight(Phi, U), Phi, U)
+    use_btl = r_btl.sum(axis=1) <= r_ls.sum(axis=1)
+    return {
+        "floor": floor_regret(U),
+        "random": random_regret(U),
+        "best-fixed-pair": np.take_along_axis(per_pair, best_user[:, None, None], axis=-1)[..., 0],
+        "best-pair-everyone": per_pair[..., best_all],
+        "linear-oracle": np.where(use_btl[:, None], r_btl, r_ls),
+    }

@@ -1,0 +1,93 @@
+"""The benchmark's statistics from stored rows: mean +/- s.e. over seeds, reference rows,
+paired comparisons.
+
+Reference rows are recomputed from the world for exactly the seeds the policies ran on
+(they are cheap and exact), so every row of a table averages over the same seeds.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+from scipy import stats as sps
+
+from diagnostics.references import REFERENCES, reference_regrets
+from online.scoring import benchmark_score
+
+REFERENCE_LABELS = {
+    "random": "random pairs", "best-pair-everyone": "best fixed pair (everyone, hindsight)",
+    "best-fixed-pair": "best fixed pair per user (hindsight)", "linear-oracle": "per-user linear oracle", "floor": "floor G",
+}
+
+
+def mean_se(x) -> tuple[float, float]:
+    x = np.asarray(x, dtype=float)
+    se = float(x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else float("nan")
+    return float(x.mean()), se
+
+
+def paired_gain(excess_a, excess_b, level: float = 0.95) -> dict:
+    """Relative excess-regret reduction of A against B over the same seeds, 1 - sum A / sum B,
+    with a t interval on the per-seed differences propagated by the delta method."""
+    a, b = np.asarray(excess_a, float), np.asarray(excess_b, float)
+    n = len(a)
+    gain = 1.0 - a.mean() / b.mean()
+    if n < 2:
+        return {"gain": gain, "lo": float("nan"), "hi": float("nan"), "n": n}
+    # influence of each seed on the ratio mean(a)/mean(b)
+    infl = (a - a.mean()) / b.mean() - a.mean() * (b - b.mean()) / b.mean() ** 2
+    se = infl.std(ddof=1) / np.sqrt(n)
+    t = sps.t.ppf(0.5 + level / 2, n - 1)
+    return {"gain": float(gain), "lo": float(gain - t * se), "hi": float(gain + t * se), "n": n}
+
+
+def reference_table(world, seeds, arrivals=None) -> dict[str, dict[int, dict]]:
+    """{reference: {seed: {regret, floor, random, excess, score}}}."""
+    out = defaultdict(dict)
+    for seed in seeds:
+        regs = reference_regrets(world, seed, arrivals)
+        G, Rr = float(regs["floor"].sum()), float(regs["random"].sum())
+        for name in REFERENCES:
+            R = float(regs[name].sum())
+            out[name][seed] = {"regret": R, "floor": G, "random": Rr, "excess": R - G,
+                               "score": float(benchmark_score(R, G, Rr))}
+    return out
+
+
+def leaderboard(rows: list[dict], world=None) -> list[dict]:
+    """One line per policy (and reference), averaged over that policy's seeds."""
+    by = defaultdict(dict)
+    for r in rows:
+        by[r["policy"]][int(r["seed"])] = r
+    lines = []
+    for spec, seeds in sorted(by.items()):
+        sc, ex = mean_se([r["score"] for r in seeds.values()]), mean_se([r["excess"] for r in seeds.values()])
+        lines.append({"name": spec, "kind": "policy", "n": len(seeds), "score": sc, "excess": ex,
+                      "seeds": sorted(seeds), "wall_s": float(np.mean([r["wall_s"] for r in seeds.values()]))})
+    if world is not None and by:
+        all_seeds = sorted(set().union(*[set(s) for s in by.values()]))
+        arrivals = {r["arrivals"] for r in rows}
+        if len(arrivals) == 1 and arrivals != {int(world.attrs["arrivals"])}:
+            n_arr = arrivals.pop()
+        else:
+            n_arr = None
+        refs = reference_table(world, all_seeds, n_arr)
+        for name in ("random", "best-pair-everyone", "best-fixed-pair", "linear-oracle", "floor"):
+            vals = refs[name].values()
+            lines.append({"name": REFERENCE_LABELS[name], "kind": "reference", "n": len(all_seeds),
+                          "score": mean_se([v["score"] for v in vals]), "excess": mean_se([v["excess"] for v in vals]),
+                          "seeds": all_seeds, "wall_s": float("nan")})
+    return lines
+
+
+def format_table(lines: list[dict], title: str = "") -> str:
+    """Markdown table; reference rows in italics."""
+    out = [f"### {title}", ""] if title else []
+    out += ["| policy | seeds | score | excess regret R - G |", "|---|---|---|---|"]
+    for ln in sorted(lines, key=lambda x: (x["kind"] == "reference", -x["score"][0])):
+        s, e = ln["score"], ln["excess"]
+        se_s = f" ± {s[1]:.1f}" if np.isfinite(s[1]) and s[1] > 0 else ""
+        se_e = f" ± {e[1]:.1f}" if np.isfinite(e[1]) and e[1] > 0 else ""
+        name = f"*{ln['name']}*" if ln["kind"] == "reference" else ln["name"]
+        out.append(f"| {name} | {ln['n']} | {s[0]:.1f}{se_s} | {e[0]:.1f}{se_e} |")
+    return "\n".join(out)

@@ -1,0 +1,135 @@
+"""Sweeps: every (world, seed, policy spec) cell, skipping finished ones, in local processes.
+
+Workers compute rows and send them back; the parent alone writes the store, so there is
+never more than one writer. A cell that raises is reported and recorded as failed, never
+stored as done, and the other cells go on. The summary lists failed and missing cells.
+"""
+from __future__ import annotations
+
+import multiprocessing as mp
+import re
+import sys
+import time
+import traceback
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+
+from online.protocol import PolicyOutputError
+from online.registry import PolicySpecError, canonical_spec
+from online.replay import replay
+from online.store import CorruptRowError, RunStore
+from tdmodels.rosters import open_world, world_file
+
+_WORLDS: dict = {}
+
+
+@dataclass(frozen=True)
+class Cell:
+    world: str
+    seed: int
+    policy: str
+
+    def __str__(self):
+        return f"{self.world} seed {self.seed} {self.policy}"
+
+
+@dataclass
+class SweepResult:
+    done: list = field(default_factory=list)        # cells computed now
+    cached: list = field(default_factory=list)      # cells already in the store
+    failed: list = field(default_factory=list)      # (cell, message)
+    corrupt: list = field(default_factory=list)     # messages about damaged rows found on the way
+
+    @property
+    def missing(self):
+        return [c for c, _ in self.failed]
+
+
+def parse_seeds(text: str) -> list[int]:
+    """'0-7', '3', '0-3,8,10-11' -> sorted unique seeds; ValueError naming the bad part."""
+    seeds = set()
+    for part in str(text).split(","):
+        m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
+        if not m or (m.group(2) is not None and int(m.group(2)) < int(m.group(1))):
+            raise ValueError(f"seed range {text!r}: cannot parse {part.strip()!r}; use e.g. 0-7 or 0-3,8,10-11 (non-negative)")
+        lo = int(m.group(1))
+        seeds.update(range(lo, int(m.group(2) or lo) + 1))
+    return sorted(seeds)
+
+
+def _worker(world_path: str, seed: int, spec: str, arrivals, allow_test: bool):
+    try:
+        if world_path not in _WORLDS:
+            _WORLDS[world_path] = open_world(world_path, allow_test=True)
+        return "ok", replay(_WORLDS[world_path], seed, spec, arrivals)
+    except (PolicyOutputError, PolicySpecError) as exc:
+        return "error", str(exc)
+    except Exception as exc:  # a researcher's policy can raise anything; report, keep the sweep going
+        tb = traceback.format_exc(limit=4)
+        return "error", f"{type(exc).__name__}: {exc}\n{tb}"
+
+
+class Progress:
+    def __init__(self, total: int, stream=sys.stderr):
+        self.total, self.n, self.stream, self.t0 = total, 0, stream, time.perf_counter()
+        self.tty = hasattr(stream, "isatty") and stream.isatty()
+
+    def step(self, cell: Cell, note: str):
+        self.n += 1
+        width = 24
+        fill = int(width * self.n / max(self.total, 1))
+        bar = "#" * fill + "-" * (width - fill)
+        msg = f"[{bar}] {self.n}/{self.total} {time.perf_counter() - self.t0:6.1f}s  {cell}: {note}"
+        if self.tty:
+            self.stream.write("\r\033[K" + msg + ("\n" if self.n == self.total else ""))
+        else:
+            self.stream.write(msg + "\n")
+        self.stream.flush()
+
+
+def run_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: RunStore, jobs: int = 1,
+              allow_test: bool = False, arrivals: int | None = None, worlds_dir=None, progress: bool = True) -> SweepResult:
+    """Compute every missing cell of worlds x seeds x specs and store its row."""
+    specs = [canonical_spec(s) for s in specs]
+    res = SweepResult()
+    todo = []
+    paths = {}
+    for w in worlds:
+        ds = open_world(w, allow_test=allow_test, directory=worlds_dir)   # validates, builds, enforces the lock
+        name = str(ds.attrs["roster"])
+        paths[name] = str(world_file(w, worlds_dir).resolve())
+        for seed in seeds:
+            for spec in specs:
+                cell = Cell(name, seed, spec)
+                try:
+                    row = store.get(name, seed, spec)
+                except CorruptRowError as exc:
+                    res.corrupt.append(str(exc))
+                    row = None
+                if row is not None and (arrivals is None or row["arrivals"] == arrivals):
+                    res.cached.append(cell)
+                else:
+                    todo.append(cell)
+    bar = Progress(len(todo)) if progress and todo else None
+
+    def finish(cell, status, payload):
+        if status == "ok":
+            store.put(payload)
+            res.done.append(cell)
+            note = f"score {payload['score']:.1f} ({payload['wall_s']:.1f}s)"
+        else:
+            store.put_failure(cell.world, cell.seed, cell.policy, payload)
+            res.failed.append((cell, payload))
+            note = "FAILED: " + payload.splitlines()[0]
+        if bar:
+            bar.step(cell, note)
+
+    if jobs <= 1:
+        for cell in todo:
+            finish(cell, *_worker(paths[cell.world], cell.seed, cell.policy, arrivals, allow_test))
+    else:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn")) as pool:
+            futs = {pool.submit(_worker, paths[c.world], c.seed, c.policy, arrivals, allow_test): c for c in todo}
+            for fut in as_completed(futs):
+                finish(futs[fut], *fut.result())
+    return res

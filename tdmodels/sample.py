@@ -1,0 +1,90 @@
+"""Import the reference's real judge sample (48 arrivals of its held-out-profile roster).
+
+The published file holds, per arrival, the profile key and 24 questions with text, U[6]
+and the 15 upper-triangle probabilities (P(lower index wins when shown first); the
+other order is 1 - P). It becomes a fixed-schedule world `sample`: students are the 8
+profiles, questions are the 1,152 asked ones, arrival a asks its own 24 in order.
+No rater scores were published: feature g is all zeros and `rater_available = 0`.
+The file is read from the path given; nothing of it is copied into the project.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from .bradley_terry import order_averaged
+from .simulator import fit_click_scale
+from .world import FORMAT_VERSION, KINDS, WorldFormatError
+
+_SENTENCE_END = re.compile(r"(?<=[.?!])\s+")
+
+
+def last_sentence(text: str) -> str:
+    return _SENTENCE_END.split(text.strip())[-1]
+
+
+def load_sample(path: str | Path) -> xr.Dataset:
+    """Read the site sample JSON into a world Dataset (validated by save_world/load_world)."""
+    path = Path(path)
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        personas = [p["short"] for p in raw["personas"]]
+        arrivals = raw["arrivals"]
+    except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise WorldFormatError(f"sample {path}: not the TutorDuel site sample ({type(exc).__name__}: {exc})") from None
+    K = len(personas)
+    iu, ju = np.triu_indices(K, 1)
+    profiles = sorted({a["profile_key"] for a in arrivals})
+    S = len(arrivals[0]["qs"])
+    n_q = len(arrivals) * S
+    probs = np.full((len(profiles), n_q, K, K), np.nan)
+    U = np.full((len(profiles), n_q, K), np.nan)
+    texts, sched_s, sched_q = [], [], []
+    for a, arr in enumerate(arrivals):
+        if len(arr["qs"]) != S:
+            raise WorldFormatError(f"sample {path}: arrival {a} has {len(arr['qs'])} questions, expected {S}")
+        s = profiles.index(arr["profile_key"])
+        sched_s.append(s)
+        sched_q.append(list(range(a * S, (a + 1) * S)))
+        for t, q in enumerate(arr["qs"]):
+            qi = a * S + t
+            P = np.full((K, K), 0.5)
+            P[iu, ju] = q["P"]
+            P[ju, iu] = 1.0 - np.asarray(q["P"])
+            probs[s, qi] = P
+            U[s, qi] = q["U"]
+            texts.append(q["q"])
+    cues = sorted({last_sentence(t) for t in texts})
+    labels = raw.get("labels", {})
+    reach = ~np.isnan(U[..., 0])
+    beta = fit_click_scale(order_averaged(probs[reach]), U[reach])
+    features = np.concatenate([np.broadcast_to(np.eye(K), (n_q, K, K)), np.zeros((n_q, K, 1))], axis=2)
+    rounds = np.arange(n_q) % S
+    return xr.Dataset(
+        {
+            "features": (("question", "persona", "feature"), features),
+            "probs": (("student", "question", "first", "second"), probs),
+            "utilities": (("student", "question", "persona"), U),
+            "question_topic": (("question",), np.array([f"arrival-{i // S:02d}-chain-{(i % S) // 3:d}" for i in range(n_q)])),
+            "question_chain": (("question",), ((rounds // 3) % 2).astype(np.int64)),
+            "question_kind": (("question",), np.array([KINDS[r % 3] for r in rounds])),
+            "question_cue": (("question",), np.array([cues.index(last_sentence(t)) for t in texts], dtype=np.int64)),
+            "question_text": (("question",), np.array(texts)),
+            "student_profile": (("student",), np.array(profiles)),
+            "student_traits": (("student",), np.array([labels.get(p, "") for p in profiles])),
+            "student_quirks": (("student",), np.array(["" for _ in profiles])),
+            "schedule_student": (("arrival",), np.array(sched_s, dtype=np.int64)),
+            "schedule_question": (("arrival", "round"), np.array(sched_q, dtype=np.int64)),
+        },
+        coords={"student": np.arange(len(profiles)), "question": np.arange(n_q), "persona": personas,
+                "first": personas, "second": personas, "feature": [f"e_{p}" for p in personas] + ["g"]},
+        attrs={"roster": "sample", "arrivals": len(arrivals), "topics_per_session": 4, "chains_per_topic": 2,
+               "questions_per_chain": 3, "arrival_mode": "fixed", "held_out": 0, "rater_available": 0,
+               "beta": beta, "bank_size": 16, "format_version": FORMAT_VERSION, "generator": "site-sample",
+               "description": "48 real arrivals of the reference's held-out-profile roster (judge data; no rater feature)",
+               "source": str(raw.get("source", "")), "cues": "\n".join(cues)},
+    )

@@ -1,0 +1,171 @@
+"""Generate the seven TutorDuel rosters as world Datasets, deterministically from a seed.
+
+A roster = a question pool (topics x 2 chains x 3 kinds, each question ending with one of
+13 cues), a student population, the simulated judge's order-aware probabilities, the
+reference utilities from the ridge Bradley-Terry fit, and the rater feature.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import xarray as xr
+from scipy.optimize import minimize_scalar
+from scipy.special import expit
+
+from . import catalog, judge, students
+from .bradley_terry import order_averaged, reference_utilities
+from .world import FORMAT_VERSION, KINDS
+
+GENERATOR_VERSION = "sim-1"
+STUDENT_SCALE = 3.0        # logits per unit of the student's style score
+ANSWER_NOISE = 0.35        # sd of answer-text quality, shared by all students (logits)
+JUDGE_NOISE = 0.60         # sd of the judge's reading of one answer for one student (logits)
+LABEL_BIAS_SD = 0.15       # per-student preference for one answer label (logits)
+UNSTRUCTURED_SD = 1.2      # sd of each theta entry in the unstructured control
+DEMAND_GAIN = 2.5          # weight of the question-dependent response against the base taste
+
+
+@dataclass(frozen=True)
+class RosterRecipe:
+    name: str
+    arrivals: int
+    topics: tuple
+    held_out: bool
+    arrival_mode: str                      # "uniform": students drawn with replacement; "distinct"
+    population: Callable                   # (rng) -> list[StudentSpec]
+    scramble: bool = False
+    linear_population: bool = False        # unstructured control: theta ~ N(0, sd^2 I), v = theta . phi
+    description: str = ""
+
+
+def _templates(n, quirks_each):
+    def make(rng):
+        combos = students.all_trait_combinations()
+        if quirks_each == 0:
+            pick = rng.choice(len(combos), size=n, replace=False)
+            return [students.template_student(combos[i], name=f"template_{i:04d}") for i in pick]
+        out = []
+        qnames = list(students.QUIRKS)
+        for _ in range(n):
+            i = int(rng.integers(len(combos)))
+            qs = tuple(qnames[j] for j in sorted(rng.choice(len(qnames), size=quirks_each, replace=False)))
+            out.append(students.template_student(combos[i], qs, name=f"template_{i:04d}"))
+        return out
+    return make
+
+
+def _linear_population(n):
+    def make(rng):
+        z = np.zeros(len(catalog.ATTRIBUTES))
+        return [students.StudentSpec(f"linear_{i:03d}", z, z, np.zeros(6), {}, ()) for i in range(n)]
+    return make
+
+
+ROSTERS = {
+    "dev": RosterRecipe("dev", 300, catalog.DEV_TOPICS, False, "uniform", lambda rng: list(students.DEV_PROFILES),
+                        description="8 hand-written development profiles, development topics"),
+    "test_topics": RosterRecipe("test_topics", 350, catalog.TEST_TOPICS, True, "uniform", lambda rng: list(students.DEV_PROFILES),
+                                description="the 8 development profiles on new topics"),
+    "test_profiles": RosterRecipe("test_profiles", 350, catalog.TEST_TOPICS, True, "uniform", lambda rng: list(students.TEST_PROFILES),
+                                  description="8 new hand-written profiles on new topics"),
+    "composite": RosterRecipe("composite", 350, catalog.TEST_TOPICS, True, "distinct", _templates(350, 0),
+                              description="350 distinct template students (7 traits, 3,072 combinations)"),
+    "quirky": RosterRecipe("quirky", 350, catalog.TEST_TOPICS, True, "distinct", _templates(350, 2),
+                           description="350 template students with 2 of 10 quirks each"),
+    "scrambled": RosterRecipe("scrambled", 350, catalog.DEV_TOPICS, False, "distinct", _templates(350, 0), scramble=True,
+                              description="negative control: each student's personas relabelled by its own permutation"),
+    "unstructured": RosterRecipe("unstructured", 350, catalog.DEV_TOPICS, False, "distinct", _linear_population(350),
+                                 linear_population=True, description="negative control: iid isotropic theta, no shared structure"),
+}
+ROSTER_ORDER = tuple(ROSTERS)
+
+
+def build_questions(topics, rng):
+    """Question pool: per topic 2 chains x (definition, computation, why), each with a cue."""
+    rows = []
+    for t in topics:
+        for c, variant in enumerate(catalog.CHAIN_VARIANTS):
+            for kind in KINDS:
+                demand_kind = catalog.KIND_DEMAND[kind]
+                # cues fitting the kind are likelier, every cue stays possible
+                fit = catalog.CUE_DEMAND @ demand_kind
+                w = np.exp(1.5 * fit)
+                cue = int(rng.choice(len(catalog.CUES), p=w / w.sum()))
+                text = catalog.QUESTION_FORMS[kind].format(topic=t, variant=variant) + " " + catalog.CUES[cue][0]
+                rows.append((t, c, kind, cue, text, demand_kind + catalog.CUE_DEMAND[cue]))
+    topic, chain, kind, cue, text, demand = map(list, zip(*rows))
+    return dict(topic=np.array(topic), chain=np.array(chain, dtype=np.int64), kind=np.array(kind),
+                cue=np.array(cue, dtype=np.int64), text=np.array(text), demand=np.stack(demand))
+
+
+def fit_click_scale(pbar: np.ndarray, U: np.ndarray) -> float:
+    """beta: logits per unit of utility, least squares of pbar ~ sigmoid(beta (U_a - U_b)), a < b."""
+    K = U.shape[-1]
+    iu, ju = np.triu_indices(K, 1)
+    du = (U[..., iu] - U[..., ju]).ravel()
+    p = pbar[..., iu, ju].ravel()
+    res = minimize_scalar(lambda b: np.mean((expit(b * du) - p) ** 2), bounds=(0.1, 50.0), method="bounded")
+    return float(res.x)
+
+
+def build_roster(name: str, seed: int = 0) -> xr.Dataset:
+    """Generate roster `name` (one of ROSTERS) as a validated world Dataset."""
+    if name not in ROSTERS:
+        raise KeyError(f"unknown roster {name!r}; simulated rosters are {', '.join(ROSTERS)}")
+    recipe = ROSTERS[name]
+    ss = np.random.SeedSequence([seed, ROSTER_ORDER.index(name)])
+    r_q, r_pop, r_rater, r_judge, r_noise = (np.random.default_rng(s) for s in ss.spawn(5))
+    qs = build_questions(recipe.topics, r_q)
+    pop = recipe.population(r_pop)
+    K = len(catalog.PERSONAS)
+    g = judge.rater_scores(qs["demand"], r_rater)
+    features = np.concatenate([np.broadcast_to(np.eye(K), (len(g), K, K)), g[:, :, None]], axis=2)
+
+    answer = ANSWER_NOISE * r_noise.standard_normal((len(g), K))
+    n_s = len(pop)
+    v = np.empty((n_s, len(g), K))
+    for s, spec in enumerate(pop):
+        if recipe.linear_population:
+            theta = UNSTRUCTURED_SD * r_pop.standard_normal(K + 1)
+            v[s] = features @ theta
+        else:
+            v[s] = STUDENT_SCALE * students.student_logits(spec, qs["kind"], qs["chain"], DEMAND_GAIN * qs["demand"])
+            if recipe.scramble:
+                v[s] = v[s][:, r_pop.permutation(K)]
+    v = v + answer[None] + JUDGE_NOISE * r_noise.standard_normal(v.shape)
+    label_bias = LABEL_BIAS_SD * r_noise.standard_normal(n_s)
+    probs = judge.judge_probs(v, r_judge, label_bias=label_bias[:, None, None, None])
+    U = reference_utilities(probs)
+    beta = fit_click_scale(order_averaged(probs), U)
+
+    ds = xr.Dataset(
+        {
+            "features": (("question", "persona", "feature"), features),
+            "probs": (("student", "question", "first", "second"), probs),
+            "utilities": (("student", "question", "persona"), U),
+            "question_topic": (("question",), qs["topic"].astype(str)),
+            "question_chain": (("question",), qs["chain"]),
+            "question_kind": (("question",), qs["kind"].astype(str)),
+            "question_cue": (("question",), qs["cue"]),
+            "question_text": (("question",), qs["text"].astype(str)),
+            "student_profile": (("student",), np.array([p.profile for p in pop], dtype=str)),
+            "student_traits": (("student",), np.array([students.describe_traits(p) for p in pop], dtype=str)),
+            "student_quirks": (("student",), np.array([",".join(p.quirks) for p in pop], dtype=str)),
+        },
+        coords={
+            "student": np.arange(n_s), "question": np.arange(len(g)),
+            "persona": list(catalog.PERSONA_SHORT), "first": list(catalog.PERSONA_SHORT),
+            "second": list(catalog.PERSONA_SHORT),
+            "feature": [f"e_{p}" for p in catalog.PERSONA_SHORT] + ["g"],
+        },
+        attrs={
+            "roster": name, "arrivals": recipe.arrivals, "topics_per_session": 4, "chains_per_topic": 2,
+            "questions_per_chain": 3, "arrival_mode": recipe.arrival_mode, "held_out": int(recipe.held_out),
+            "rater_available": 1, "beta": beta, "bank_size": 16, "format_version": FORMAT_VERSION,
+            "generator": GENERATOR_VERSION, "seed": int(seed), "description": recipe.description,
+            "cues": "\n".join(c[0] for c in catalog.CUES),
+        },
+    )
+    return ds

@@ -1,0 +1,216 @@
+"""`tutorduel` command line: a thin layer over tdmodels, online and diagnostics."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+DEFAULT_POLICIES = "random,no-transfer"
+
+
+class CLIError(Exception):
+    pass
+
+
+def _common(p, store=True):
+    p.add_argument("--worlds", metavar="DIR", help="world files folder (default: $TUTORDUEL_WORLDS or ./worlds)")
+    p.add_argument("--allow-test", action="store_true", help="allow held-out rosters (evaluation only; never tune on them)")
+    if store:
+        p.add_argument("--store", metavar="PATH", help="run store (default: $TUTORDUEL_STORE or ./runs)")
+
+
+def cmd_replay(a) -> int:
+    from online.registry import split_specs
+    from online.store import RunStore
+    from online.sweep import parse_seeds, run_sweep
+
+    store = RunStore(a.store)
+    worlds = [w.strip() for w in a.world.split(",")]
+    res = run_sweep(worlds, parse_seeds(a.seeds), split_specs(a.policies), store, jobs=a.jobs,
+                    allow_test=a.allow_test, arrivals=a.arrivals, worlds_dir=a.worlds)
+    print(f"{len(res.done)} cells computed, {len(res.cached)} already stored, {len(res.failed)} failed (store: {store.root})")
+    for msg in res.corrupt:
+        print(f"warning: {msg}; recomputed, the damaged file kept as *.corrupt", file=sys.stderr)
+    for w in worlds:
+        _print_stats(store, w, a.allow_test, a.worlds, None)
+    if res.failed:
+        print("\nfailed cells (not stored; rerun to retry):", file=sys.stderr)
+        for cell, msg in res.failed:
+            print(f"  {cell}: {msg.splitlines()[0]}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _print_stats(store, world_name, allow_test, worlds_dir, against):
+    from diagnostics.stats import format_table, leaderboard, paired_gain
+    from tdmodels.rosters import open_world
+
+    world = open_world(world_name, allow_test=allow_test, directory=worlds_dir)
+    name = str(world.attrs["roster"])
+    rows, problems = store.scan(name)
+    for p in problems:
+        print(f"warning: {p} (skipped)", file=sys.stderr)
+    if not rows:
+        print(f"no stored runs for world {name!r} in {store.root}")
+        return
+    arrivals = sorted({r["arrivals"] for r in rows})
+    if len(arrivals) > 1:
+        keep = max(arrivals)
+        print(f"note: rows with {arrivals} arrivals in the store; showing the {keep}-arrival runs")
+        rows = [r for r in rows if r["arrivals"] == keep]
+    print()
+    print(format_table(leaderboard(rows, world), title=f"{name} ({rows[0]['arrivals']} arrivals)"))
+    if against:
+        by = {}
+        for r in rows:
+            by.setdefault(r["policy"], {})[r["seed"]] = r["excess"]
+        if against not in by:
+            raise CLIError(f"--against {against!r}: no stored rows of that policy for {name}")
+        print(f"\npaired excess-regret reduction against {against} (95% interval, common seeds):")
+        for spec, d in sorted(by.items()):
+            if spec == against:
+                continue
+            common = sorted(set(d) & set(by[against]))
+            if not common:
+                continue
+            g = paired_gain([d[s] for s in common], [by[against][s] for s in common])
+            print(f"  {spec}: {100 * g['gain']:+.1f}% [{100 * g['lo']:+.1f}, {100 * g['hi']:+.1f}] over {g['n']} seeds")
+    failed = store.failures(name)
+    if failed:
+        print(f"\n{len(failed)} failed cell(s) recorded for {name}:")
+        for f in failed:
+            print(f"  seed {f['seed']} {f['policy']}: {f['error'].splitlines()[0]}")
+
+
+def cmd_stats(a) -> int:
+    from online.store import RunStore
+
+    store = RunStore(a.store)
+    for w in a.world.split(","):
+        _print_stats(store, w.strip(), a.allow_test, a.worlds, a.against)
+    return 0
+
+
+def cmd_worlds(a) -> int:
+    from tdmodels.rosters import known_worlds, open_world, world_file
+    from tdmodels.simulator import ROSTERS
+
+    if a.action == "list":
+        for n in known_worlds(a.worlds):
+            r = ROSTERS.get(n)
+            f = world_file(n, a.worlds)
+            desc = f"{r.arrivals:4d} arrivals  {'held out' if r.held_out else 'open    '}  {r.description}" if r else "imported"
+            print(f"{n:14s} {'on disk' if f.exists() else 'not built'}  {desc}")
+        return 0
+    if a.action == "build":
+        names = a.names or [n for n in ROSTERS]
+        for n in names:
+            ds = open_world(n, allow_test=True, directory=a.worlds)
+            print(f"{n}: {world_file(n, a.worlds)} ({ds.sizes['student']} students, {ds.sizes['question']} questions)")
+        return 0
+    if a.action == "import-sample":
+        from tdmodels.sample import load_sample
+        from tdmodels.world import save_world
+
+        path = save_world(load_sample(a.path), world_file("sample", a.worlds))
+        print(f"sample: {path} (48 arrivals of real judge data; rater feature absent)")
+        return 0
+    if a.action == "describe":
+        return _describe(a)
+    raise CLIError(f"unknown worlds action {a.action!r}")
+
+
+def _describe(a) -> int:
+    from diagnostics.stats import REFERENCE_LABELS, mean_se, reference_table
+    from diagnostics.world_figures import format_side_by_side, world_figures
+    from online.sweep import parse_seeds
+    from tdmodels.rosters import open_world, world_file
+
+    world = open_world(a.name, allow_test=a.allow_test, directory=a.worlds)
+    seeds = parse_seeds(a.seeds)
+    print(f"world {world.attrs['roster']}: {world.attrs.get('description', '')}")
+    print(f"{world.sizes['student']} students, {world.sizes['question']} questions, {world.attrs['arrivals']} arrivals, "
+          f"arrival mode {world.attrs['arrival_mode']}, rater {'present' if int(world.attrs['rater_available']) else 'absent'}\n")
+    refs = reference_table(world, seeds)
+    print(f"references over seeds {a.seeds} (score; summed regret):")
+    for name in ("floor", "random", "best-pair-everyone", "best-fixed-pair", "linear-oracle"):
+        sc = mean_se([v["score"] for v in refs[name].values()])
+        R = mean_se([v["regret"] for v in refs[name].values()])
+        print(f"  {REFERENCE_LABELS[name]:40s} score {sc[0]:6.1f}   R {R[0]:8.1f}")
+    sample = None
+    sp = world_file("sample", a.worlds)
+    if sp.exists() and str(world.attrs["roster"]) != "sample":
+        sample = world_figures(open_world("sample", directory=a.worlds))
+    print("\ncalibration figures (seed 0 schedule)" + ("" if sample else "; import the sample to compare: tutorduel worlds import-sample PATH"))
+    print(format_side_by_side(world_figures(world, seeds[0]), sample, str(world.attrs["roster"])))
+    return 0
+
+
+def cmd_export(a) -> int:
+    from online.store import RunStore
+
+    p = RunStore(a.store).export(a.path, a.world)
+    print(f"wrote {p}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="tutorduel", description="TutorDuel benchmark: worlds, replays, statistics")
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("replay", help="run policies over seeds on a roster and store one row per run")
+    p.add_argument("--world", default="dev", help="roster name(s), comma-separated, or a .nc path (default: dev)")
+    p.add_argument("--seeds", default="0-3", help="e.g. 0-7 or 0-3,8 (default: 0-3)")
+    p.add_argument("--policies", default=DEFAULT_POLICIES, help=f"comma-separated policy specs (default: {DEFAULT_POLICIES})")
+    p.add_argument("--jobs", type=int, default=1, help="local worker processes (default 1)")
+    p.add_argument("--arrivals", type=int, help="truncate each run to the first N arrivals (quick checks)")
+    _common(p)
+    p.set_defaults(fn=cmd_replay)
+
+    p = sub.add_parser("stats", help="score and excess regret, mean ± s.e. over seeds, with reference rows")
+    p.add_argument("--world", default="dev")
+    p.add_argument("--against", metavar="SPEC", help="also print paired excess-regret reductions against this policy")
+    _common(p)
+    p.set_defaults(fn=cmd_stats)
+
+    p = sub.add_parser("worlds", help="build, list, describe and import worlds")
+    wsub = p.add_subparsers(dest="action", required=True)
+    q = wsub.add_parser("list")
+    _common(q, store=False)
+    q = wsub.add_parser("build")
+    q.add_argument("names", nargs="*", help="rosters to build (default: all seven)")
+    _common(q, store=False)
+    q = wsub.add_parser("describe")
+    q.add_argument("name")
+    q.add_argument("--seeds", default="0-3")
+    _common(q, store=False)
+    q = wsub.add_parser("import-sample")
+    q.add_argument("path", help="path to tutorduel-site-sample.json")
+    _common(q, store=False)
+    p.set_defaults(fn=cmd_worlds)
+
+    p = sub.add_parser("export", help="export stored rows to .csv or .parquet")
+    p.add_argument("path")
+    p.add_argument("--world")
+    p.add_argument("--store")
+    p.set_defaults(fn=cmd_export)
+    return ap
+
+
+def main(argv=None) -> int:
+    from online.protocol import PolicyOutputError
+    from online.registry import PolicySpecError
+    from online.store import CorruptRowError
+    from tdmodels.rosters import HeldOutError
+    from tdmodels.world import WorldFormatError
+
+    args = build_parser().parse_args(argv)
+    try:
+        return args.fn(args)
+    except (CLIError, HeldOutError, WorldFormatError, PolicySpecError, PolicyOutputError, CorruptRowError,
+            FileNotFoundError, ValueError, KeyError) as exc:
+        print(f"tutorduel: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
