@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-NEWTON_ITERS = 8
+NEWTON_ITERS = 100
+NEWTON_TOL = 1e-13
 
 
 def _sigmoid(x):
@@ -37,11 +38,26 @@ def laplace_update(mean: np.ndarray, cov: np.ndarray, z: np.ndarray, y: float,
     logpred = np.log(p0 if y else 1.0 - p0)
     eta = a
     if s > 0.0:
-        for _ in range(iters):            # maximise -(eta-a)^2/(2s) + log lik(eta)
+        # g(eta) = y - sigmoid(eta) - (eta - a)/s is strictly decreasing with its root in
+        # [a - s, a] (y = 0) or [a, a + s] (y = 1): Newton, falling back to bisection.
+        lo, hi = (a - s, a) if y == 0 else (a, a + s)
+        dx_old = dx = hi - lo
+        for _ in range(iters):         # safeguarded Newton (Newton cycles on flat logistic tails)
             p = _sigmoid(eta)
             g = (y - p) - (eta - a) / s
-            h = -p * (1.0 - p) - 1.0 / s
-            eta = eta - g / h
+            slope = p * (1.0 - p) + 1.0 / s
+            if g > 0:
+                lo = eta
+            else:
+                hi = eta
+            if not lo < eta + g / slope < hi or abs(2.0 * g) > abs(dx_old * slope):
+                dx_old, dx = dx, 0.5 * (hi - lo)
+                eta = lo + dx
+            else:
+                dx_old, dx = dx, g / slope
+                eta = eta + dx
+            if abs(dx) < NEWTON_TOL:
+                break
     p = _sigmoid(eta)
     w = p * (1.0 - p)
     new_mean = mean + Sz * ((eta - a) / s if s > 0.0 else 0.0)
@@ -56,14 +72,24 @@ def laplace_fit(prior_mean: np.ndarray, prior_cov: np.ndarray, Z: np.ndarray, y:
     Z [n, d], y [n]. Returns (mode [d], cov [d, d]).
     """
     P0 = np.linalg.inv(prior_cov)
+
+    def neg_log_post(t):
+        eta = Z @ t
+        return 0.5 * (t - prior_mean) @ P0 @ (t - prior_mean) + np.sum(np.logaddexp(0.0, eta) - y * eta)
+
     theta = np.array(prior_mean, dtype=float)
+    f = neg_log_post(theta)
     for _ in range(iters):
         p = _sigmoid(Z @ theta)
         grad = Z.T @ (y - p) - P0 @ (theta - prior_mean)
         H = Z.T @ (Z * (p * (1 - p))[:, None]) + P0
         step = np.linalg.solve(H, grad)
-        theta = theta + step
-        if np.max(np.abs(step)) < tol:
+        t = 1.0
+        while neg_log_post(theta + t * step) > f and t > 1e-10:   # backtracking: Newton alone can cycle
+            t *= 0.5
+        theta = theta + t * step
+        f = neg_log_post(theta)
+        if np.max(np.abs(t * step)) < tol:
             break
     p = _sigmoid(Z @ theta)
     H = Z.T @ (Z * (p * (1 - p))[:, None]) + P0

@@ -15,7 +15,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
 from online.protocol import PolicyOutputError
-from online.registry import PolicySpecError, canonical_spec
+from online.registry import PolicySpecError, canonical_spec, make_policy
 from online.replay import replay
 from online.store import CorruptRowError, RunStore
 from tdmodels.rosters import open_world, world_file
@@ -70,7 +70,8 @@ def _worker(world_path: str, seed: int, spec: str, arrivals, allow_test: bool):
 
 
 class Progress:
-    def __init__(self, total: int, stream=sys.stderr):
+    def __init__(self, total: int, stream=None):
+        stream = stream or sys.stderr
         self.total, self.n, self.stream, self.t0 = total, 0, stream, time.perf_counter()
         self.tty = hasattr(stream, "isatty") and stream.isatty()
 
@@ -91,6 +92,8 @@ def run_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: RunS
               allow_test: bool = False, arrivals: int | None = None, worlds_dir=None, progress: bool = True) -> SweepResult:
     """Compute every missing cell of worlds x seeds x specs and store its row."""
     specs = [canonical_spec(s) for s in specs]
+    for spec in specs:
+        make_policy(spec)          # an unknown policy or setting stops the sweep before any work
     res = SweepResult()
     todo = []
     paths = {}

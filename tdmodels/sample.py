@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -58,7 +59,14 @@ def load_sample(path: str | Path) -> xr.Dataset:
             probs[s, qi] = P
             U[s, qi] = q["U"]
             texts.append(q["q"])
-    cues = sorted({last_sentence(t) for t in texts})
+    counts = Counter(last_sentence(t) for t in texts)
+    cues = sorted(c for c, n in counts.items() if n > 1)        # a cue recurs; a stray split does not
+
+    def cue_of(text):
+        hits = [i for i, c in enumerate(cues) if text.rstrip().endswith(c)]
+        if not hits:
+            raise WorldFormatError(f"sample {path}: question {text[:60]!r}... ends with none of the {len(cues)} cues")
+        return max(hits, key=lambda i: len(cues[i]))
     labels = raw.get("labels", {})
     reach = ~np.isnan(U[..., 0])
     beta = fit_click_scale(order_averaged(probs[reach]), U[reach])
@@ -72,7 +80,7 @@ def load_sample(path: str | Path) -> xr.Dataset:
             "question_topic": (("question",), np.array([f"arrival-{i // S:02d}-chain-{(i % S) // 3:d}" for i in range(n_q)])),
             "question_chain": (("question",), ((rounds // 3) % 2).astype(np.int64)),
             "question_kind": (("question",), np.array([KINDS[r % 3] for r in rounds])),
-            "question_cue": (("question",), np.array([cues.index(last_sentence(t)) for t in texts], dtype=np.int64)),
+            "question_cue": (("question",), np.array([cue_of(t) for t in texts], dtype=np.int64)),
             "question_text": (("question",), np.array(texts)),
             "student_profile": (("student",), np.array(profiles)),
             "student_traits": (("student",), np.array([labels.get(p, "") for p in profiles])),

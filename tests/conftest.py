@@ -1,0 +1,29 @@
+import os
+from pathlib import Path
+
+import pytest
+
+from tdmodels.simulator import build_roster
+
+SAMPLE = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "tutorduel-site-sample.json"
+
+
+@pytest.fixture(scope="session")
+def dev_world():
+    return build_roster("dev")
+
+
+@pytest.fixture()
+def env_dirs(tmp_path, monkeypatch):
+    """Private world and store folders for one test."""
+    monkeypatch.setenv("TUTORDUEL_WORLDS", str(tmp_path / "worlds"))
+    monkeypatch.setenv("TUTORDUEL_STORE", str(tmp_path / "runs"))
+    return tmp_path
+
+
+@pytest.fixture(scope="session")
+def sample_path():
+    p = Path(os.environ.get("TUTORDUEL_SAMPLE", SAMPLE))
+    if not p.exists():
+        pytest.skip(f"real sample not found at {p} (set TUTORDUEL_SAMPLE)")
+    return p

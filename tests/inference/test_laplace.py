@@ -1,0 +1,32 @@
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from inference.laplace import laplace_fit, laplace_update
+
+
+@given(st.integers(0, 10_000), st.integers(0, 1), st.floats(0.1, 10.0))
+@settings(max_examples=40, deadline=None)
+def test_one_click_update_is_the_exact_laplace(seed, y, var):
+    rng = np.random.default_rng(seed)
+    d = 7
+    A = rng.standard_normal((d, d))
+    S = var * (A @ A.T / d + np.eye(d))
+    m = rng.standard_normal(d)
+    z = rng.standard_normal(d)
+    m1, S1, logpred = laplace_update(m, S, z, y)
+    m2, S2 = laplace_fit(m, S, z[None], np.array([float(y)]))
+    np.testing.assert_allclose(m1, m2, atol=1e-8)
+    np.testing.assert_allclose(S1, S2, atol=1e-8)
+    assert logpred <= 0.0
+    assert np.all(np.linalg.eigvalsh(S1) > 0)
+
+
+def test_update_moves_towards_the_winner():
+    m, S = np.zeros(3), np.eye(3)
+    z = np.array([1.0, -1.0, 0.0])
+    m1, S1, _ = laplace_update(m, S, z, 1)
+    assert z @ m1 > 0
+    assert z @ S1 @ z < z @ S @ z
+    m0, _, _ = laplace_update(m, S, z, 0)
+    np.testing.assert_allclose(m0, -m1)

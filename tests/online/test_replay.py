@@ -1,0 +1,87 @@
+import numpy as np
+import pytest
+
+from online.protocol import PolicyOutputError
+from online.replay import replay
+from online.schedule import make_schedule
+from tests.online.helpers import BAD_VALUES
+
+ARR = 20
+
+
+def comparable(row):
+    return {k: v for k, v in row.items() if k not in ("wall_s", "versions")}
+
+
+def test_schedule_depends_on_world_and_seed_only(dev_world):
+    a, b = make_schedule(dev_world, 3), make_schedule(dev_world, 3)
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x, y)
+    c = make_schedule(dev_world, 4)
+    assert not np.array_equal(a.uniform, c.uniform)
+    # a truncated run is a prefix of the full one
+    short = make_schedule(dev_world, 3, arrivals=10)
+    np.testing.assert_array_equal(short.question, a.question[:10])
+    np.testing.assert_array_equal(short.uniform, a.uniform[:10])
+
+
+def test_sessions_follow_the_recipe(dev_world):
+    sch = make_schedule(dev_world, 0, arrivals=5)
+    kinds = dev_world["question_kind"].values[sch.question]
+    assert (kinds[:, 0::3] == "definition").all() and (kinds[:, 2::3] == "why").all()
+    topics = dev_world["question_topic"].values[sch.question]
+    assert all(len(set(t)) == 4 for t in topics)
+
+
+def test_identical_pairs_get_identical_clicks(dev_world):
+    """Common random numbers: two different policies agree on every click where they show the same pair."""
+    a = replay(dev_world, 1, "tests.online.helpers:FixedPairs", arrivals=ARR, keep_clicks=True)
+    b = replay(dev_world, 1, "tests.online.helpers:FixedPairs[cycle=[[0,1],[3,2],[4,5],[5,4]]]", arrivals=ARR, keep_clicks=True)
+    pa, pb = np.array(a["clicks"]["pairs"]), np.array(b["clicks"]["pairs"])
+    same = (pa == pb).all(-1)
+    assert same.any() and (~same).any()
+    oa, ob = np.array(a["clicks"]["outcome"]), np.array(b["clicks"]["outcome"])
+    np.testing.assert_array_equal(oa[same], ob[same])
+    # and the click is exactly u < P[s, q, i, j]
+    sch = make_schedule(dev_world, 1, arrivals=ARR)
+    P = dev_world["probs"].values[sch.student[:, None], sch.question, pa[..., 0], pa[..., 1]]
+    np.testing.assert_array_equal(oa, (sch.uniform < P).astype(int))
+
+
+def test_rerun_gives_the_same_row_bit_for_bit(dev_world):
+    for spec in ("random", "no-transfer"):
+        r1, r2 = replay(dev_world, 5, spec, arrivals=ARR), replay(dev_world, 5, spec, arrivals=ARR)
+        assert comparable(r1) == comparable(r2)
+
+
+def test_row_contents(dev_world):
+    row = replay(dev_world, 0, "no-transfer", arrivals=ARR)
+    assert row["arrivals"] == ARR and row["rounds"] == 24
+    assert len(row["per_user"]["regret"]) == ARR and len(row["per_round"]["regret"]) == 24
+    assert row["excess"] == pytest.approx(row["regret"] - row["floor"])
+    assert sum(row["per_user"]["regret"]) == pytest.approx(row["regret"])
+    assert row["floor"] <= row["regret"]
+    assert row["settings"] == {} and "numpy" in row["versions"]
+
+
+def test_policy_cannot_change_the_world(dev_world):
+    with pytest.raises(ValueError, match="read-only"):
+        replay(dev_world, 0, "tests.online.helpers:Mutator", arrivals=2)
+
+
+@pytest.mark.parametrize("case", sorted(BAD_VALUES))
+def test_invalid_policy_output_names_policy_arrival_round_value(dev_world, case):
+    value, words = BAD_VALUES[case]
+    spec = "tests.online.helpers:BadOutput"
+    pol_spec = f"{spec}[value={_json(value)}]"
+    with pytest.raises(PolicyOutputError) as e:
+        replay(dev_world, 0, pol_spec, arrivals=5)
+    msg = str(e.value)
+    assert words in msg and "arrival 2, round 5" in msg and "BadOutput" in msg
+
+
+def _json(v):
+    import json
+    if isinstance(v, (np.floating,)):
+        return "1.0"
+    return json.dumps(v if not isinstance(v, tuple) else list(v))

@@ -1,0 +1,111 @@
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from online.replay import replay
+from online.store import CorruptRowError, RunStore
+from online.sweep import parse_seeds, run_sweep
+from tdmodels.rosters import open_world
+
+
+def test_put_get_and_canonical_cells(dev_world, tmp_path):
+    st = RunStore(tmp_path / "runs")
+    row = replay(dev_world, 0, "no-transfer", arrivals=3)
+    p = st.put(row)
+    assert p.exists() and not list(p.parent.glob(".*tmp"))
+    assert st.get("dev", 0, "no-transfer")["regret"] == row["regret"]
+    assert st.get("dev", 1, "no-transfer") is None
+
+
+@pytest.mark.parametrize("damage", [b"", b'{"schema": 1, "world": "dev"', b"\x00\xff garbage", b"[1, 2, 3]",
+                                    b'{"schema": 1, "world": "dev", "seed": 0}'])
+def test_corrupt_row_is_named_recomputed_and_kept_aside(env_dirs, damage):
+    st = RunStore()
+    res = run_sweep(["dev"], [0], ["random"], st, arrivals=3, progress=False)
+    path = st.path("dev", 0, "random")
+    good = json.loads(path.read_text())
+    path.write_bytes(damage)
+    with pytest.raises(CorruptRowError, match=str(path)):
+        st.get("dev", 0, "random")
+    rows, problems = st.scan("dev")
+    assert rows == [] and len(problems) == 1 and str(path) in problems[0]
+    res = run_sweep(["dev"], [0], ["random"], st, arrivals=3, progress=False)
+    assert len(res.done) == 1 and len(res.corrupt) == 1
+    assert path.with_suffix(".json.corrupt").read_bytes() == damage
+    again = st.get("dev", 0, "random")
+    assert again["regret"] == good["regret"]
+
+
+def test_failed_cells_are_reported_never_stored_and_others_go_on(env_dirs):
+    st = RunStore()
+    specs = ["random", "tests.online.helpers:Exploding", "tests.online.helpers:BadOutput[value=[1,1]]"]
+    res = run_sweep(["dev"], [0, 1], specs, st, arrivals=4, progress=False)
+    assert len(res.done) == 2 and len(res.failed) == 4
+    assert all(not st.is_done("dev", c.seed, c.policy) for c, _ in res.failed)
+    msgs = " ".join(m for _, m in res.failed)
+    assert "boom" in msgs and "same index twice" in msgs
+    assert len(st.failures("dev")) == 4
+
+
+def test_sweep_skips_finished_cells(env_dirs):
+    st = RunStore()
+    r1 = run_sweep(["dev"], [0, 1], ["random"], st, arrivals=3, progress=False)
+    r2 = run_sweep(["dev"], [0, 1, 2], ["random"], st, arrivals=3, progress=False)
+    assert len(r1.done) == 2 and len(r2.cached) == 2 and len(r2.done) == 1
+
+
+def test_parallel_sweep_gives_the_same_rows(env_dirs, tmp_path):
+    a, b = RunStore(tmp_path / "a"), RunStore(tmp_path / "b")
+    run_sweep(["dev"], [0, 1], ["random", "no-transfer"], a, jobs=1, arrivals=5, progress=False)
+    run_sweep(["dev"], [0, 1], ["random", "no-transfer"], b, jobs=2, arrivals=5, progress=False)
+    strip = lambda r: {k: v for k, v in r.items() if k not in ("wall_s", "versions")}
+    ra = sorted((strip(r) for r in a.rows("dev")), key=lambda r: (r["seed"], r["policy"]))
+    rb = sorted((strip(r) for r in b.rows("dev")), key=lambda r: (r["seed"], r["policy"]))
+    assert ra == rb and len(ra) == 4
+
+
+def test_parse_seeds():
+    assert parse_seeds("0-3") == [0, 1, 2, 3]
+    assert parse_seeds("0-1,5,7-8") == [0, 1, 5, 7, 8]
+    for bad in ("a", "3-1", "-2", "1-", "", "0..3"):
+        with pytest.raises(ValueError, match="seed range"):
+            parse_seeds(bad)
+
+
+def test_export_csv(env_dirs, tmp_path):
+    st = RunStore()
+    run_sweep(["dev"], [0, 1], ["random"], st, arrivals=3, progress=False)
+    out = st.export(tmp_path / "rows.csv")
+    lines = out.read_text().splitlines()
+    assert lines[0].startswith("world,") and len(lines) == 3
+
+
+def test_sigkill_mid_sweep_then_resume(env_dirs):
+    """Kill a sweep with SIGKILL several times; the resumed store holds every cell exactly once."""
+    open_world("dev")                                         # build the world before racing
+    seeds, specs = "0-9", "random,no-transfer"
+    cmd = [sys.executable, "-m", "tutorduel.cli", "replay", "--world", "dev", "--seeds", seeds,
+           "--policies", specs]
+    st = RunStore()
+    counts = []
+    for delay in (2.0, 2.0, 2.0):
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        time.sleep(delay)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        counts.append(len(list(st.rows("dev"))))
+    done_before = len(list(st.rows("dev")))
+    assert subprocess.run(cmd, capture_output=True).returncode == 0
+    files = sorted(p for p in (st.root / "dev").rglob("seed-*.json"))
+    cells = [(r["seed"], r["policy"]) for r in st.rows("dev")]
+    assert len(cells) == len(set(cells)) == 20 == len(files)
+    assert not st.scan("dev")[1]
+    ref = {(r["seed"], r["policy"]): r["regret"] for r in st.rows("dev")}
+    fresh = {(s, p): replay(open_world("dev"), s, p)["regret"] for s in (0, 9) for p in ("random", "no-transfer")}
+    assert all(ref[k] == v for k, v in fresh.items())
+    assert 0 < counts[0] and done_before < 20, counts

@@ -1,0 +1,46 @@
+import pytest
+
+from tutorduel.cli import main
+
+
+def test_replay_then_stats(env_dirs, capsys):
+    assert main(["replay", "--world", "dev", "--seeds", "0-1", "--policies", "random,no-transfer", "--arrivals", "10"]) == 0
+    out = capsys.readouterr().out
+    assert "4 cells computed" in out and "| no-transfer | 2 |" in out and "*per-user linear oracle*" in out
+    assert main(["replay", "--world", "dev", "--seeds", "0-1", "--policies", "random", "--arrivals", "10"]) == 0
+    assert "0 cells computed, 2 already stored" in capsys.readouterr().out
+    assert main(["stats", "--world", "dev", "--against", "random"]) == 0
+    out = capsys.readouterr().out
+    assert "paired excess-regret reduction against random" in out and "no-transfer:" in out
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["replay", "--world", "test_profiles", "--seeds", "0"], "--allow-test"),
+    (["replay", "--world", "composite", "--seeds", "0"], "--allow-test"),
+    (["replay", "--seeds", "0-x"], "seed range"),
+    (["replay", "--seeds", "0", "--policies", "nope"], "unknown policy 'nope'"),
+    (["replay", "--seeds", "0", "--policies", "no-transfer[prior_vr=2]"], "no setting 'prior_vr'"),
+    (["replay", "--seeds", "0", "--policies", "no-transfer[prior_var=-1]"], "prior_var must be positive"),
+    (["replay", "--seeds", "0", "--policies", "random[x"], "unbalanced brackets"),
+    (["replay", "--world", "nowhere", "--seeds", "0"], "no world 'nowhere'"),
+    (["stats", "--world", "sample"], "import-sample"),
+])
+def test_bad_input_gets_one_clear_error(env_dirs, capsys, argv, words):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tutorduel: error:") and words in err and "Traceback" not in err
+
+
+def test_failed_policy_exits_nonzero_and_lists_the_cell(env_dirs, capsys):
+    rc = main(["replay", "--seeds", "0", "--arrivals", "3", "--policies", "random,tests.online.helpers:BadOutput[value=[0,9],arrival=1]"])
+    assert rc == 1
+    err = capsys.readouterr().err
+    assert "failed cells" in err and "out of range" in err and "arrival 1, round 5" in err
+
+
+def test_worlds_list_and_describe(env_dirs, capsys):
+    assert main(["worlds", "list"]) == 0
+    assert "test_profiles" in capsys.readouterr().out
+    assert main(["worlds", "describe", "dev", "--seeds", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "per-user linear oracle" in out and "floor gap mean" in out
