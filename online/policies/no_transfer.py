@@ -91,3 +91,16 @@ class NoTransfer(Policy):
 
     def update(self, outcome):
         self.state, _ = update(self.state, self._z, outcome)
+
+
+class Pooled(NoTransfer):
+    """One Bayesian logistic learner shared by every user, never reset (a single population theta).
+
+    The 'Pooled' row of the reference leaderboard: greedy pairs on the shared posterior mean.
+    Settings: prior_var, as for NoTransfer.
+    """
+
+    name = "pooled"
+
+    def start_student(self):
+        pass
