@@ -1,5 +1,6 @@
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -92,10 +93,14 @@ def test_sigkill_mid_sweep_then_resume(env_dirs):
     cmd = [sys.executable, "-m", "tutorduel.cli", "replay", "--world", "dev", "--seeds", seeds,
            "--policies", specs]
     st = RunStore()
-    counts = []
-    for delay in (2.0, 2.0, 2.0):
+    counts, rng = [], random.Random(0)
+    for _ in range(3):
+        before = len(list(st.rows("dev")))
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        time.sleep(delay)
+        deadline = time.time() + 120
+        while len(list(st.rows("dev"))) <= before and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        time.sleep(rng.uniform(0.0, 0.3))          # kill at a random point of the next cell
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         counts.append(len(list(st.rows("dev"))))
