@@ -44,3 +44,19 @@ def test_worlds_list_and_describe(env_dirs, capsys):
     assert main(["worlds", "describe", "dev", "--seeds", "0"]) == 0
     out = capsys.readouterr().out
     assert "per-user linear oracle" in out and "floor gap mean" in out
+
+
+def test_stats_leaves_out_rows_of_another_world_version(env_dirs, capsys):
+    import json
+
+    from online.store import RunStore
+    assert main(["replay", "--seeds", "0-1", "--policies", "random", "--arrivals", "5"]) == 0
+    st = RunStore()
+    p = st.path("dev", 1, "random")
+    row = json.loads(p.read_text())
+    row["world_digest"] = "0" * 16
+    p.write_text(json.dumps(row))
+    capsys.readouterr()
+    assert main(["stats", "--world", "dev"]) == 0
+    cap = capsys.readouterr()
+    assert "different version of this world" in cap.err and "| random | 1 |" in cap.out

@@ -52,6 +52,16 @@ def _print_stats(store, world_name, allow_test, worlds_dir, against):
     if not rows:
         print(f"no stored runs for world {name!r} in {store.root}")
         return
+    from tdmodels.world import world_digest
+
+    digest = world_digest(world)
+    stale = [r for r in rows if r.get("world_digest") != digest]
+    if stale:
+        print(f"warning: {len(stale)} stored row(s) of {name!r} were run on a different version of this world "
+              f"(digest {stale[0].get('world_digest')} != {digest}); they are left out", file=sys.stderr)
+        rows = [r for r in rows if r.get("world_digest") == digest]
+        if not rows:
+            return
     arrivals = sorted({r["arrivals"] for r in rows})
     if len(arrivals) > 1:
         keep = max(arrivals)
