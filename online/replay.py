@@ -17,7 +17,7 @@ import xarray as xr
 from online.protocol import check_pair
 from online.registry import canonical_spec, make_policy, parse_spec
 from online.schedule import make_schedule, session_utilities
-from online.scoring import benchmark_score, floor_regret, random_regret
+from online.scoring import benchmark_score, floor_regret, random_regret, strong_regret
 from tdmodels.world import session_length, world_digest
 
 ROW_SCHEMA = 1
@@ -76,7 +76,7 @@ def replay(world: xr.Dataset, seed: int, spec: str, arrivals: int | None = None,
         policy.end_student()
     wall = time.perf_counter() - t0
 
-    r = 2 * U.max(-1) - np.take_along_axis(U, pairs[..., :1], -1)[..., 0] - np.take_along_axis(U, pairs[..., 1:], -1)[..., 0]
+    r = strong_regret(U, pairs[..., 0], pairs[..., 1])
     G, Rr = floor_regret(U), random_regret(U)
     R_sum, G_sum, Rr_sum = float(r.sum()), float(G.sum()), float(Rr.sum())
     row = {

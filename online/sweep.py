@@ -57,7 +57,8 @@ def parse_seeds(text: str) -> list[int]:
     return sorted(seeds)
 
 
-def _worker(world_path: str, seed: int, spec: str, arrivals, allow_test: bool):
+def _worker(world_path: str, seed: int, spec: str, arrivals):
+    """Compute one cell's row in a worker; the parent already enforced the held-out lock."""
     try:
         if world_path not in _WORLDS:
             _WORLDS[world_path] = open_world(world_path, allow_test=True)
@@ -129,10 +130,10 @@ def run_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: RunS
 
     if jobs <= 1:
         for cell in todo:
-            finish(cell, *_worker(paths[cell.world], cell.seed, cell.policy, arrivals, allow_test))
+            finish(cell, *_worker(paths[cell.world], cell.seed, cell.policy, arrivals))
     else:
         with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn")) as pool:
-            futs = {pool.submit(_worker, paths[c.world], c.seed, c.policy, arrivals, allow_test): c for c in todo}
+            futs = {pool.submit(_worker, paths[c.world], c.seed, c.policy, arrivals): c for c in todo}
             for fut in as_completed(futs):
                 finish(futs[fut], *fut.result())
     return res
