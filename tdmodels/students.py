@@ -115,7 +115,7 @@ def template_student(traits: dict, quirks: tuple = (), name: str = "template") -
 
 
 # Quirks: non-linear rules on (question kind, chain, cue demand, persona style) -> logits.
-QUIRK_GAIN = 0.5
+QUIRK_GAIN = 0.3
 QUIRKS = {
     "no_numbered_lists": lambda kind, chain, D, a: -1.2 * (a[:, 5] > 0.7),
     "hates_being_quizzed": lambda kind, chain, D, a: -1.2 * a[:, 2],
