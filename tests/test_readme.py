@@ -1,0 +1,19 @@
+"""The README's example policy runs as written."""
+import re
+import sys
+from pathlib import Path
+
+from online.replay import replay
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def test_readme_policy_example_runs(dev_world, tmp_path, monkeypatch):
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+    example = next(b for b in blocks if "class Favourite" in b)
+    assert len(example.strip().splitlines()) <= 16
+    (tmp_path / "readme_policy.py").write_text(example)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    row = replay(dev_world, 0, "readme_policy:Favourite", arrivals=10)
+    assert row["arrivals"] == 10 and -100 < row["score"] < 100
+    sys.modules.pop("readme_policy", None)
