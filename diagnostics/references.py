@@ -45,6 +45,8 @@ def fit_btl_hindsight(Phi: np.ndarray, pbar: np.ndarray, ridge: float = ORACLE_R
         theta -= step
         if np.abs(step).max() < 1e-10:
             break
+    else:   # plain Newton can cycle on flat logistic tails; never report an oracle from a failed fit
+        raise RuntimeError(f"hindsight BTL fit did not converge in {iters} Newton steps (last step {np.abs(step).max():.2e})")
     return theta
 
 

@@ -54,8 +54,11 @@ def reference_table(world, seeds, arrivals=None) -> dict[str, dict[int, dict]]:
     return out
 
 
-def leaderboard(rows: list[dict], world=None) -> list[dict]:
-    """One line per policy (and reference), averaged over that policy's seeds."""
+def leaderboard(rows: list[dict], world=None, arrivals: int | None = None) -> list[dict]:
+    """One line per policy, averaged over its seeds, plus the reference rows over all those seeds.
+
+    rows: runs of one world with one truncation `arrivals` (None: full runs).
+    """
     by = defaultdict(dict)
     for r in rows:
         by[r["policy"]][int(r["seed"])] = r
@@ -66,12 +69,7 @@ def leaderboard(rows: list[dict], world=None) -> list[dict]:
                       "seeds": sorted(seeds), "wall_s": float(np.mean([r["wall_s"] for r in seeds.values()]))})
     if world is not None and by:
         all_seeds = sorted(set().union(*[set(s) for s in by.values()]))
-        arrivals = {r["arrivals"] for r in rows}
-        if len(arrivals) == 1 and arrivals != {int(world.attrs["arrivals"])}:
-            n_arr = arrivals.pop()
-        else:
-            n_arr = None
-        refs = reference_table(world, all_seeds, n_arr)
+        refs = reference_table(world, all_seeds, arrivals)
         for name in ("random", "best-pair-everyone", "best-fixed-pair", "linear-oracle", "floor"):
             vals = refs[name].values()
             lines.append({"name": REFERENCE_LABELS[name], "kind": "reference", "n": len(all_seeds),

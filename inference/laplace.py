@@ -28,8 +28,8 @@ def laplace_update(mean: np.ndarray, cov: np.ndarray, z: np.ndarray, y: float,
     """One click into a Gaussian belief.
 
     mean [d], cov [d, d], z [d] feature difference, y in {0, 1} (1: first shown won).
-    Returns (new mean [d], new cov [d, d], log predictive probability of y under the
-    probit-free plug-in sigmoid(z . mean) before the update).
+    Returns (new mean [d], new cov [d, d], log of the plug-in predictive probability of y,
+    sigmoid(z . mean), before the update).
     """
     Sz = cov @ z
     s = float(z @ Sz)                     # prior variance of eta

@@ -24,10 +24,6 @@ ROW_SCHEMA = 1
 POLICY_STREAM = 0x5EED
 
 
-class RunError(RuntimeError):
-    """A run that stopped; the message names the world, seed and policy."""
-
-
 def versions() -> dict:
     out = {"python": platform.python_version()}
     for pkg in ("tutorduel", "numpy", "scipy", "xarray", "jax", "numpyro"):
@@ -44,8 +40,21 @@ def policy_context(world: xr.Dataset, n_arrivals: int) -> dict:
             "b": int(world.attrs["bank_size"]), "N": n_arrivals}
 
 
+def arrivals_limit(world: xr.Dataset, arrivals: int | None) -> int | None:
+    """Normalise a truncation: None for a full run, else the number of arrivals kept (>= 1)."""
+    if arrivals is None or int(arrivals) >= int(world.attrs["arrivals"]):
+        return None
+    if int(arrivals) < 1:
+        raise ValueError(f"--arrivals {arrivals}: a run needs at least one arrival")
+    return int(arrivals)
+
+
 def replay(world: xr.Dataset, seed: int, spec: str, arrivals: int | None = None, keep_clicks: bool = False) -> dict:
-    """Run one policy on one (world, seed); return the run row. Raises PolicyOutputError or RunError."""
+    """Run one policy on one (world, seed), optionally on the first `arrivals` only; return the run row.
+
+    Raises PolicySpecError for a bad spec and PolicyOutputError for an invalid pair.
+    """
+    arrivals = arrivals_limit(world, arrivals)
     spec = canonical_spec(spec)
     target, settings = parse_spec(spec)
     policy = make_policy(spec)
@@ -83,7 +92,7 @@ def replay(world: xr.Dataset, seed: int, spec: str, arrivals: int | None = None,
         "schema": ROW_SCHEMA, "kind": "policy",
         "world": str(world.attrs["roster"]), "world_digest": world_digest(world),
         "seed": int(seed), "policy": spec, "target": target, "settings": settings,
-        "arrivals": N, "rounds": S,
+        "arrivals": N, "arrivals_limit": arrivals, "rounds": S,
         "regret": R_sum, "floor": G_sum, "random": Rr_sum, "excess": R_sum - G_sum,
         "score": float(benchmark_score(R_sum, G_sum, Rr_sum)),
         "per_user": {"regret": r.sum(1).tolist(), "floor": G.sum(1).tolist(), "random": Rr.sum(1).tolist()},

@@ -1,6 +1,7 @@
 """The run store: one JSON row per (world, seed, policy spec), written atomically.
 
-Layout: ROOT/<world>/<policy slug>/seed-NNNN.json, the row holding its full spec.
+Layout: ROOT/<world>/<policy slug>/seed-NNNN.json for a full run, seed-NNNN-firstM.json
+for a run truncated to its first M arrivals (a different cell); the row holds its full spec.
 A row is written to a temporary file in the same folder, fsynced, then renamed over
 the target, so a kill at any moment leaves either the old state or the whole new row.
 A row that does not parse (a damaged disk, a hand edit) is never silently used: it is
@@ -68,45 +69,47 @@ class RunStore:
     def __init__(self, root: str | os.PathLike | None = None):
         self.root = store_root(root)
 
-    def path(self, world: str, seed: int, spec: str) -> Path:
-        return self.root / world / policy_slug(spec) / f"seed-{int(seed):04d}.json"
+    @staticmethod
+    def _name(seed: int, arrivals: int | None) -> str:
+        return f"seed-{int(seed):04d}" + (f"-first{int(arrivals)}" if arrivals is not None else "") + ".json"
 
-    def _failed_path(self, world: str, seed: int, spec: str) -> Path:
-        return self.root / "_failed" / world / policy_slug(spec) / f"seed-{int(seed):04d}.json"
+    def path(self, world: str, seed: int, spec: str, arrivals: int | None = None) -> Path:
+        """File of the cell (world, seed, spec), truncated to `arrivals` when not None."""
+        return self.root / world / policy_slug(spec) / self._name(seed, arrivals)
 
-    def get(self, world: str, seed: int, spec: str) -> dict | None:
+    def _failed_path(self, world: str, seed: int, spec: str, arrivals: int | None) -> Path:
+        return self.root / "_failed" / world / policy_slug(spec) / self._name(seed, arrivals)
+
+    def get(self, world: str, seed: int, spec: str, arrivals: int | None = None) -> dict | None:
         """The stored row of a cell, None if absent; CorruptRowError if damaged."""
-        p = self.path(world, seed, spec)
+        p = self.path(world, seed, spec, arrivals)
         if not p.exists():
             return None
         row = read_row(p)
-        if (row["world"], int(row["seed"]), row["policy"]) != (world, int(seed), spec):
-            raise CorruptRowError(f"run row {p}: holds cell {(row['world'], row['seed'], row['policy'])}, not {(world, seed, spec)}")
+        key = (row["world"], int(row["seed"]), row["policy"], row.get("arrivals_limit"))
+        if key != (world, int(seed), spec, arrivals):
+            raise CorruptRowError(f"run row {p}: holds cell {key}, not {(world, seed, spec, arrivals)}")
         return row
-
-    def is_done(self, world: str, seed: int, spec: str) -> bool:
-        try:
-            return self.get(world, seed, spec) is not None
-        except CorruptRowError:
-            return False
 
     def put(self, row: dict) -> Path:
         """Write a finished row atomically; clears any failure record of the cell."""
-        p = self.path(row["world"], row["seed"], row["policy"])
+        cell = (row["world"], row["seed"], row["policy"], row.get("arrivals_limit"))
+        p = self.path(*cell)
         if p.exists():
             try:
                 read_row(p)
             except CorruptRowError:
                 os.replace(p, p.with_suffix(".json.corrupt"))
         _atomic_write(p, json.dumps(row, separators=(",", ":")))
-        f = self._failed_path(row["world"], row["seed"], row["policy"])
+        f = self._failed_path(*cell)
         if f.exists():
             f.unlink()
         return p
 
-    def put_failure(self, world: str, seed: int, spec: str, error: str) -> None:
-        _atomic_write(self._failed_path(world, seed, spec),
-                      json.dumps({"world": world, "seed": int(seed), "policy": spec, "error": error}))
+    def put_failure(self, world: str, seed: int, spec: str, arrivals: int | None, error: str) -> None:
+        _atomic_write(self._failed_path(world, seed, spec, arrivals),
+                      json.dumps({"world": world, "seed": int(seed), "policy": spec, "arrivals_limit": arrivals,
+                                  "error": error}))
 
     def failures(self, world: str | None = None) -> list[dict]:
         base = self.root / "_failed" / (world or "")

@@ -1,8 +1,12 @@
 """Sweeps: every (world, seed, policy spec) cell, skipping finished ones, in local processes.
 
+A cell counts as finished when its row is stored, readable and was run on the current
+version of the world (same content digest); a row of an older world is recomputed.
+
 Workers compute rows and send them back; the parent alone writes the store, so there is
 never more than one writer. A cell that raises is reported and recorded as failed, never
-stored as done, and the other cells go on. The summary lists failed and missing cells.
+stored as done, and the other cells go on. The result lists computed, cached, stale,
+failed cells and damaged rows met on the way.
 """
 from __future__ import annotations
 
@@ -16,9 +20,10 @@ from dataclasses import dataclass, field
 
 from online.protocol import PolicyOutputError
 from online.registry import PolicySpecError, canonical_spec, make_policy
-from online.replay import replay
+from online.replay import arrivals_limit, replay
 from online.store import CorruptRowError, RunStore
 from tdmodels.rosters import open_world, world_file
+from tdmodels.world import world_digest
 
 _WORLDS: dict = {}
 
@@ -28,9 +33,11 @@ class Cell:
     world: str
     seed: int
     policy: str
+    arrivals: int | None = None       # None: the full run; else the first `arrivals` arrivals
 
     def __str__(self):
-        return f"{self.world} seed {self.seed} {self.policy}"
+        cut = f" (first {self.arrivals} arrivals)" if self.arrivals is not None else ""
+        return f"{self.world} seed {self.seed} {self.policy}{cut}"
 
 
 @dataclass
@@ -39,10 +46,7 @@ class SweepResult:
     cached: list = field(default_factory=list)      # cells already in the store
     failed: list = field(default_factory=list)      # (cell, message)
     corrupt: list = field(default_factory=list)     # messages about damaged rows found on the way
-
-    @property
-    def missing(self):
-        return [c for c, _ in self.failed]
+    stale: list = field(default_factory=list)       # cells whose stored row came from another world version
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -100,19 +104,21 @@ def run_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: RunS
     paths = {}
     for w in worlds:
         ds = open_world(w, allow_test=allow_test, directory=worlds_dir)   # validates, builds, enforces the lock
-        name = str(ds.attrs["roster"])
+        name, digest, limit = str(ds.attrs["roster"]), world_digest(ds), arrivals_limit(ds, arrivals)
         paths[name] = str(world_file(w, worlds_dir).resolve())
         for seed in seeds:
             for spec in specs:
-                cell = Cell(name, seed, spec)
+                cell = Cell(name, seed, spec, limit)
                 try:
-                    row = store.get(name, seed, spec)
+                    row = store.get(name, seed, spec, limit)
                 except CorruptRowError as exc:
                     res.corrupt.append(str(exc))
                     row = None
-                if row is not None and (arrivals is None or row["arrivals"] == arrivals):
+                if row is not None and row.get("world_digest") == digest:
                     res.cached.append(cell)
                 else:
+                    if row is not None:
+                        res.stale.append(cell)
                     todo.append(cell)
     bar = Progress(len(todo)) if progress and todo else None
 
@@ -122,7 +128,7 @@ def run_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: RunS
             res.done.append(cell)
             note = f"score {payload['score']:.1f} ({payload['wall_s']:.1f}s)"
         else:
-            store.put_failure(cell.world, cell.seed, cell.policy, payload)
+            store.put_failure(cell.world, cell.seed, cell.policy, cell.arrivals, payload)
             res.failed.append((cell, payload))
             note = "FAILED: " + payload.splitlines()[0]
         if bar:
@@ -130,10 +136,10 @@ def run_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: RunS
 
     if jobs <= 1:
         for cell in todo:
-            finish(cell, *_worker(paths[cell.world], cell.seed, cell.policy, arrivals))
+            finish(cell, *_worker(paths[cell.world], cell.seed, cell.policy, cell.arrivals))
     else:
         with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn")) as pool:
-            futs = {pool.submit(_worker, paths[c.world], c.seed, c.policy, arrivals): c for c in todo}
+            futs = {pool.submit(_worker, paths[c.world], c.seed, c.policy, c.arrivals): c for c in todo}
             for fut in as_completed(futs):
                 finish(futs[fut], *fut.result())
     return res

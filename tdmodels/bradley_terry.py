@@ -54,6 +54,8 @@ def fit_bt_scores(pbar: np.ndarray, ridge: float = BT_RIDGE, iters: int = 50, to
         s = s - step
         if np.max(np.abs(step)) < tol:
             break
+    else:   # plain Newton can cycle; never hand out utilities from a failed fit
+        raise RuntimeError(f"Bradley-Terry fit did not converge in {iters} Newton steps (last step {np.max(np.abs(step)):.2e})")
     return s.reshape(*batch, K)
 
 

@@ -120,8 +120,8 @@ def validate_world(ds: xr.Dataset, source: str = "<memory>") -> xr.Dataset:
     if np.any((u_reach < 0) | (u_reach > 1)):
         v = u_reach[(u_reach < 0) | (u_reach > 1)][0]
         _fail(source, "utilities", f"utility {v} outside [0, 1]")
-    other = ~reach
-    if np.any(np.isfinite(probs[other][:, off]) & ((probs[other][:, off] <= 0) | (probs[other][:, off] >= 1))):
+    p_other = probs[~reach][:, off]
+    if np.any(np.isfinite(p_other) & ((p_other <= 0) | (p_other >= 1))):
         _fail(source, "probs", "probability outside (0, 1) in an unreachable cell (use NaN there)")
 
     _validate_metadata(ds, n_q, n_s, source)

@@ -10,6 +10,8 @@ def test_replay_then_stats(env_dirs, capsys):
     assert main(["replay", "--world", "dev", "--seeds", "0-1", "--policies", "random", "--arrivals", "10"]) == 0
     assert "0 cells computed, 2 already stored" in capsys.readouterr().out
     assert main(["stats", "--world", "dev", "--against", "random"]) == 0
+    assert "no stored runs for world 'dev'" in capsys.readouterr().out          # only truncated runs stored
+    assert main(["stats", "--world", "dev", "--against", "random", "--arrivals", "10"]) == 0
     out = capsys.readouterr().out
     assert "paired excess-regret reduction against random" in out and "no-transfer:" in out
 
@@ -52,11 +54,11 @@ def test_stats_leaves_out_rows_of_another_world_version(env_dirs, capsys):
     from online.store import RunStore
     assert main(["replay", "--seeds", "0-1", "--policies", "random", "--arrivals", "5"]) == 0
     st = RunStore()
-    p = st.path("dev", 1, "random")
+    p = st.path("dev", 1, "random", 5)
     row = json.loads(p.read_text())
     row["world_digest"] = "0" * 16
     p.write_text(json.dumps(row))
     capsys.readouterr()
-    assert main(["stats", "--world", "dev"]) == 0
+    assert main(["stats", "--world", "dev", "--arrivals", "5"]) == 0
     cap = capsys.readouterr()
-    assert "different version of this world" in cap.err and "| random | 1 |" in cap.out
+    assert "another version of this world" in cap.err and "| random | 1 |" in cap.out

@@ -28,10 +28,12 @@ def cmd_replay(a) -> int:
     res = run_sweep(worlds, parse_seeds(a.seeds), split_specs(a.policies), store, jobs=a.jobs,
                     allow_test=a.allow_test, arrivals=a.arrivals, worlds_dir=a.worlds)
     print(f"{len(res.done)} cells computed, {len(res.cached)} already stored, {len(res.failed)} failed (store: {store.root})")
+    if res.stale:
+        print(f"note: {len(res.stale)} stored row(s) came from another version of the world and were recomputed", file=sys.stderr)
     for msg in res.corrupt:
         print(f"warning: {msg}; recomputed, the damaged file kept as *.corrupt", file=sys.stderr)
     for w in worlds:
-        _print_stats(store, w, a.allow_test, a.worlds, None)
+        _print_stats(store, w, a.allow_test, a.worlds, None, a.arrivals)
     if res.failed:
         print("\nfailed cells (not stored; rerun to retry):", file=sys.stderr)
         for cell, msg in res.failed:
@@ -40,35 +42,29 @@ def cmd_replay(a) -> int:
     return 0
 
 
-def _print_stats(store, world_name, allow_test, worlds_dir, against):
+def _print_stats(store, world_name, allow_test, worlds_dir, against, arrivals=None):
     from diagnostics.stats import format_table, leaderboard, paired_gain
+    from online.replay import arrivals_limit
     from tdmodels.rosters import open_world
+    from tdmodels.world import world_digest
 
     world = open_world(world_name, allow_test=allow_test, directory=worlds_dir)
-    name = str(world.attrs["roster"])
+    name, limit, digest = str(world.attrs["roster"]), arrivals_limit(world, arrivals), world_digest(world)
     rows, problems = store.scan(name)
     for p in problems:
         print(f"warning: {p} (skipped)", file=sys.stderr)
-    if not rows:
-        print(f"no stored runs for world {name!r} in {store.root}")
-        return
-    from tdmodels.world import world_digest
-
-    digest = world_digest(world)
+    rows = [r for r in rows if r.get("arrivals_limit") == limit]
     stale = [r for r in rows if r.get("world_digest") != digest]
     if stale:
-        print(f"warning: {len(stale)} stored row(s) of {name!r} were run on a different version of this world "
-              f"(digest {stale[0].get('world_digest')} != {digest}); they are left out", file=sys.stderr)
+        print(f"warning: {len(stale)} stored row(s) of {name!r} were run on another version of this world; "
+              f"left out (tutorduel replay recomputes them)", file=sys.stderr)
         rows = [r for r in rows if r.get("world_digest") == digest]
-        if not rows:
-            return
-    arrivals = sorted({r["arrivals"] for r in rows})
-    if len(arrivals) > 1:
-        keep = max(arrivals)
-        print(f"note: rows with {arrivals} arrivals in the store; showing the {keep}-arrival runs")
-        rows = [r for r in rows if r["arrivals"] == keep]
+    cut = f", first {limit} arrivals" if limit is not None else ""
+    if not rows:
+        print(f"no stored runs for world {name!r}{cut} in {store.root}")
+        return
     print()
-    print(format_table(leaderboard(rows, world), title=f"{name} ({rows[0]['arrivals']} arrivals)"))
+    print(format_table(leaderboard(rows, world, limit), title=f"{name} ({rows[0]['arrivals']} arrivals{cut})"))
     if against:
         by = {}
         for r in rows:
@@ -96,7 +92,7 @@ def cmd_stats(a) -> int:
 
     store = RunStore(a.store)
     for w in a.world.split(","):
-        _print_stats(store, w.strip(), a.allow_test, a.worlds, a.against)
+        _print_stats(store, w.strip(), a.allow_test, a.worlds, a.against, a.arrivals)
     return 0
 
 
@@ -179,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("stats", help="score and excess regret, mean ± s.e. over seeds, with reference rows")
     p.add_argument("--world", default="dev")
     p.add_argument("--against", metavar="SPEC", help="also print paired excess-regret reductions against this policy")
+    p.add_argument("--arrivals", type=int, help="show the runs truncated to the first N arrivals (default: full runs)")
     _common(p)
     p.set_defaults(fn=cmd_stats)
 
@@ -217,7 +214,7 @@ def main(argv=None) -> int:
     try:
         return args.fn(args)
     except (CLIError, HeldOutError, WorldFormatError, PolicySpecError, PolicyOutputError, CorruptRowError,
-            FileNotFoundError, ValueError, KeyError) as exc:
+            FileNotFoundError, ValueError) as exc:
         print(f"tutorduel: error: {exc}", file=sys.stderr)
         return 2
 

@@ -19,8 +19,9 @@ def test_put_get_and_canonical_cells(dev_world, tmp_path):
     row = replay(dev_world, 0, "no-transfer", arrivals=3)
     p = st.put(row)
     assert p.exists() and not list(p.parent.glob(".*tmp"))
-    assert st.get("dev", 0, "no-transfer")["regret"] == row["regret"]
-    assert st.get("dev", 1, "no-transfer") is None
+    assert st.get("dev", 0, "no-transfer", 3)["regret"] == row["regret"]
+    assert st.get("dev", 0, "no-transfer") is None          # the full run is another cell
+    assert st.get("dev", 1, "no-transfer", 3) is None
 
 
 @pytest.mark.parametrize("damage", [b"", b'{"schema": 1, "world": "dev"', b"\x00\xff garbage", b"[1, 2, 3]",
@@ -28,17 +29,17 @@ def test_put_get_and_canonical_cells(dev_world, tmp_path):
 def test_corrupt_row_is_named_recomputed_and_kept_aside(env_dirs, damage):
     st = RunStore()
     res = run_sweep(["dev"], [0], ["random"], st, arrivals=3, progress=False)
-    path = st.path("dev", 0, "random")
+    path = st.path("dev", 0, "random", 3)
     good = json.loads(path.read_text())
     path.write_bytes(damage)
     with pytest.raises(CorruptRowError, match=str(path)):
-        st.get("dev", 0, "random")
+        st.get("dev", 0, "random", 3)
     rows, problems = st.scan("dev")
     assert rows == [] and len(problems) == 1 and str(path) in problems[0]
     res = run_sweep(["dev"], [0], ["random"], st, arrivals=3, progress=False)
     assert len(res.done) == 1 and len(res.corrupt) == 1
     assert path.with_suffix(".json.corrupt").read_bytes() == damage
-    again = st.get("dev", 0, "random")
+    again = st.get("dev", 0, "random", 3)
     assert again["regret"] == good["regret"]
 
 
@@ -47,7 +48,7 @@ def test_failed_cells_are_reported_never_stored_and_others_go_on(env_dirs):
     specs = ["random", "tests.online.helpers:Exploding", "tests.online.helpers:BadOutput[value=[1,1]]"]
     res = run_sweep(["dev"], [0, 1], specs, st, arrivals=4, progress=False)
     assert len(res.done) == 2 and len(res.failed) == 4
-    assert all(not st.is_done("dev", c.seed, c.policy) for c, _ in res.failed)
+    assert all(st.get("dev", c.seed, c.policy, c.arrivals) is None for c, _ in res.failed)
     msgs = " ".join(m for _, m in res.failed)
     assert "boom" in msgs and "same index twice" in msgs
     assert len(st.failures("dev")) == 4
@@ -58,6 +59,26 @@ def test_sweep_skips_finished_cells(env_dirs):
     r1 = run_sweep(["dev"], [0, 1], ["random"], st, arrivals=3, progress=False)
     r2 = run_sweep(["dev"], [0, 1, 2], ["random"], st, arrivals=3, progress=False)
     assert len(r1.done) == 2 and len(r2.cached) == 2 and len(r2.done) == 1
+
+
+def test_truncated_runs_are_their_own_cells(env_dirs):
+    st = RunStore()
+    run_sweep(["dev"], [0], ["random"], st, arrivals=3, progress=False)
+    res = run_sweep(["dev"], [0], ["random"], st, arrivals=300, progress=False)   # 300 = dev's full run
+    assert len(res.done) == 1 and res.done[0].arrivals is None
+    assert st.get("dev", 0, "random")["arrivals"] == 300 and st.get("dev", 0, "random", 3)["arrivals"] == 3
+
+
+def test_rows_of_another_world_version_are_recomputed(env_dirs):
+    st = RunStore()
+    run_sweep(["dev"], [0], ["random"], st, arrivals=3, progress=False)
+    p = st.path("dev", 0, "random", 3)
+    row = json.loads(p.read_text())
+    good_digest, row["world_digest"] = row["world_digest"], "0" * 16
+    p.write_text(json.dumps(row))
+    res = run_sweep(["dev"], [0], ["random"], st, arrivals=3, progress=False)
+    assert len(res.stale) == 1 and len(res.done) == 1
+    assert st.get("dev", 0, "random", 3)["world_digest"] == good_digest
 
 
 def test_parallel_sweep_gives_the_same_rows(env_dirs, tmp_path):
