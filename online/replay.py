@@ -3,7 +3,7 @@
 Clicks come from common random numbers: click = u[arrival, round] < P[student, question,
 first, second]. A run returns a row (a JSON-ready dict) with the summed regret, floor,
 random expectation, excess and score, per-user and per-round curves, wall time, and the
-versions and settings that produced it; optionally the click log.
+versions and settings that produced it; `replay_logged` also returns the click log.
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from importlib import metadata
 import numpy as np
 import xarray as xr
 
+from online.clicklog import ClickLog, make_click_log
 from online.protocol import check_pair
 from online.registry import canonical_spec, make_policy, parse_spec
 from online.schedule import make_schedule, session_utilities
@@ -49,11 +50,16 @@ def arrivals_limit(world: xr.Dataset, arrivals: int | None) -> int | None:
     return int(arrivals)
 
 
-def replay(world: xr.Dataset, seed: int, spec: str, arrivals: int | None = None, keep_clicks: bool = False) -> dict:
+def replay(world: xr.Dataset, seed: int, spec: str, arrivals: int | None = None) -> dict:
     """Run one policy on one (world, seed), optionally on the first `arrivals` only; return the run row.
 
     Raises PolicySpecError for a bad spec and PolicyOutputError for an invalid pair.
     """
+    return replay_logged(world, seed, spec, arrivals)[0]
+
+
+def replay_logged(world: xr.Dataset, seed: int, spec: str, arrivals: int | None = None) -> tuple[dict, ClickLog]:
+    """As `replay`, and also return the run's click log."""
     arrivals = arrivals_limit(world, arrivals)
     spec = canonical_spec(spec)
     target, settings = parse_spec(spec)
@@ -99,7 +105,7 @@ def replay(world: xr.Dataset, seed: int, spec: str, arrivals: int | None = None,
         "per_round": {"regret": r.sum(0).tolist(), "floor": G.sum(0).tolist(), "random": Rr.sum(0).tolist()},
         "wall_s": wall, "versions": versions(),
     }
-    if keep_clicks:
-        row["clicks"] = {"student": sched.student.tolist(), "question": sched.question.tolist(),
-                         "pairs": pairs.tolist(), "outcome": clicks.tolist()}
-    return row
+    log = make_click_log(world["features"].values, sched.student, sched.question, pairs, clicks,
+                         {"world": row["world"], "world_digest": row["world_digest"], "seed": int(seed),
+                          "policy": spec, "arrivals_limit": arrivals})
+    return row, log

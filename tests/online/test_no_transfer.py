@@ -3,13 +3,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from online.policies import no_transfer as nt
-from online.replay import replay
+from online.replay import replay_logged
 from online.schedule import make_schedule
 
 
 def test_functional_core_gives_the_class_rows(dev_world):
     """Driving the pure core by hand reproduces the class shell's pairs exactly."""
-    row = replay(dev_world, 2, "no-transfer", arrivals=15, keep_clicks=True)
+    _, log = replay_logged(dev_world, 2, "no-transfer", arrivals=15)
     sched = make_schedule(dev_world, 2, arrivals=15)
     feats, probs = dev_world["features"].values, dev_world["probs"].values
     state = nt.init(7)
@@ -22,7 +22,7 @@ def test_functional_core_gives_the_class_rows(dev_world):
             y = int(sched.uniform[a, t] < probs[sched.student[a], q, i, j])
             state, _ = nt.update(state, feats[q][i] - feats[q][j], y)
             pairs.append((i, j))
-    np.testing.assert_array_equal(np.array(pairs), np.array(row["clicks"]["pairs"]).reshape(-1, 2))
+    np.testing.assert_array_equal(np.array(pairs), np.stack([log.first, log.second], -1).reshape(-1, 2))
 
 
 @given(st.lists(st.floats(-5, 5), min_size=6, max_size=6))

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from online.protocol import PolicyOutputError
-from online.replay import replay
+from online.replay import replay, replay_logged
 from online.schedule import make_schedule
 from tests.online.helpers import BAD_VALUES
 
@@ -35,12 +35,12 @@ def test_sessions_follow_the_recipe(dev_world):
 
 def test_identical_pairs_get_identical_clicks(dev_world):
     """Common random numbers: two different policies agree on every click where they show the same pair."""
-    a = replay(dev_world, 1, "tests.online.helpers:FixedPairs", arrivals=ARR, keep_clicks=True)
-    b = replay(dev_world, 1, "tests.online.helpers:FixedPairs[cycle=[[0,1],[3,2],[4,5],[5,4]]]", arrivals=ARR, keep_clicks=True)
-    pa, pb = np.array(a["clicks"]["pairs"]), np.array(b["clicks"]["pairs"])
+    _, a = replay_logged(dev_world, 1, "tests.online.helpers:FixedPairs", arrivals=ARR)
+    _, b = replay_logged(dev_world, 1, "tests.online.helpers:FixedPairs[cycle=[[0,1],[3,2],[4,5],[5,4]]]", arrivals=ARR)
+    pa, pb = np.stack([a.first, a.second], -1), np.stack([b.first, b.second], -1)
     same = (pa == pb).all(-1)
     assert same.any() and (~same).any()
-    oa, ob = np.array(a["clicks"]["outcome"]), np.array(b["clicks"]["outcome"])
+    oa, ob = a.outcome, b.outcome
     np.testing.assert_array_equal(oa[same], ob[same])
     # and the click is exactly u < P[s, q, i, j]
     sch = make_schedule(dev_world, 1, arrivals=ARR)

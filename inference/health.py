@@ -1,0 +1,97 @@
+"""Sampler health of a NUTS fit, checked against reference-posterior thresholds.
+
+Thresholds (posteriordb practice): rank-normalised split R-hat <= 1.01 for every
+checked parameter, no divergent transitions, E-BFMI >= 0.2 in every chain, and bulk and
+tail ESS reported (warned below 100 per chain). `check_health` warns or raises; a fit
+that misses a threshold is never passed off as healthy.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import NamedTuple
+
+import arviz as az
+import numpy as np
+
+MAX_RHAT = 1.01
+MIN_BFMI = 0.2
+MIN_ESS_PER_CHAIN = 100
+
+
+class FitHealthError(RuntimeError):
+    """A NUTS fit that misses a health threshold, when health is enforced."""
+
+
+class FitHealthWarning(UserWarning):
+    """A NUTS fit that misses a health threshold."""
+
+
+class Health(NamedTuple):
+    n_params: int            # scalar parameters checked
+    max_rhat: float
+    n_rhat_over: int         # parameters with R-hat above MAX_RHAT
+    min_ess_bulk: float
+    min_ess_tail: float
+    divergences: int
+    min_bfmi: float
+    chains: int
+    draws: int
+
+    @property
+    def problems(self) -> list[str]:
+        out = []
+        if not self.max_rhat <= MAX_RHAT:
+            out.append(f"R-hat {self.max_rhat:.3f} > {MAX_RHAT} ({self.n_rhat_over} of {self.n_params} parameters)")
+        if self.divergences:
+            out.append(f"{self.divergences} divergent transition(s)")
+        if not self.min_bfmi >= MIN_BFMI:
+            out.append(f"E-BFMI {self.min_bfmi:.2f} < {MIN_BFMI}")
+        floor = MIN_ESS_PER_CHAIN * self.chains
+        if not min(self.min_ess_bulk, self.min_ess_tail) >= floor:
+            out.append(f"ESS bulk {self.min_ess_bulk:.0f} / tail {self.min_ess_tail:.0f} < {floor}")
+        return out
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def line(self) -> str:
+        head = (f"{self.chains} chains x {self.draws} draws, {self.n_params} parameters: max R-hat "
+                f"{self.max_rhat:.4f}, min ESS bulk {self.min_ess_bulk:.0f} / tail {self.min_ess_tail:.0f}, "
+                f"{self.divergences} divergences, min E-BFMI {self.min_bfmi:.2f}")
+        return head + (" -- OK" if self.ok else " -- PROBLEMS: " + "; ".join(self.problems))
+
+
+def fit_health(idata: az.InferenceData, var_names: list[str] | None = None) -> Health:
+    """Health of the posterior variables `var_names` (default: all) of a NUTS fit."""
+    post = idata.posterior if var_names is None else idata.posterior[var_names]
+    rhat = np.concatenate([np.ravel(v) for v in az.rhat(post).data_vars.values()])
+    ess_b = np.concatenate([np.ravel(v) for v in az.ess(post, method="bulk").data_vars.values()])
+    ess_t = np.concatenate([np.ravel(v) for v in az.ess(post, method="tail").data_vars.values()])
+    finite = np.isfinite(rhat)   # constant parameters (e.g. fixed entries) have no R-hat
+    stats = idata.sample_stats
+    div = int(stats["diverging"].sum()) if "diverging" in stats else 0
+    bfmi = float(np.min(az.bfmi(idata))) if "energy" in stats else float("nan")
+    return Health(n_params=int(finite.sum()), max_rhat=float(np.max(rhat[finite], initial=1.0)),
+                  n_rhat_over=int(np.sum(rhat[finite] > MAX_RHAT)),
+                  min_ess_bulk=float(np.min(ess_b[finite], initial=np.inf)),
+                  min_ess_tail=float(np.min(ess_t[finite], initial=np.inf)),
+                  divergences=div, min_bfmi=bfmi, chains=int(post.sizes["chain"]), draws=int(post.sizes["draw"]))
+
+
+def check_health(health: Health, what: str = "NUTS fit", strict: bool = False) -> Health:
+    """Warn (or raise FitHealthError when strict) naming every missed threshold."""
+    if not health.ok:
+        msg = f"{what}: " + "; ".join(health.problems)
+        if strict:
+            raise FitHealthError(msg)
+        warnings.warn(msg, FitHealthWarning, stacklevel=2)
+    return health
+
+
+def record_health(idata: az.InferenceData, health: Health, label: str = "") -> None:
+    """Store the health figures in sample_stats attrs so they travel with the netCDF."""
+    prefix = f"health_{label}_" if label else "health_"
+    for k, v in health._asdict().items():
+        idata.sample_stats.attrs[prefix + k] = v
+    idata.sample_stats.attrs[prefix + "ok"] = int(health.ok)

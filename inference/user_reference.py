@@ -1,0 +1,163 @@
+"""Exact per-user posteriors of a whole run under a Gaussian-mixture prior, in one NUTS call.
+
+Users are independent given the prior, and under a mixture prior each user's posterior
+is the mixture of the component-conditional posteriors,
+
+    p(theta_u | y_u) = sum_k r_uk p(theta_u | y_u, k),   r_uk ∝ w_uk p(y_u | k).
+
+A joint NUTS over every user under the mixture mixes badly (each posterior is
+multimodal and one step size serves all users), so the reference conditions on the
+component instead: every kept (user, component) pair is a *unit* with a unimodal
+posterior, all units are sampled in one NUTS run, and r_uk comes from an importance-
+sampling estimate of p(y_u | k) (``inference.evidence``, PSIS k-hat checked).
+
+Two choices keep this fast without changing what is sampled:
+- each unit is sampled as theta = m + L xi with (m, L L^T) its batch-Laplace posterior,
+  an exact affine change of variables (``inference.nuts.AffineReparam``);
+- components whose Laplace posterior weight for a user is below `prune` (default 1e-3)
+  are not sampled for that user; the largest pruned Laplace mass is recorded.
+
+The InferenceData holds ``posterior.theta[chain, draw, unit, dim]`` with coordinates
+``unit_user`` and ``unit_component``, the group ``units`` (prior weight, Laplace and
+importance log evidence, k-hat, posterior weight per unit), the clicks in
+``observed_data`` and the designs and prior in ``constant_data``. `user_draws` turns it
+into draws of each user's mixture posterior.
+"""
+from __future__ import annotations
+
+import warnings
+
+import arviz as az
+import numpy as np
+import xarray as xr
+from scipy.special import logsumexp
+
+from inference.evidence import MAX_KHAT, importance_log_evidence
+from inference.health import check_health, fit_health, record_health
+from inference.laplace import laplace_fit_batch
+from inference.nuts import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_WARMUP, preconditioned, run_nuts
+from tdmodels.click_model import user_utilities
+from tdmodels.priors import MixturePrior, validate_prior
+
+DEFAULT_PRUNE = 1e-3
+
+
+class ImportanceWarning(UserWarning):
+    """An importance-sampling evidence with PSIS k-hat above 0.7."""
+
+
+def check_design(z: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Validate clicks: z [U, S, d] finite, y [U, S] in {0, 1}."""
+    z, y = np.asarray(z, dtype=float), np.asarray(y)
+    if z.ndim != 3 or y.shape != z.shape[:2]:
+        raise ValueError(f"design z must be [users, rounds, dim] and y [users, rounds]; got {z.shape} and {y.shape}")
+    bad = ~np.isfinite(z).all(-1)
+    if bad.any():
+        u, t = np.argwhere(bad)[0]
+        raise ValueError(f"design z has non-finite features ({int(bad.sum())} rows; first at user {u}, round {t})")
+    if not np.isin(y, (0, 1)).all():
+        raise ValueError("clicks y must be 0 or 1")
+    return z, y.astype(np.int64)
+
+
+def per_user_prior(prior: MixturePrior, n_users: int, d: int) -> MixturePrior:
+    """Broadcast a shared prior (weights [C]) to one per user (weights [U, C])."""
+    prior = validate_prior(prior, d)
+    w, m, S = prior
+    if w.ndim == 1:
+        w, m, S = (np.broadcast_to(a, (n_users,) + a.shape) for a in (w, m, S))
+    if w.shape[0] != n_users:
+        raise ValueError(f"per-user prior has {w.shape[0]} users, the clicks have {n_users}")
+    return MixturePrior(np.asarray(w), np.asarray(m), np.asarray(S))
+
+
+def fit_users(z, y, prior: MixturePrior, seed: int = 0, chains: int = DEFAULT_CHAINS,
+              warmup: int = DEFAULT_WARMUP, draws: int = DEFAULT_DRAWS, prune: float = DEFAULT_PRUNE,
+              is_draws: int = 4000, strict: bool = False) -> az.InferenceData:
+    """NUTS reference posteriors of every user's theta under `prior` (shared or per user).
+
+    z [U, S, d], y [U, S]. Health (R-hat, divergences, E-BFMI, ESS) is checked and stored
+    in sample_stats attrs; a miss warns (FitHealthWarning) or, with strict, raises.
+    """
+    z, y = check_design(z, y)
+    U, S, d = z.shape
+    w, m, C = per_user_prior(prior, U, d)
+    K = w.shape[1]
+    # Laplace inside every (user, component): preconditioner, pruning, and a comparison figure.
+    flat = lambda a: a.reshape((U * K,) + a.shape[2:])  # noqa: E731
+    zz, yy = np.repeat(z, K, 0), np.repeat(y, K, 0)
+    mode, cov, lap_ev = laplace_fit_batch(flat(m), flat(C), zz, yy)
+    logw = np.log(np.maximum(w, 1e-300)) + lap_ev.reshape(U, K)
+    r_lap = np.exp(logw - logsumexp(logw, axis=1, keepdims=True))
+    keep = (r_lap >= prune) | (r_lap == r_lap.max(1, keepdims=True))
+    keep &= w > 0
+    pruned_mass = np.where(keep, 0.0, r_lap).sum(1)
+    uu, kk = np.nonzero(keep)
+    sel = uu * K + kk
+    unit_prior = MixturePrior(np.ones((len(sel), 1)), flat(m)[sel][:, None], flat(C)[sel][:, None])
+    model = preconditioned(user_utilities, mode[sel], np.linalg.cholesky(cov[sel]))
+    idata = run_nuts(model, zz[sel], unit_prior, y=yy[sel], seed=seed, chains=chains, warmup=warmup, draws=draws,
+                     dims={"theta": ["unit", "dim"]}, drop=("theta_std",))
+    idata.posterior = idata.posterior.assign_coords(unit_user=("unit", uu), unit_component=("unit", kk))
+    health = check_health(fit_health(idata, ["theta"]), f"per-user NUTS reference ({len(sel)} units)", strict)
+    record_health(idata, health)
+
+    # Exact component weights: importance-sampled evidence per unit.
+    th = idata.posterior["theta"].values                            # [chain, draw, unit, d]
+    unit_draws = np.moveaxis(th.reshape(-1, len(sel), d), 0, 1)     # [unit, M, d]
+    if K > 1:
+        log_ev, khat = importance_log_evidence(unit_draws, flat(m)[sel], flat(C)[sel], zz[sel], yy[sel],
+                                               n=is_draws, seed=seed)
+    else:   # one component: its weight is 1 whatever the evidence; use Laplace's figure
+        log_ev, khat = lap_ev[sel], np.zeros(len(sel))
+    lw = np.log(w[uu, kk]) + log_ev
+    post_w = np.empty(len(sel))
+    for u in range(U):
+        i = uu == u
+        post_w[i] = np.exp(lw[i] - logsumexp(lw[i]))
+    if K > 1 and np.any(khat > MAX_KHAT):
+        warnings.warn(f"importance evidence unreliable for {int(np.sum(khat > MAX_KHAT))} unit(s) "
+                      f"(max k-hat {khat.max():.2f} > {MAX_KHAT})", ImportanceWarning, stacklevel=2)
+    units = xr.Dataset(
+        {"unit_user": ("unit", uu), "unit_component": ("unit", kk), "prior_weight": ("unit", w[uu, kk]),
+         "log_evidence": ("unit", log_ev), "log_evidence_laplace": ("unit", lap_ev[sel]), "khat": ("unit", khat),
+         "posterior_weight": ("unit", post_w), "laplace_weight": ("unit", r_lap[uu, kk]),
+         "pruned_mass": ("user", pruned_mass)},
+        attrs={"prune": prune, "is_draws": is_draws, "method": "component-conditional NUTS + importance evidence"})
+    data = {"posterior": idata.posterior, "sample_stats": idata.sample_stats,
+            "observed_data": xr.Dataset({"y": (("user", "round"), y)}),
+            "constant_data": xr.Dataset({"z": (("user", "round", "dim"), z), "prior_weights": (("user", "component"), w),
+                                         "prior_means": (("user", "component", "dim"), m),
+                                         "prior_covs": (("user", "component", "dim", "dim2"), C)}),
+            "units": units}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)   # "units" is a group outside the ArviZ schema
+        idata = az.InferenceData(**data)
+    return idata
+
+
+def user_draws(idata: az.InferenceData, seed: int = 0) -> xr.DataArray:
+    """Draws theta[chain, draw, user, dim] of every user's mixture posterior.
+
+    For each user, the draws of its units are mixed by posterior weight: each (chain,
+    draw) slot takes the unit chosen by stratified sampling of the weights.
+    """
+    units = idata["units"]
+    th = idata.posterior["theta"]
+    n_ch, n_dr = th.sizes["chain"], th.sizes["draw"]
+    uu, pw = units["unit_user"].values, units["posterior_weight"].values
+    U = int(units.sizes["user"])
+    rng = np.random.default_rng(seed)
+    out = np.empty((n_ch, n_dr, U, th.sizes["dim"]))
+    vals = th.values
+    flat = vals.reshape(n_ch * n_dr, vals.shape[2], vals.shape[3])
+    for u in range(U):
+        idx = np.flatnonzero(uu == u)
+        if len(idx) == 1:
+            out[:, :, u] = vals[:, :, idx[0]]
+            continue
+        M = n_ch * n_dr
+        strata = (rng.permutation(M) + rng.random(M)) / M
+        pick = idx[np.minimum(np.searchsorted(np.cumsum(pw[idx]), strata), len(idx) - 1)]
+        out[:, :, u] = flat[np.arange(M), pick].reshape(n_ch, n_dr, -1)
+    return xr.DataArray(out, dims=("chain", "draw", "user", "dim"), name="theta")

@@ -1,0 +1,102 @@
+"""Click logs: exactly what a policy saw and did in one run, for offline model fits.
+
+For every (arrival, round): the user (student index), the question, the two personas
+shown (first, second), their feature rows, the rater scores of all K personas on that
+question (what recalibration needs), and the click (1: first won). Stored as netCDF
+beside the run row (``seed-NNNN.clicks.nc``), written atomically.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+import xarray as xr
+
+LOG_VERSION = 1
+
+
+class ClickLogError(ValueError):
+    """A click-log file that cannot be read or does not match its run."""
+
+
+class ClickLog(NamedTuple):
+    student: np.ndarray      # [N] int: student index of each arrival (arrival = user)
+    question: np.ndarray     # [N, S] int
+    first: np.ndarray        # [N, S] int: persona shown first
+    second: np.ndarray       # [N, S] int
+    phi_first: np.ndarray    # [N, S, d]
+    phi_second: np.ndarray   # [N, S, d]
+    rater: np.ndarray        # [N, S, K]: rater column of Phi for every persona of the question
+    outcome: np.ndarray      # [N, S] int8: 1 if first won
+    attrs: dict              # world, world_digest, seed, policy, arrivals_limit
+
+    @property
+    def n_users(self) -> int:
+        return int(self.outcome.shape[0])
+
+    def design(self, users: slice | np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(z [U, S, d] = phi_first - phi_second, y [U, S]) of the chosen arrivals (default: all)."""
+        idx = np.arange(self.n_users)[users] if users is not None else np.arange(self.n_users)
+        return self.phi_first[idx] - self.phi_second[idx], self.outcome[idx].astype(np.int64)
+
+
+def make_click_log(features: np.ndarray, student: np.ndarray, question: np.ndarray, pairs: np.ndarray,
+                   outcome: np.ndarray, attrs: dict) -> ClickLog:
+    """Assemble a log from a world's features [Q, K, d], the schedule and the played pairs [N, S, 2]."""
+    first, second = pairs[..., 0], pairs[..., 1]
+    K = features.shape[1]
+    return ClickLog(student.astype(np.int64), question.astype(np.int64), first.astype(np.int64),
+                    second.astype(np.int64), features[question, first], features[question, second],
+                    features[question, :, K], outcome.astype(np.int8), dict(attrs))
+
+
+def to_dataset(log: ClickLog) -> xr.Dataset:
+    a = ("arrival",)
+    ar = ("arrival", "round")
+    attrs = {k: ("" if v is None else v) for k, v in log.attrs.items()}
+    return xr.Dataset(
+        {"student": (a, log.student), "question": (ar, log.question), "first": (ar, log.first),
+         "second": (ar, log.second), "phi_first": (ar + ("feature",), log.phi_first),
+         "phi_second": (ar + ("feature",), log.phi_second), "rater": (ar + ("persona",), log.rater),
+         "outcome": (ar, log.outcome)},
+        attrs={**attrs, "log_version": LOG_VERSION})
+
+
+def save_click_log(log: ClickLog, path: str | os.PathLike) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    to_dataset(log).to_netcdf(tmp, engine="h5netcdf")
+    os.replace(tmp, path)
+    return path
+
+
+def load_click_log(path: str | os.PathLike) -> ClickLog:
+    """Read and check a click log; ClickLogError names the file and the problem."""
+    path = Path(path)
+    try:
+        with xr.open_dataset(path, engine="h5netcdf") as ds:
+            ds = ds.load()
+    except Exception as exc:  # h5py/netCDF raise many types for damaged files
+        raise ClickLogError(f"click log {path}: unreadable ({type(exc).__name__}: {exc})") from None
+    names = ("student", "question", "first", "second", "phi_first", "phi_second", "rater", "outcome")
+    missing = [n for n in names if n not in ds]
+    if missing:
+        raise ClickLogError(f"click log {path}: missing variable(s) {', '.join(missing)}")
+    arrs = {n: ds[n].values for n in names}
+    N, S = arrs["outcome"].shape
+    if arrs["question"].shape != (N, S) or arrs["student"].shape != (N,) or arrs["phi_first"].shape[:2] != (N, S):
+        raise ClickLogError(f"click log {path}: variables disagree on (arrival, round) = ({N}, {S})")
+    if not np.isin(arrs["outcome"], (0, 1)).all():
+        raise ClickLogError(f"click log {path}: outcome holds values other than 0 and 1")
+    for n in ("phi_first", "phi_second", "rater"):
+        if not np.all(np.isfinite(arrs[n])):
+            raise ClickLogError(f"click log {path}: {n} has non-finite entries")
+    attrs = {k: v for k, v in ds.attrs.items() if k != "log_version"}
+    if attrs.get("arrivals_limit", "") == "":
+        attrs["arrivals_limit"] = None
+    for n in ("student", "question", "first", "second"):
+        arrs[n] = arrs[n].astype(np.int64)
+    return ClickLog(**arrs, attrs=attrs)

@@ -1,0 +1,101 @@
+"""Priors over a user's utility weights theta in R^d, as arrays and as NumPyro distributions.
+
+A `MixturePrior` is a Gaussian mixture with fixed weights, means and covariances: the
+belief a learner holds about a user before the first click. The isotropic Gaussian is
+the one-component case. Leading batch dims are allowed (e.g. one prior per user:
+weights [U, C], means [U, C, d], covs [U, C, d, d]).
+
+The single-Gaussian distribution is built as an affine transform of a standard normal
+(`TransformedDistribution`), which has the same density as `MultivariateNormal` but lets
+inference code whiten it with `numpyro.infer.reparam.TransformReparam`.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax.numpy as jnp
+import numpy as np
+import numpyro.distributions as dist
+from numpyro.distributions.transforms import LowerCholeskyAffine
+
+DEFAULT_PRIOR_VAR = 4.0      # logits^2: the no-transfer learner's prior and CODuel's isotropic component
+
+
+class MixturePrior(NamedTuple):
+    weights: np.ndarray      # [..., C], sums to 1 over C
+    means: np.ndarray        # [..., C, d]
+    covs: np.ndarray         # [..., C, d, d], symmetric positive definite
+
+    @property
+    def n_components(self) -> int:
+        return int(np.shape(self.weights)[-1])
+
+    @property
+    def dim(self) -> int:
+        return int(np.shape(self.means)[-1])
+
+
+def isotropic_prior(d: int, var: float = DEFAULT_PRIOR_VAR) -> MixturePrior:
+    """N(0, var I_d) as a one-component mixture."""
+    if not var > 0:
+        raise ValueError(f"prior variance must be positive, got {var!r}")
+    return MixturePrior(np.ones(1), np.zeros((1, d)), var * np.eye(d)[None])
+
+
+def validate_prior(prior: MixturePrior, d: int | None = None) -> MixturePrior:
+    """Check shapes, weights and positive definiteness; return the prior as float64 arrays."""
+    w, m, S = (np.asarray(a, dtype=float) for a in prior)
+    if m.ndim < 2 or S.shape != m.shape + m.shape[-1:] or w.shape != m.shape[:-1]:
+        raise ValueError(f"mixture prior shapes do not agree: weights {w.shape}, means {m.shape}, covs {S.shape}")
+    if d is not None and m.shape[-1] != d:
+        raise ValueError(f"mixture prior has dimension {m.shape[-1]}, the data have {d}")
+    if not (np.all(np.isfinite(w)) and np.all(np.isfinite(m)) and np.all(np.isfinite(S))):
+        raise ValueError("mixture prior has non-finite entries")
+    if np.any(w < 0) or not np.allclose(w.sum(-1), 1.0, atol=1e-8):
+        raise ValueError("mixture prior weights must be non-negative and sum to 1")
+    if not np.allclose(S, np.swapaxes(S, -1, -2), atol=1e-10):
+        raise ValueError("mixture prior covariances must be symmetric")
+    if np.any(np.linalg.eigvalsh(S)[..., 0] <= 0):
+        raise ValueError("mixture prior covariances must be positive definite")
+    return MixturePrior(w, m, S)
+
+
+def component(prior: MixturePrior, k: int) -> MixturePrior:
+    """Component k alone, as a one-component prior."""
+    return MixturePrior(np.ones_like(prior.weights[..., k:k + 1]), prior.means[..., k:k + 1, :],
+                        prior.covs[..., k:k + 1, :, :])
+
+
+def _cholesky(cov):
+    # Concrete arrays are factorised once in NumPy: inside a traced log density a batched
+    # XLA Cholesky would be recomputed at every gradient evaluation.
+    if isinstance(cov, np.ndarray):
+        return jnp.asarray(np.linalg.cholesky(cov))
+    return jnp.linalg.cholesky(jnp.asarray(cov))
+
+
+def gaussian(mean, cov) -> dist.Distribution:
+    """N(mean, cov) with event dim d, as a whitenable affine transform of N(0, I)."""
+    mean, L = jnp.asarray(mean), _cholesky(cov)
+    base = dist.Normal(jnp.zeros_like(mean), 1.0).to_event(1)
+    return dist.TransformedDistribution(base, LowerCholeskyAffine(mean, L))
+
+
+def prior_distribution(prior: MixturePrior) -> dist.Distribution:
+    """The prior as a NumPyro distribution over theta [..., d]; assignments marginalised."""
+    w, m, S = (jnp.asarray(a) for a in prior)
+    if w.shape[-1] == 1:
+        return gaussian(m[..., 0, :], S[..., 0, :, :])
+    comps = dist.MultivariateNormal(m, scale_tril=_cholesky(prior.covs))
+    return dist.MixtureSameFamily(dist.Categorical(probs=w), comps)
+
+
+def stick_breaking(v):
+    """Weights [..., K + 1] of a truncated stick-breaking process from fractions v [..., K] in (0, 1).
+
+    w_k = v_k prod_{j<k} (1 - v_j) for k < K; the last entry is the remaining stick prod_j (1 - v_j).
+    """
+    v = jnp.asarray(v)
+    rest = jnp.cumprod(1.0 - v, axis=-1)
+    before = jnp.concatenate([jnp.ones_like(v[..., :1]), rest[..., :-1]], axis=-1)
+    return jnp.concatenate([v * before, rest[..., -1:]], axis=-1)
