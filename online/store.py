@@ -77,6 +77,14 @@ class RunStore:
         """File of the cell (world, seed, spec), truncated to `arrivals` when not None."""
         return self.root / world / policy_slug(spec) / self._name(seed, arrivals)
 
+    def clicks_path(self, world: str, seed: int, spec: str, arrivals: int | None = None) -> Path:
+        """The click log of a cell (``online.clicklog``), beside its row."""
+        return self.path(world, seed, spec, arrivals).with_suffix(".clicks.nc")
+
+    def fit_path(self, world: str, seed: int, spec: str, model: str, arrivals: int | None = None) -> Path:
+        """Where `tutorduel fit` writes a model's InferenceData for a cell."""
+        return self.path(world, seed, spec, arrivals).with_suffix(f".{model}.nc")
+
     def _failed_path(self, world: str, seed: int, spec: str, arrivals: int | None) -> Path:
         return self.root / "_failed" / world / policy_slug(spec) / self._name(seed, arrivals)
 

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 
 from online.protocol import PolicyOutputError
 from online.registry import PolicySpecError, canonical_spec, make_policy
-from online.replay import arrivals_limit, replay
+from online.clicklog import save_click_log
+from online.replay import arrivals_limit, replay, replay_logged
 from online.store import CorruptRowError, RunStore
 from tdmodels.rosters import open_world, world_file
 from tdmodels.world import world_digest
@@ -61,12 +62,14 @@ def parse_seeds(text: str) -> list[int]:
     return sorted(seeds)
 
 
-def _worker(world_path: str, seed: int, spec: str, arrivals):
-    """Compute one cell's row in a worker; the parent already enforced the held-out lock."""
+def _worker(world_path: str, seed: int, spec: str, arrivals, keep_clicks: bool = False):
+    """Compute one cell's row (and click log) in a worker; the parent already enforced the held-out lock."""
     try:
         if world_path not in _WORLDS:
             _WORLDS[world_path] = open_world(world_path, allow_test=True)
-        return "ok", replay(_WORLDS[world_path], seed, spec, arrivals)
+        if keep_clicks:
+            return "ok", replay_logged(_WORLDS[world_path], seed, spec, arrivals)
+        return "ok", (replay(_WORLDS[world_path], seed, spec, arrivals), None)
     except (PolicyOutputError, PolicySpecError) as exc:
         return "error", str(exc)
     except Exception as exc:  # a researcher's policy can raise anything; report, keep the sweep going
@@ -94,8 +97,9 @@ class Progress:
 
 
 def run_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: RunStore, jobs: int = 1,
-              allow_test: bool = False, arrivals: int | None = None, worlds_dir=None, progress: bool = True) -> SweepResult:
-    """Compute every missing cell of worlds x seeds x specs and store its row."""
+              allow_test: bool = False, arrivals: int | None = None, worlds_dir=None, progress: bool = True,
+              keep_clicks: bool = False) -> SweepResult:
+    """Compute every missing cell of worlds x seeds x specs and store its row (and click log with keep_clicks)."""
     specs = [canonical_spec(s) for s in specs]
     for spec in specs:
         make_policy(spec)          # an unknown policy or setting stops the sweep before any work
@@ -114,16 +118,20 @@ def run_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: RunS
                 except CorruptRowError as exc:
                     res.corrupt.append(str(exc))
                     row = None
-                if row is not None and row.get("world_digest") == digest:
+                has_log = not keep_clicks or store.clicks_path(name, seed, spec, limit).exists()
+                if row is not None and row.get("world_digest") == digest and has_log:
                     res.cached.append(cell)
                 else:
-                    if row is not None:
+                    if row is not None and row.get("world_digest") != digest:
                         res.stale.append(cell)
                     todo.append(cell)
     bar = Progress(len(todo)) if progress and todo else None
 
     def finish(cell, status, payload):
         if status == "ok":
+            payload, log = payload
+            if log is not None:    # the log first: a stored row with keep_clicks implies its log
+                save_click_log(log, store.clicks_path(cell.world, cell.seed, cell.policy, cell.arrivals))
             store.put(payload)
             res.done.append(cell)
             note = f"score {payload['score']:.1f} ({payload['wall_s']:.1f}s)"
@@ -136,10 +144,10 @@ def run_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: RunS
 
     if jobs <= 1:
         for cell in todo:
-            finish(cell, *_worker(paths[cell.world], cell.seed, cell.policy, cell.arrivals))
+            finish(cell, *_worker(paths[cell.world], cell.seed, cell.policy, cell.arrivals, keep_clicks))
     else:
         with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn")) as pool:
-            futs = {pool.submit(_worker, paths[c.world], c.seed, c.policy, c.arrivals): c for c in todo}
+            futs = {pool.submit(_worker, paths[c.world], c.seed, c.policy, c.arrivals, keep_clicks): c for c in todo}
             for fut in as_completed(futs):
                 finish(futs[fut], *fut.result())
     return res

@@ -3,6 +3,8 @@ from pathlib import Path
 
 import pytest
 
+import inference.nuts  # noqa: F401,E402  (first: host devices and float64 before JAX starts)
+
 from tdmodels.simulator import build_roster
 
 SAMPLE = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "tutorduel-site-sample.json"

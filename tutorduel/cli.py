@@ -26,7 +26,8 @@ def cmd_replay(a) -> int:
     store = RunStore(a.store)
     worlds = [w.strip() for w in a.world.split(",")]
     res = run_sweep(worlds, parse_seeds(a.seeds), split_specs(a.policies), store, jobs=a.jobs,
-                    allow_test=a.allow_test, arrivals=a.arrivals, worlds_dir=a.worlds)
+                    allow_test=a.allow_test, arrivals=a.arrivals, worlds_dir=a.worlds,
+                    keep_clicks=a.keep_clicks)
     print(f"{len(res.done)} cells computed, {len(res.cached)} already stored, {len(res.failed)} failed (store: {store.root})")
     if res.stale:
         print(f"note: {len(res.stale)} stored row(s) came from another version of the world and were recomputed", file=sys.stderr)
@@ -151,6 +152,39 @@ def _describe(a) -> int:
     return 0
 
 
+def cmd_fit(a) -> int:
+    import inference.nuts  # noqa: F401  (first: sets the host device count before JAX starts)
+    import pandas as pd
+
+    from inference.cell_fit import fit_cell, fit_summary
+    from online.store import RunStore
+    from tdmodels.rosters import open_world
+
+    from inference.health import FitHealthError
+
+    world = open_world(a.world, allow_test=a.allow_test, directory=a.worlds)
+    try:
+        idata, path = fit_cell(world, a.seed, a.policy, a.model, RunStore(a.store), prior=a.prior, arrivals=a.arrivals,
+                               chains=a.chains, warmup=a.warmup, draws=a.draws, strict=a.strict, users=a.users)
+    except FitHealthError as exc:
+        print(f"tutorduel: fit failed its health checks (--strict): {exc}", file=sys.stderr)
+        return 1
+    attrs = idata.sample_stats.attrs
+    with pd.option_context("display.width", 160, "display.max_columns", 20):
+        print(fit_summary(idata, a.model))
+    print(f"\nhealth: {attrs['health_chains']} chains x {attrs['health_draws']} draws, {attrs['health_n_params']} "
+          f"parameters: max R-hat {attrs['health_max_rhat']:.4f} ({attrs['health_n_rhat_over']} over 1.01), "
+          f"min ESS bulk {attrs['health_min_ess_bulk']:.0f} / tail {attrs['health_min_ess_tail']:.0f}, "
+          f"{attrs['health_divergences']} divergences, min E-BFMI {attrs['health_min_bfmi']:.2f} -- "
+          + ("OK" if attrs["health_ok"] else "NOT HEALTHY (see warnings above)"))
+    if "units" in idata.groups():
+        u = idata["units"]
+        print(f"units: {u.sizes['unit']} (user, component) pairs; max importance k-hat {float(u.khat.max()):.2f}; "
+              f"max pruned Laplace mass {float(u.pruned_mass.max()):.1e}")
+    print(f"wrote {path}")
+    return 0 if attrs["health_ok"] or not a.strict else 1
+
+
 def cmd_export(a) -> int:
     from online.store import RunStore
 
@@ -169,6 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--policies", default=DEFAULT_POLICIES, help=f"comma-separated policy specs (default: {DEFAULT_POLICIES})")
     p.add_argument("--jobs", type=int, default=1, help="local worker processes (default 1)")
     p.add_argument("--arrivals", type=int, help="truncate each run to the first N arrivals (quick checks)")
+    p.add_argument("--keep-clicks", action="store_true", help="also store each run's click log (for tutorduel fit)")
     _common(p)
     p.set_defaults(fn=cmd_replay)
 
@@ -194,6 +229,22 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("path", help="path to tutorduel-site-sample.json")
     _common(q, store=False)
     p.set_defaults(fn=cmd_worlds)
+
+    p = sub.add_parser("fit", help="NUTS reference fit of a model on the clicks of one run; writes netCDF")
+    p.add_argument("--world", default="dev")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--policy", default="no-transfer", help="the policy whose clicks are fitted (default: no-transfer)")
+    p.add_argument("--model", default="users", choices=["users", "population", "recalibration"])
+    p.add_argument("--prior", default="policy", choices=["policy", "em"],
+                   help="users' prior: the policy's own (default) or a mixture fitted by EM to the run's clicks")
+    p.add_argument("--arrivals", type=int, help="fit the run truncated to its first N arrivals")
+    p.add_argument("--users", type=int, help="fit only the first N users of the run")
+    p.add_argument("--chains", type=int, default=4)
+    p.add_argument("--warmup", type=int, default=500)
+    p.add_argument("--draws", type=int, default=500)
+    p.add_argument("--strict", action="store_true", help="fail (exit 1) when the fit misses a health threshold")
+    _common(p)
+    p.set_defaults(fn=cmd_fit)
 
     p = sub.add_parser("export", help="export stored rows to .csv or .parquet")
     p.add_argument("path")

@@ -1,0 +1,102 @@
+"""Fit a model on the clicks of one stored run (world, seed, policy): what `tutorduel fit` does.
+
+The click log comes from the run store when it is there and matches the world version;
+otherwise the run is replayed (replays are deterministic) and its row and log stored.
+The InferenceData is written beside the row as ``seed-NNNN.<model>.nc``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import arviz as az
+
+from inference.nuts import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_WARMUP
+from online.clicklog import ClickLog, ClickLogError, load_click_log, save_click_log
+from online.registry import canonical_spec, parse_spec
+from online.replay import arrivals_limit, replay_logged
+from online.store import RunStore
+from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior, isotropic_prior
+from tdmodels.world import world_digest
+
+MODELS = ("users", "population", "recalibration")
+PRIORS = ("policy", "em")
+
+
+def cell_click_log(world, seed: int, spec: str, store: RunStore, arrivals: int | None = None) -> ClickLog:
+    """The click log of a cell: read from the store, else replayed and stored (row too, if missing)."""
+    spec = canonical_spec(spec)
+    name, limit = str(world.attrs["roster"]), arrivals_limit(world, arrivals)
+    path = store.clicks_path(name, seed, spec, limit)
+    if path.exists():
+        try:
+            log = load_click_log(path)
+            if log.attrs.get("world_digest") == world_digest(world):
+                return log
+        except ClickLogError:
+            path.replace(path.with_suffix(".nc.corrupt"))
+    row, log = replay_logged(world, seed, spec, limit)
+    save_click_log(log, path)
+    if store.get(name, seed, spec, limit) is None:
+        store.put(row)
+    return log
+
+
+def policy_prior(spec: str, d: int) -> MixturePrior:
+    """The prior a policy holds for a new user: its own isotropic prior for the no-transfer learner,
+    N(0, 4 I) (the no-transfer default) for policies without one."""
+    target, settings = parse_spec(canonical_spec(spec))
+    return isotropic_prior(d, float(settings.get("prior_var", DEFAULT_PRIOR_VAR)))
+
+
+def fit_cell(world, seed: int, spec: str, model: str, store: RunStore, prior: str = "policy",
+             arrivals: int | None = None, chains: int = DEFAULT_CHAINS, warmup: int = DEFAULT_WARMUP,
+             draws: int = DEFAULT_DRAWS, strict: bool = False, out: str | Path | None = None,
+             users: int | None = None) -> tuple[az.InferenceData, Path]:
+    """Fit `model` on the cell's clicks (the first `users` arrivals if given); write and return the netCDF."""
+    from inference.mixture_em import fit_mixture_em
+    from inference.model_fits import fit_population, fit_recalibration
+    from inference.user_reference import fit_users
+
+    if model not in MODELS:
+        raise ValueError(f"unknown model {model!r}; choose from {', '.join(MODELS)}")
+    if prior not in PRIORS:
+        raise ValueError(f"unknown prior {prior!r}; choose from {', '.join(PRIORS)}")
+    log = cell_click_log(world, seed, spec, store, arrivals)
+    sl = slice(None, users)
+    z, y = log.design(sl)
+    d = z.shape[-1]
+    opts = dict(seed=seed, chains=chains, warmup=warmup, draws=draws, strict=strict)
+    pr = fit_mixture_em(z, y, seed=seed).prior if prior == "em" else policy_prior(spec, d)
+    if model == "users":
+        idata = fit_users(z, y, pr, **opts)
+    elif model == "population":
+        idata = fit_population(z, y, **opts)
+    else:
+        if int(world.attrs["rater_available"]) == 0:
+            raise ValueError(f"world {world.attrs['roster']!r} has no rater scores: nothing to recalibrate")
+        idata = fit_recalibration(log.first[sl], log.second[sl], log.rater[sl], y, pr, **opts)
+    idata.posterior.attrs.update({"world": str(world.attrs["roster"]), "world_digest": world_digest(world),
+                                  "seed": int(seed), "policy": canonical_spec(spec), "model": model, "prior": prior,
+                                  "users": int(z.shape[0])})
+    name, limit = str(world.attrs["roster"]), arrivals_limit(world, arrivals)
+    path = Path(out) if out else store.fit_path(name, seed, canonical_spec(spec), model, limit)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    idata.to_netcdf(str(tmp))
+    tmp.replace(path)
+    return idata, path
+
+
+def fit_summary(idata: az.InferenceData, model: str, n: int = 3):
+    """A readable ArviZ summary: the first `n` users' theta (mixture draws), and the model's shared parameters."""
+    from inference.user_reference import user_draws
+
+    if model == "users":
+        th = user_draws(idata).isel(user=slice(0, n))
+        return az.summary(az.convert_to_inference_data(th.to_dataset(name="theta")), kind="all", round_to=3)
+    names = {"population": ["weights_sorted"], "recalibration": ["a", "A"]}[model]
+    post = idata.posterior
+    sub = post[names + ["theta"]].isel(user=slice(0, n))
+    if model == "population":
+        sub = sub.isel(rank=slice(0, 6))
+    return az.summary(sub, kind="all", round_to=3)
