@@ -24,8 +24,8 @@ from numpyro.infer import MCMC, NUTS  # noqa: E402
 from numpyro.infer.reparam import Reparam, TransformReparam  # noqa: E402
 
 DEFAULT_CHAINS = 4
-DEFAULT_WARMUP = 500
-DEFAULT_DRAWS = 500
+DEFAULT_WARMUP = 1000
+DEFAULT_DRAWS = 1000
 
 
 def whitened(model, sites=("theta",)):

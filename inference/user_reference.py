@@ -25,6 +25,8 @@ into draws of each user's mixture posterior.
 """
 from __future__ import annotations
 
+import logging
+import time
 import warnings
 
 import arviz as az
@@ -40,6 +42,7 @@ from tdmodels.click_model import user_utilities
 from tdmodels.priors import MixturePrior, validate_prior
 
 DEFAULT_PRUNE = 1e-3
+log = logging.getLogger(__name__)
 
 
 class ImportanceWarning(UserWarning):
@@ -95,9 +98,12 @@ def fit_users(z, y, prior: MixturePrior, seed: int = 0, chains: int = DEFAULT_CH
     uu, kk = np.nonzero(keep)
     sel = uu * K + kk
     unit_prior = MixturePrior(np.ones((len(sel), 1)), flat(m)[sel][:, None], flat(C)[sel][:, None])
+    log.info("per-user reference: %d users x %d components -> %d units after pruning at %g", U, K, len(sel), prune)
+    t0 = time.perf_counter()
     model = preconditioned(user_utilities, mode[sel], np.linalg.cholesky(cov[sel]))
     idata = run_nuts(model, zz[sel], unit_prior, y=yy[sel], seed=seed, chains=chains, warmup=warmup, draws=draws,
                      dims={"theta": ["unit", "dim"]}, drop=("theta_std",))
+    log.info("NUTS over %d units: %.1f s", len(sel), time.perf_counter() - t0)
     idata.posterior = idata.posterior.assign_coords(unit_user=("unit", uu), unit_component=("unit", kk))
     health = check_health(fit_health(idata, ["theta"]), f"per-user NUTS reference ({len(sel)} units)", strict)
     record_health(idata, health)

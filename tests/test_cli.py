@@ -62,3 +62,26 @@ def test_stats_leaves_out_rows_of_another_world_version(env_dirs, capsys):
     assert main(["stats", "--world", "dev", "--arrivals", "5"]) == 0
     cap = capsys.readouterr()
     assert "another version of this world" in cap.err and "| random | 1 |" in cap.out
+
+
+def test_fit_writes_inference_data_beside_the_row(env_dirs, capsys):
+    import arviz as az
+
+    from online.store import RunStore
+
+    argv = ["fit", "--world", "dev", "--seed", "0", "--policy", "no-transfer", "--model", "users", "--arrivals", "6",
+            "--chains", "2", "--warmup", "150", "--draws", "150"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "health: 2 chains x 150 draws, 42 parameters" in out and "theta[0, 0]" in out
+    store = RunStore()
+    path = store.fit_path("dev", 0, "no-transfer", "users", 6)
+    assert f"wrote {path}" in out and store.clicks_path("dev", 0, "no-transfer", 6).exists()
+    assert store.get("dev", 0, "no-transfer", 6) is not None        # the replayed row was stored too
+    idata = az.from_netcdf(str(path))
+    assert idata.posterior.theta.shape == (2, 150, 6, 7) and idata.posterior.attrs["model"] == "users"
+
+
+def test_fit_rejects_unknown_model(env_dirs, capsys):
+    with pytest.raises(SystemExit):
+        main(["fit", "--model", "nope"])

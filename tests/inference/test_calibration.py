@@ -1,0 +1,53 @@
+"""Calibration of the NUTS references on simulated users with known theta (slow: minutes).
+
+Run with: bash scripts/test.sh -m slow
+"""
+import warnings
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from inference.health import FitHealthWarning
+from inference.sbc import coverage, rank_uniformity, run_sbc
+from tdmodels.priors import MixturePrior, isotropic_prior
+
+pytestmark = pytest.mark.slow
+
+MIXTURE = MixturePrior(np.array([0.4, 0.35, 0.25]),
+                       np.array([[1.5, 0, 0, -1.5, 0, 0, 1.0], [-1.5, 0, 1.5, 0, 0, 0, -1.0], np.zeros(7)]),
+                       np.stack([0.5 * np.eye(7), 0.5 * np.eye(7), 4.0 * np.eye(7)]))
+
+
+def _sbc(prior, features, seed):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitHealthWarning)   # health is asserted below, not hidden
+        return run_sbc(prior, features, n_sims=200, rounds=24, L=99, seed=seed, chains=4, warmup=500, draws=500)
+
+
+@pytest.fixture(scope="module")
+def sbc_users(dev_world):
+    return _sbc(isotropic_prior(7), dev_world["features"].values, seed=11)
+
+
+@pytest.fixture(scope="module")
+def sbc_mixture(dev_world):
+    return _sbc(MIXTURE, dev_world["features"].values, seed=12)
+
+
+@pytest.mark.parametrize("which", ["sbc_users", "sbc_mixture"])
+def test_nuts_90_percent_intervals_cover_at_the_nominal_rate(which, request):
+    res = request.getfixturevalue(which)
+    cov = coverage(res.theta, res.draws, 0.9)                   # per coordinate, 200 users each
+    hits = int(round(cov.mean() * res.theta.size))
+    # two-sided binomial test over all 1,400 (user, coordinate) intervals
+    assert stats.binomtest(hits, res.theta.size, 0.9).pvalue > 0.001, cov
+    assert np.all(np.abs(cov - 0.9) < 0.08), cov
+
+
+@pytest.mark.parametrize("which", ["sbc_users", "sbc_mixture"])
+def test_sbc_ranks_are_uniform(which, request):
+    res = request.getfixturevalue(which)
+    p, combined = rank_uniformity(res.ranks, res.L, bins=10)
+    assert combined > 0.001, p
+    assert res.ranks.min() >= 0 and res.ranks.max() <= res.L

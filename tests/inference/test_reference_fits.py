@@ -1,0 +1,89 @@
+"""Small NUTS fits: health is checked and stored, InferenceData round-trips, bad fits are reported."""
+import warnings
+
+import arviz as az
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import pytest
+
+from inference.health import FitHealthError, FitHealthWarning, check_health, fit_health
+from inference.nuts import run_nuts
+from inference.sbc import random_designs, sample_prior, simulate_clicks
+from inference.user_reference import fit_users, user_draws
+from tdmodels.priors import MixturePrior, isotropic_prior
+
+
+@pytest.fixture(scope="module")
+def small_mixture_fit(dev_world):
+    rng = np.random.default_rng(0)
+    prior = MixturePrior(np.array([0.45, 0.45, 0.1]),
+                         np.array([[2.0, 0, 0, -2, 0, 0, 1], [-2.0, 0, 2, 0, 0, 0, -1], np.zeros(7)]),
+                         np.stack([0.3 * np.eye(7), 0.3 * np.eye(7), 4 * np.eye(7)]))
+    theta = sample_prior(prior, 12, rng)
+    z = random_designs(dev_world["features"].values, 12, 24, rng)
+    y = simulate_clicks(theta, z, rng)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitHealthWarning)
+        return fit_users(z, y, prior, chains=2, warmup=300, draws=300), theta
+
+
+def test_mixture_reference_layout_and_weights(small_mixture_fit):
+    idata, theta = small_mixture_fit
+    units = idata["units"]
+    for u in range(12):
+        w = units.posterior_weight.values[units.unit_user.values == u]
+        assert np.isclose(w.sum(), 1.0) and np.all(w >= 0)
+    assert float(units.pruned_mass.max()) < 1e-3
+    assert np.all(units.khat.values < 0.7)
+    draws = user_draws(idata)
+    assert draws.shape == (2, 300, 12, 7)
+    for k in ("health_max_rhat", "health_divergences", "health_min_bfmi", "health_min_ess_bulk", "health_ok"):
+        assert k in idata.sample_stats.attrs
+
+
+def test_inference_data_round_trips_through_netcdf(small_mixture_fit, tmp_path):
+    idata, _ = small_mixture_fit
+    path = tmp_path / "fit.nc"
+    idata.to_netcdf(str(path))
+    back = az.from_netcdf(str(path))
+    assert set(back.groups()) == set(idata.groups())
+    np.testing.assert_array_equal(back.posterior.theta.values, idata.posterior.theta.values)
+    np.testing.assert_array_equal(back["units"].posterior_weight.values, idata["units"].posterior_weight.values)
+    assert back.sample_stats.attrs["health_max_rhat"] == idata.sample_stats.attrs["health_max_rhat"]
+    np.testing.assert_array_equal(user_draws(back).values, user_draws(idata).values)
+
+
+def test_isotropic_reference_is_healthy(dev_world):
+    rng = np.random.default_rng(5)
+    prior = isotropic_prior(7)
+    theta = sample_prior(prior, 10, rng)
+    z = random_designs(dev_world["features"].values, 10, 24, rng)
+    idata = fit_users(z, simulate_clicks(theta, z, rng), prior, chains=2, warmup=400, draws=400)
+    h = fit_health(idata, ["theta"])
+    assert h.divergences == 0 and h.max_rhat < 1.02 and h.min_bfmi > 0.2
+
+
+def _funnel():
+    v = numpyro.sample("v", dist.Normal(0.0, 3.0))
+    numpyro.sample("x", dist.Normal(jnp.zeros(9), jnp.exp(v / 2)).to_event(1))
+
+
+def test_a_divergent_fit_is_reported_not_hidden():
+    """Neal's funnel, centred, short warmup: divergences (and poor mixing) surface as a warning or an error."""
+    idata = run_nuts(_funnel, chains=2, warmup=100, draws=200, seed=2)
+    h = fit_health(idata)
+    assert h.divergences > 0 and not h.ok
+    assert int(idata.sample_stats.diverging.sum()) == h.divergences
+    with pytest.warns(FitHealthWarning, match="divergent"):
+        check_health(h, "funnel")
+    with pytest.raises(FitHealthError, match="divergent"):
+        check_health(h, "funnel", strict=True)
+
+
+def test_nan_features_are_refused():
+    z = np.zeros((2, 3, 7))
+    z[1, 2, 4] = np.nan
+    with pytest.raises(ValueError, match="non-finite features.*user 1, round 2"):
+        fit_users(z, np.zeros((2, 3), int), isotropic_prior(7))
