@@ -44,19 +44,27 @@ def _kmeanspp(x: np.ndarray, k: int, rng) -> np.ndarray:
     return np.array(centers)
 
 
-def component_laplace(z, y, prior: MixturePrior):
-    """Laplace fits of every user under every component: modes [U, C, d], covs [U, C, d, d], log ev [U, C]."""
+def component_laplace(z, y, prior: MixturePrior, init: np.ndarray | None = None):
+    """Laplace fits of every user under every component: modes [U, C, d], covs [U, C, d, d], log ev [U, C].
+
+    `init` [U, C, d] warm-starts Newton (e.g. the previous EM iteration's modes).
+    """
     U, S, d = z.shape
     C = prior.n_components
     m = np.broadcast_to(prior.means, (U, C, d)).reshape(U * C, d)
     P = np.broadcast_to(prior.covs, (U, C, d, d)).reshape(U * C, d, d)
-    modes, covs, ev = laplace_fit_batch(m, P, np.repeat(z, C, 0), np.repeat(y, C, 0))
+    modes, covs, ev = laplace_fit_batch(m, P, np.repeat(z, C, 0), np.repeat(y, C, 0),
+                                        init=None if init is None else init.reshape(U * C, d))
     return modes.reshape(U, C, d), covs.reshape(U, C, d, d), ev.reshape(U, C)
 
 
 def fit_mixture_em(z, y, n_components: int = N_LEARNED, alpha: float = ALPHA, broad_var: float = DEFAULT_PRIOR_VAR,
-                   iters: int = 100, tol: float = 1e-6, seed: int = 0, ridge: float = COV_RIDGE) -> EMResult:
-    """Fit the mixture prior to clicks z [U, S, d], y [U, S]; returns the prior and diagnostics."""
+                   iters: int = 100, tol: float = 1e-4, seed: int = 0, ridge: float = COV_RIDGE) -> EMResult:
+    """Fit the mixture prior to clicks z [U, S, d], y [U, S]; returns the prior and diagnostics.
+
+    Stops when the Laplace log evidence changes by less than `tol` nats per user between
+    iterations (`converged`), else after `iters`.
+    """
     z, y = np.asarray(z, dtype=float), np.asarray(y)
     U, S, d = z.shape
     k = min(n_components, U)
@@ -68,9 +76,9 @@ def fit_mixture_em(z, y, n_components: int = N_LEARNED, alpha: float = ALPHA, br
     means = np.concatenate([_kmeanspp(m0, k, rng), broad[0][None]])
     covs = np.concatenate([np.repeat(spread[None], k, 0), broad[1][None]])
     weights = np.concatenate([np.full(k, (1 - w_floor) / k), [w_floor]])
-    prev, converged = -np.inf, False
+    prev, converged, modes = -np.inf, False, None
     for it in range(1, iters + 1):
-        modes, pc, ev = component_laplace(z, y, MixturePrior(weights, means, covs))
+        modes, pc, ev = component_laplace(z, y, MixturePrior(weights, means, covs), init=modes)
         joint = np.log(np.maximum(weights, 1e-300)) + ev
         total = float(logsumexp(joint, axis=1).sum())
         r = np.exp(joint - logsumexp(joint, axis=1, keepdims=True))

@@ -84,20 +84,3 @@ def run_sbc(prior: MixturePrior, features: np.ndarray, n_sims: int = 200, rounds
     draws = th.reshape(-1, th.shape[2], th.shape[3])
     ok = bool(idata.sample_stats.attrs["health_ok"])
     return SBCResult(theta, sbc_ranks(theta, draws, L), L, draws, ok)
-
-
-def plot_sbc_ecdf(result: SBCResult, path=None, names=None):
-    """ECDF-difference plot of the PITs (rank + 0.5) / (L + 1), one panel per coordinate, with bands."""
-    import arviz as az
-    import matplotlib.pyplot as plt
-
-    d = result.ranks.shape[1]
-    fig, axes = plt.subplots(1, d, figsize=(2.6 * d, 2.6), sharey=True, squeeze=False)
-    pit = (result.ranks + 0.5) / (result.L + 1)
-    for c, ax in enumerate(axes[0]):
-        az.plot_ecdf(pit[:, c], cdf=stats.uniform().cdf, difference=True, confidence_bands=True, ax=ax)
-        ax.set_title(names[c] if names else f"theta[{c}]", fontsize=9)
-    fig.tight_layout()
-    if path:
-        fig.savefig(path, dpi=110)
-    return fig

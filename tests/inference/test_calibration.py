@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from diagnostics.sbc_plots import plot_sbc_ecdf
 from inference.health import FitHealthWarning
 from inference.sbc import coverage, rank_uniformity, run_sbc
 from tdmodels.priors import MixturePrior, isotropic_prior
@@ -46,8 +47,10 @@ def test_nuts_90_percent_intervals_cover_at_the_nominal_rate(which, request):
 
 
 @pytest.mark.parametrize("which", ["sbc_users", "sbc_mixture"])
-def test_sbc_ranks_are_uniform(which, request):
+def test_sbc_ranks_are_uniform(which, request, tmp_path):
     res = request.getfixturevalue(which)
+    plot_sbc_ecdf(res, tmp_path / "sbc.png")
+    assert (tmp_path / "sbc.png").stat().st_size > 0
     p, combined = rank_uniformity(res.ranks, res.L, bins=10)
     assert combined > 0.001, p
     assert res.ranks.min() >= 0 and res.ranks.max() <= res.L
