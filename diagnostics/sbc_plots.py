@@ -1,6 +1,7 @@
 """Figures of simulation-based calibration results (``inference.sbc``)."""
 from __future__ import annotations
 
+import numpy as np
 from scipy import stats
 
 from inference.sbc import SBCResult
@@ -13,9 +14,15 @@ def plot_sbc_ecdf(result: SBCResult, path=None, names=None):
 
     d = result.ranks.shape[1]
     fig, axes = plt.subplots(1, d, figsize=(2.6 * d, 2.6), sharey=True, squeeze=False)
-    pit = (result.ranks + 0.5) / (result.L + 1)
+    L = result.L
+    pit = (result.ranks + 0.5) / (L + 1)
+
+    def rvs(n, random_state=None):   # PITs of exact ranks: discrete uniform on L + 1 points
+        rng = random_state if isinstance(random_state, np.random.Generator) else np.random.default_rng(random_state)
+        return (rng.integers(0, L + 1, size=n) + 0.5) / (L + 1)
+
     for c, ax in enumerate(axes[0]):
-        az.plot_ecdf(pit[:, c], cdf=stats.uniform().cdf, difference=True, confidence_bands=True, ax=ax)
+        az.plot_ecdf(pit[:, c], cdf=stats.uniform().cdf, rvs=rvs, eval_points=np.linspace(0, 1, 101), difference=True, confidence_bands=True, ax=ax)
         ax.set_title(names[c] if names else f"theta[{c}]", fontsize=9)
     fig.tight_layout()
     if path:

@@ -1,0 +1,84 @@
+"""A user's belief under a Gaussian-mixture prior: one Laplace posterior per component, reweighted.
+
+State (a pytree of arrays, pure functions, no hidden mutation):
+
+    belief = init_belief(prior)                 # MixtureBelief
+    belief, logpred = update_belief(belief, z, y)
+
+Inside every component k the belief is a Gaussian N(m_k, S_k), updated by the same
+one-click Laplace step as the no-transfer learner (scalar Newton on eta = z . theta,
+rank-one covariance downdate), vectorised over components. The log weights are
+reweighted by each component's predictive probability of the click,
+p(y | k, past) ~= sigmoid(+-a_k / sqrt(1 + pi s_k / 8)) (probit approximation of the
+logistic-normal integral, a_k = z . m_k, s_k = z' S_k z), so after the session the
+weights are each component's share of the user's Laplace-approximated evidence.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from scipy.special import logsumexp
+
+from tdmodels.priors import MixturePrior
+
+NEWTON_ITERS = 60
+
+
+class MixtureBelief(NamedTuple):
+    log_w: np.ndarray        # [C] normalised log weights
+    means: np.ndarray        # [C, d]
+    covs: np.ndarray         # [C, d, d]
+
+
+def init_belief(prior: MixturePrior) -> MixtureBelief:
+    w = np.asarray(prior.weights, dtype=float)
+    with np.errstate(divide="ignore"):
+        log_w = np.log(w)
+    return MixtureBelief(log_w - logsumexp(log_w), np.array(prior.means, dtype=float), np.array(prior.covs, dtype=float))
+
+
+def _sigmoid(x):
+    return 0.5 * (1.0 + np.tanh(0.5 * x))
+
+
+def _log_sigmoid(x):
+    return -np.logaddexp(0.0, -x)
+
+
+def update_belief(belief: MixtureBelief, z: np.ndarray, y: int) -> tuple[MixtureBelief, float]:
+    """Fold one click (z = phi_first - phi_second, y in {0, 1}) in; returns (belief, log p(y | belief))."""
+    Sz = belief.covs @ z                           # [C, d]
+    s = np.maximum(Sz @ z, 0.0)                    # [C] prior variance of eta
+    a = belief.means @ z                           # [C] prior mean of eta
+    sign = 1.0 if y else -1.0
+    log_pred_k = _log_sigmoid(sign * a / np.sqrt(1.0 + np.pi * s / 8.0))
+    log_pred = float(logsumexp(belief.log_w + log_pred_k))
+    log_w = belief.log_w + log_pred_k - log_pred
+    # Mode of N(eta; a, s) x Bernoulli(y; sigmoid(eta)) per component: g(eta) = y - sigmoid(eta) - (eta - a)/s
+    # is decreasing with its root between a and a + s (y = 1) or a - s and a (y = 0): bracketed Newton.
+    lo, hi = (a, a + s) if y else (a - s, a)
+    eta = a.copy()
+    safe_s = np.where(s > 0, s, 1.0)
+    for _ in range(NEWTON_ITERS):
+        p = _sigmoid(eta)
+        g = (y - p) - (eta - a) / safe_s
+        lo = np.where(g > 0, eta, lo)
+        hi = np.where(g > 0, hi, eta)
+        step = eta + g / (p * (1.0 - p) + 1.0 / safe_s)
+        eta_new = np.where((step > lo) & (step < hi), step, 0.5 * (lo + hi))
+        done = np.all(np.abs(eta_new - eta) < 1e-14)
+        eta = eta_new
+        if done:
+            break
+    eta = np.where(s > 0, eta, a)
+    p = _sigmoid(eta)
+    w = p * (1.0 - p)
+    means = belief.means + Sz * np.where(s > 0, (eta - a) / safe_s, 0.0)[:, None]
+    covs = belief.covs - np.einsum("ci,cj->cij", Sz, Sz) * (w / (1.0 + w * s))[:, None, None]
+    return MixtureBelief(log_w, means, covs), log_pred
+
+
+def expected_utilities(belief: MixtureBelief, Phi: np.ndarray) -> np.ndarray:
+    """Belief-averaged utilities [K] = sum_k w_k Phi m_k."""
+    return Phi @ (np.exp(belief.log_w) @ belief.means)
