@@ -60,9 +60,12 @@ def test_isotropic_reference_is_healthy(dev_world):
     prior = isotropic_prior(7)
     theta = sample_prior(prior, 10, rng)
     z = random_designs(dev_world["features"].values, 10, 24, rng)
-    idata = fit_users(z, simulate_clicks(theta, z, rng), prior, chains=2, warmup=400, draws=400)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FitHealthWarning)
+        idata = fit_users(z, simulate_clicks(theta, z, rng), prior)      # the defaults: 4 x (1000 + 1000)
     h = fit_health(idata, ["theta"])
-    assert h.divergences == 0 and h.max_rhat < 1.02 and h.min_bfmi > 0.2
+    assert h.ok and h.divergences == 0 and h.max_rhat <= 1.01 and h.min_bfmi > 0.2
+    assert idata.sample_stats.attrs["health_ok"] == 1
 
 
 def _funnel():
