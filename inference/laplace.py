@@ -85,7 +85,9 @@ def laplace_fit(prior_mean: np.ndarray, prior_cov: np.ndarray, Z: np.ndarray, y:
         H = Z.T @ (Z * (p * (1 - p))[:, None]) + P0
         step = np.linalg.solve(H, grad)
         t = 1.0
-        while neg_log_post(theta + t * step) > f and t > 1e-10:   # backtracking: Newton alone can cycle
+        # backtracking (Newton alone can cycle); near the mode f changes below rounding, so a
+        # step that does not worsen f beyond that is taken
+        while neg_log_post(theta + t * step) > f + 1e-10 * (1.0 + abs(f)) and t > 1e-10:
             t *= 0.5
         theta = theta + t * step
         f = neg_log_post(theta)
@@ -131,7 +133,7 @@ def laplace_fit_batch(prior_means: np.ndarray, prior_covs: np.ndarray, Z: np.nda
         t = np.ones(B)
         while True:   # per-unit backtracking: Newton alone can cycle on flat logistic tails
             f_new = neg_log_post(theta + t[:, None] * step)
-            worse = (f_new > f + 1e-12) & (t > 1e-10)
+            worse = (f_new > f + 1e-10 * (1.0 + np.abs(f))) & (t > 1e-10)
             if not worse.any():
                 break
             t = np.where(worse, 0.5 * t, t)
