@@ -15,10 +15,11 @@ import inspect
 import json
 import re
 
+from online.policies.coduel import CODuel
 from online.policies.no_transfer import NoTransfer, Pooled
 from online.policies.random_pairs import RandomPairs
 
-REGISTRY = {"random": RandomPairs, "no-transfer": NoTransfer, "pooled": Pooled}
+REGISTRY = {"random": RandomPairs, "no-transfer": NoTransfer, "pooled": Pooled, "coduel": CODuel}
 _SPEC = re.compile(r"^\s*(?P<target>[A-Za-z0-9_.:\-]+)\s*(?:\[(?P<settings>.*)\])?\s*$")
 
 
