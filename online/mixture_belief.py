@@ -46,13 +46,17 @@ def _log_sigmoid(x):
     return -np.logaddexp(0.0, -x)
 
 
+def probit_log_predictive(a, s, y: int):
+    """log p(y) for eta ~ N(a, s), P(y = 1 | eta) = sigmoid(eta): the probit approximation."""
+    return _log_sigmoid((a if y else -a) / np.sqrt(1.0 + np.pi * s / 8.0))
+
+
 def update_belief(belief: MixtureBelief, z: np.ndarray, y: int) -> tuple[MixtureBelief, float]:
     """Fold one click (z = phi_first - phi_second, y in {0, 1}) in; returns (belief, log p(y | belief))."""
     Sz = belief.covs @ z                           # [C, d]
     s = np.maximum(Sz @ z, 0.0)                    # [C] prior variance of eta
     a = belief.means @ z                           # [C] prior mean of eta
-    sign = 1.0 if y else -1.0
-    log_pred_k = _log_sigmoid(sign * a / np.sqrt(1.0 + np.pi * s / 8.0))
+    log_pred_k = probit_log_predictive(a, s, y)
     log_pred = float(logsumexp(belief.log_w + log_pred_k))
     log_w = belief.log_w + log_pred_k - log_pred
     # Mode of N(eta; a, s) x Bernoulli(y; sigmoid(eta)) per component: g(eta) = y - sigmoid(eta) - (eta - a)/s

@@ -22,6 +22,7 @@ from itertools import combinations
 import numpy as np
 
 from online.mixture_belief import MixtureBelief, expected_utilities, update_belief
+from online.policies.no_transfer import greedy_pair
 
 
 def top2_sum(u: np.ndarray) -> np.ndarray:
@@ -35,10 +36,9 @@ def ordered(i: int, j: int, mu: np.ndarray) -> tuple[int, int]:
     return (i, j) if (mu[i], -i) >= (mu[j], -j) else (j, i)
 
 
-def greedy_pair(belief: MixtureBelief, Phi: np.ndarray) -> tuple[int, int]:
-    mu = expected_utilities(belief, Phi)
-    order = np.argsort(-mu, kind="stable")
-    return int(order[0]), int(order[1])
+def mixture_greedy_pair(belief: MixtureBelief, Phi: np.ndarray) -> tuple[int, int]:
+    """Greedy pair under a mixture belief: the top two belief-averaged utilities, best first."""
+    return greedy_pair(expected_utilities(belief, Phi))
 
 
 def lookahead_scores(belief: MixtureBelief, Phi: np.ndarray, bank: np.ndarray, remaining: int) -> dict:

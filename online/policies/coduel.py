@@ -29,11 +29,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from inference.laplace import laplace_fit_batch, laplace_update
+from inference.laplace import laplace_fit_batch
 from inference.recalibration_fit import fit_recalibration_map
 from online import gate as gt
-from online.mixture_belief import MixtureBelief, expected_utilities, init_belief, update_belief
-from online.pair_rules import greedy_pair, lookahead_pair
+from online.mixture_belief import MixtureBelief, init_belief, probit_log_predictive, update_belief
+from online.pair_rules import lookahead_pair, mixture_greedy_pair
+from online.policies import no_transfer as nt
 from online.population import Population, init_population, refit_population
 from online.protocol import Policy
 from tdmodels.population_model import ALPHA, N_LEARNED, RIDGE
@@ -64,8 +65,7 @@ class CODuelState(NamedTuple):
     gate: gt.GateState
     transfer: bool               # whether the population learner selects this session
     belief: MixtureBelief        # current user, under the population prior
-    alone_mean: np.ndarray       # [d] current user, no-transfer learner
-    alone_cov: np.ndarray        # [d, d]
+    alone: nt.NoTransferState    # current user, no-transfer learner
     bank: np.ndarray             # [<= bank_size, K, d] recent questions, raw Phi
     t: int                       # round within the session
     pending: tuple               # (z, first, second, rater) of the shown pair, until its click
@@ -92,15 +92,14 @@ def init(K: int, d: int, S: int, settings: Settings = Settings()) -> CODuelState
     pop = init_population(d, settings.prior_var)
     empty = (np.zeros((0, S), int), np.zeros((0, S), int), np.zeros((0, S, K)), np.zeros((0, S), int))
     return CODuelState(settings, S, pop, np.eye(K), gt.GateState(), False, init_belief(pop.prior),
-                       np.zeros(d), settings.prior_var * np.eye(d), np.zeros((0, K, d)), 0, (), ([], [], [], []), empty)
+                       nt.init(d, settings.prior_var), np.zeros((0, K, d)), 0, (), ([], [], [], []), empty)
 
 
 def start_session(state: CODuelState) -> CODuelState:
     s = state.settings
-    d = state.alone_mean.shape[0]
     transfer = (not s.gate and state.pop.n > 0) or gt.transfer_on(state.gate, s.gate_z, s.gate_min)
-    return state._replace(belief=init_belief(state.pop.prior), alone_mean=np.zeros(d),
-                          alone_cov=s.prior_var * np.eye(d), transfer=transfer, t=0, session=([], [], [], []))
+    return state._replace(belief=init_belief(state.pop.prior), alone=nt.start_session(state.alone),
+                          transfer=transfer, t=0, session=([], [], [], []))
 
 
 def select(state: CODuelState, Phi: np.ndarray) -> tuple[tuple[int, int], CODuelState]:
@@ -111,27 +110,21 @@ def select(state: CODuelState, Phi: np.ndarray) -> tuple[tuple[int, int], CODuel
         if s.lookahead:
             pair = lookahead_pair(state.belief, P, recalibrate(bank, state.A), state.S - state.t - 1)
         else:
-            pair = greedy_pair(state.belief, P)
+            pair = mixture_greedy_pair(state.belief, P)
     else:
-        u = P @ state.alone_mean
-        order = np.argsort(-u, kind="stable")
-        pair = (int(order[0]), int(order[1]))
+        pair, _ = nt.select(state.alone, P)
     i, j = pair
     return pair, state._replace(bank=bank, pending=(P[i] - P[j], i, j, Phi[:, -1].copy()))
-
-
-def _probit_logpred(a: float, s: float, y: int) -> float:
-    x = (a if y else -a) / np.sqrt(1.0 + np.pi * s / 8.0)
-    return float(-np.logaddexp(0.0, -x))
 
 
 def update(state: CODuelState, y: int) -> CODuelState:
     z, i, j, g = state.pending
     belief, lp_pop = update_belief(state.belief, z, y)
-    lp_alone = _probit_logpred(float(z @ state.alone_mean), float(z @ state.alone_cov @ z), y)
-    m, C, _ = laplace_update(state.alone_mean, state.alone_cov, z, y)
+    a = state.alone
+    lp_alone = float(probit_log_predictive(float(z @ a.mean), float(z @ a.cov @ z), y))
+    alone, _ = nt.update(a, z, y)
     f, sc, r, c = state.session
-    return state._replace(belief=belief, alone_mean=m, alone_cov=C, gate=gt.observe(state.gate, lp_pop, lp_alone),
+    return state._replace(belief=belief, alone=alone, gate=gt.observe(state.gate, lp_pop, lp_alone),
                           t=state.t + 1, pending=(), session=(f + [i], sc + [j], r + [g], c + [y]))
 
 
@@ -187,5 +180,4 @@ class CODuel(Policy):
         self.state = end_session(self.state)
 
 
-__all__ = ["CODuel", "CODuelState", "Settings", "init", "start_session", "select", "update", "end_session",
-           "expected_utilities"]
+__all__ = ["CODuel", "CODuelState", "Settings", "init", "start_session", "select", "update", "end_session"]

@@ -3,7 +3,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from online.mixture_belief import init_belief, update_belief
-from online.pair_rules import greedy_pair, lookahead_pair, lookahead_scores, top2_sum
+from online.pair_rules import mixture_greedy_pair, lookahead_pair, lookahead_scores, top2_sum
 from tdmodels.priors import MixturePrior
 
 K, D = 6, 7
@@ -23,7 +23,7 @@ def test_without_future_rounds_lookahead_is_greedy(seed):
     b = _belief(rng)
     Phi = PHI + np.c_[np.zeros((K, K)), rng.standard_normal(K)]
     bank = rng.standard_normal((4, K, D))
-    assert lookahead_pair(b, Phi, bank, remaining=0) == greedy_pair(b, Phi)
+    assert lookahead_pair(b, Phi, bank, remaining=0) == mixture_greedy_pair(b, Phi)
 
 
 def test_lookahead_pays_now_to_learn_who_the_user_is():
@@ -35,7 +35,7 @@ def test_lookahead_pays_now_to_learn_who_the_user_is():
     means[1, [1, 2]] = 4.0, 2.5
     b = init_belief(MixturePrior(np.array([0.5, 0.5]), means, np.stack([0.05 * np.eye(D)] * 2)))
     bank = np.stack([PHI] * 4)
-    assert 2 in greedy_pair(b, PHI)
+    assert 2 in mixture_greedy_pair(b, PHI)
     assert set(lookahead_pair(b, PHI, bank, remaining=20)) == {0, 1}
 
 
