@@ -85,3 +85,20 @@ def test_fit_writes_inference_data_beside_the_row(env_dirs, capsys):
 def test_fit_rejects_unknown_model(env_dirs, capsys):
     with pytest.raises(SystemExit):
         main(["fit", "--model", "nope"])
+
+
+def test_fit_under_an_em_prior_weighs_components(env_dirs, capsys):
+    import arviz as az
+
+    argv = ["fit", "--world", "dev", "--seed", "1", "--policy", "random", "--model", "users", "--prior", "em",
+            "--arrivals", "8", "--chains", "2", "--warmup", "150", "--draws", "150"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "units:" in out and "max importance k-hat" in out
+    path = out.strip().splitlines()[-1].removeprefix("wrote ")
+    idata = az.from_netcdf(path)
+    units = idata["units"]
+    assert idata.posterior.attrs["prior"] == "em"
+    assert int(idata.constant_data.sizes["component"]) > 1
+    for u in range(8):
+        assert abs(float(units.posterior_weight.values[units.unit_user.values == u].sum()) - 1.0) < 1e-9
