@@ -66,7 +66,12 @@ def fit_cell(world, seed: int, spec: str, model: str, store: RunStore, prior: st
     z, y = log.design(sl)
     d = z.shape[-1]
     opts = dict(seed=seed, chains=chains, warmup=warmup, draws=draws, strict=strict)
-    pr = fit_mixture_em(z, y, seed=seed).prior if prior == "em" else policy_prior(spec, d)
+    if prior == "em":
+        pr = fit_mixture_em(z, y, seed=seed).prior
+    elif log.priors is not None:     # the policy recorded the prior each user arrived under
+        pr = MixturePrior(*(a[sl] for a in log.priors))
+    else:
+        pr = policy_prior(spec, d)
     if model == "users":
         idata = fit_users(z, y, pr, **opts)
     elif model == "population":

@@ -14,6 +14,8 @@ from typing import NamedTuple
 import numpy as np
 import xarray as xr
 
+from tdmodels.priors import MixturePrior
+
 LOG_VERSION = 1
 
 
@@ -31,6 +33,7 @@ class ClickLog(NamedTuple):
     rater: np.ndarray        # [N, S, K]: rater column of Phi for every persona of the question
     outcome: np.ndarray      # [N, S] int8: 1 if first won
     attrs: dict              # world, world_digest, seed, policy, arrivals_limit
+    priors: MixturePrior | None = None   # the policy's prior at each arrival (weights [N, C]), if it records one
 
     @property
     def n_users(self) -> int:
@@ -56,11 +59,16 @@ def to_dataset(log: ClickLog) -> xr.Dataset:
     a = ("arrival",)
     ar = ("arrival", "round")
     attrs = {k: ("" if v is None else v) for k, v in log.attrs.items()}
+    priors = {}
+    if log.priors is not None:
+        w, m, C = log.priors
+        priors = {"prior_weights": (("arrival", "component"), w), "prior_means": (("arrival", "component", "feature"), m),
+                  "prior_covs": (("arrival", "component", "feature", "feature2"), C)}
     return xr.Dataset(
         {"student": (a, log.student), "question": (ar, log.question), "first": (ar, log.first),
          "second": (ar, log.second), "phi_first": (ar + ("feature",), log.phi_first),
          "phi_second": (ar + ("feature",), log.phi_second), "rater": (ar + ("persona",), log.rater),
-         "outcome": (ar, log.outcome)},
+         "outcome": (ar, log.outcome), **priors},
         attrs={**attrs, "log_version": LOG_VERSION})
 
 
@@ -99,4 +107,9 @@ def load_click_log(path: str | os.PathLike) -> ClickLog:
         attrs["arrivals_limit"] = None
     for n in ("student", "question", "first", "second"):
         arrs[n] = arrs[n].astype(np.int64)
-    return ClickLog(**arrs, attrs=attrs)
+    priors = None
+    if "prior_weights" in ds:
+        priors = MixturePrior(ds["prior_weights"].values, ds["prior_means"].values, ds["prior_covs"].values)
+        if priors.weights.shape[0] != N:
+            raise ClickLogError(f"click log {path}: priors for {priors.weights.shape[0]} arrivals, clicks for {N}")
+    return ClickLog(**arrs, attrs=attrs, priors=priors)

@@ -9,6 +9,11 @@ A policy is any object with
     end_student()          the session joins the log
 
 The runner never shows a policy the utilities, the probabilities or the profile.
+
+Optional: `arrival_priors()` -> a `tdmodels.priors.MixturePrior` with one prior per
+arrival (weights [N, C], zero-padded), the belief the policy held about each user when
+the user arrived. The replay stores it in the click log so offline fits can refit every
+user under exactly that prior.
 """
 from __future__ import annotations
 

@@ -108,4 +108,6 @@ def replay_logged(world: xr.Dataset, seed: int, spec: str, arrivals: int | None 
     log = make_click_log(world["features"].values, sched.student, sched.question, pairs, clicks,
                          {"world": row["world"], "world_digest": row["world_digest"], "seed": int(seed),
                           "policy": spec, "arrivals_limit": arrivals})
+    if callable(getattr(policy, "arrival_priors", None)):
+        log = log._replace(priors=policy.arrival_priors())
     return row, log

@@ -102,3 +102,15 @@ def test_fit_under_an_em_prior_weighs_components(env_dirs, capsys):
     assert int(idata.constant_data.sizes["component"]) > 1
     for u in range(8):
         assert abs(float(units.posterior_weight.values[units.unit_user.values == u].sum()) - 1.0) < 1e-9
+
+
+def test_fit_refits_each_user_under_the_prior_it_arrived_under(env_dirs, capsys):
+    import arviz as az
+
+    argv = ["fit", "--world", "dev", "--seed", "0", "--policy", "coduel[lookahead=false]", "--arrivals", "10",
+            "--chains", "2", "--warmup", "150", "--draws", "150"]
+    assert main(argv) == 0
+    path = capsys.readouterr().out.strip().splitlines()[-1].removeprefix("wrote ")
+    idata = az.from_netcdf(path)
+    w = idata.constant_data.prior_weights.values
+    assert w.shape[0] == 10 and (w[0] > 0).sum() == 1 and (w[-1] > 0).sum() > 1

@@ -38,7 +38,7 @@ from online.policies import no_transfer as nt
 from online.population import Population, init_population, refit_population
 from online.protocol import Policy
 from tdmodels.population_model import ALPHA, N_LEARNED, RIDGE
-from tdmodels.priors import DEFAULT_PRIOR_VAR
+from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior
 
 
 class Settings(NamedTuple):
@@ -165,9 +165,21 @@ class CODuel(Policy):
         super().reset(rng, context)
         self.state = init(context["K"], context["d"], context["S"],
                           self.settings._replace(bank_size=int(context.get("b", 16))))
+        self._priors = []
 
     def start_student(self):
         self.state = start_session(self.state)
+        self._priors.append(self.state.pop.prior)
+
+    def arrival_priors(self) -> MixturePrior:
+        """The population prior each user arrived under, zero-padded to a common component count."""
+        N, C = len(self._priors), max(len(p.weights) for p in self._priors)
+        d = self._priors[0].means.shape[-1]
+        w, m, S = np.zeros((N, C)), np.zeros((N, C, d)), np.tile(np.eye(d), (N, C, 1, 1))
+        for a, p in enumerate(self._priors):
+            k = len(p.weights)
+            w[a, :k], m[a, :k], S[a, :k] = p
+        return MixturePrior(w, m, S)
 
     def select(self, Phi):
         pair, self.state = select(self.state, Phi)

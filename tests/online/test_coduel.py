@@ -58,3 +58,16 @@ def test_recalibration_replaces_the_rater_column():
             _, st = cd.select(st, Phi)
             st = cd.update(st, 1)
         cd.end_session(st)
+
+
+def test_the_prior_each_user_arrived_under_is_kept_with_the_log(dev_world, tmp_path):
+    from online.clicklog import load_click_log, save_click_log
+
+    _, log = replay_logged(dev_world, 1, "coduel[lookahead=false]", arrivals=10)
+    w, m, C = log.priors
+    assert w.shape[0] == 10 and np.allclose(w.sum(1), 1.0)
+    np.testing.assert_array_equal(w[0], np.r_[1.0, np.zeros(w.shape[1] - 1)])       # the first user: isotropic only
+    assert (w[9] > 0).sum() > 1                                                       # later users: learned components
+    back = load_click_log(save_click_log(log, tmp_path / "c.clicks.nc"))
+    for a, b in zip(back.priors, log.priors):
+        np.testing.assert_array_equal(a, b)
