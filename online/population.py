@@ -9,7 +9,7 @@ process keeps for a new kind of user). After each session:
    exist, a component is born at that session's broad-prior Laplace posterior;
 2. `em_iters` EM steps over all completed sessions, the E-step weighting component k for
    user u by the Laplace evidence p(y_u | k) (``inference.mixture_em.component_laplace``,
-   warm-started from the previous modes), the M-step moment-matching each learned
+   Newton warm-started at each session's broad-prior mode), the M-step moment-matching each learned
    component to its users' Laplace posteriors;
 3. removal: learned components supported by fewer than `min_support` users' worth of
    responsibility are dropped.
@@ -37,10 +37,11 @@ MIN_SUPPORT = 0.5
 class Population(NamedTuple):
     prior: MixturePrior      # learned components first, the broad component last
     n: int                   # completed sessions
+    modes: np.ndarray        # [n, d] each session's Laplace mode under the broad prior (Newton's start)
 
 
 def init_population(d: int, broad_var: float = DEFAULT_PRIOR_VAR) -> Population:
-    return Population(isotropic_prior(d, broad_var), 0)
+    return Population(isotropic_prior(d, broad_var), 0, np.zeros((0, d)))
 
 
 def _floor_weights(learned: np.ndarray, broad: float, n: int, alpha: float) -> np.ndarray:
@@ -60,12 +61,15 @@ def refit_population(pop: Population, Z: np.ndarray, y: np.ndarray, alpha: float
     w, m, C = (np.array(a, dtype=float) for a in pop.prior)
     n, S, d = Z.shape
     k = len(w) - 1                                                     # learned components
+    known = pop.modes[: n - 1]                      # broad-prior modes of earlier sessions, when already known
+    miss = n - len(known)
+    mb, cb, _ = laplace_fit_batch(np.repeat(m[-1:], miss, 0), np.repeat(C[-1:], miss, 0), Z[-miss:], y[-miss:])
+    modes_broad, m_new, c_new = np.concatenate([known, mb]), mb[-1:], cb[-1:]
     # 1. birth from the newest session
     if k < max_learned:
         _, _, ev = component_laplace(Z[-1:], y[-1:], MixturePrior(w, m, C))
         joint = np.log(np.maximum(w, 1e-300)) + ev[0]
         if k == 0 or joint[-1] > joint[:k].max():
-            m_new, c_new, _ = laplace_fit_batch(m[-1:], C[-1:], Z[-1:], y[-1:])
             m = np.concatenate([m[:k], m_new, m[-1:]])
             C = np.concatenate([C[:k], c_new + ridge * np.eye(d), C[-1:]])
             counts = np.concatenate([w[:k] * max(n - 1, 0), [1.0]])     # effective users per component
@@ -78,7 +82,8 @@ def refit_population(pop: Population, Z: np.ndarray, y: np.ndarray, alpha: float
     # 2. EM over all completed sessions
     r = np.ones((n, 1))
     for _ in range(em_iters):
-        modes, covs, ev = component_laplace(Z, y, MixturePrior(w, m, C))
+        modes, covs, ev = component_laplace(Z, y, MixturePrior(w, m, C),
+                                            init=np.repeat(modes_broad[:, None], len(w), 1))
         joint = np.log(np.maximum(w, 1e-300)) + ev
         r = np.exp(joint - logsumexp(joint, axis=1, keepdims=True))
         if k == 0:
@@ -95,4 +100,4 @@ def refit_population(pop: Population, Z: np.ndarray, y: np.ndarray, alpha: float
         C = np.concatenate([cov[live] + ridge * np.eye(d), C[-1:]])
         w = _floor_weights(Nk[live] / n, r[:, -1].mean(), n, alpha)
         k = int(live.sum())
-    return Population(MixturePrior(w, m, C), n), r
+    return Population(MixturePrior(w, m, C), n, modes_broad), r
