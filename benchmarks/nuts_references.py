@@ -21,6 +21,7 @@ import inference.nuts  # noqa: E402,F401  (first: host devices before JAX starts
 import numpy as np  # noqa: E402
 
 from inference.cell_fit import policy_prior  # noqa: E402
+from inference.health import stored_health  # noqa: E402
 from inference.laplace import laplace_fit_batch  # noqa: E402
 from inference.mixture_em import fit_mixture_em  # noqa: E402
 from inference.user_reference import fit_users  # noqa: E402
@@ -60,13 +61,9 @@ def main(argv=None) -> int:
     t = time.perf_counter()
     idata = fit_users(z, y, prior, seed=a.seed)
     t_nuts = time.perf_counter() - t
-    h = idata.sample_stats.attrs
     print(f"{a.world} seed {a.seed} {a.policy}: {U} users x {S} clicks x {d} dims, prior {a.prior} ({K} components), "
           f"{idata['units'].sizes['unit']} units")
-    print(f"health: {h['health_chains']} chains x {h['health_draws']} draws, max R-hat {h['health_max_rhat']:.4f} "
-          f"({h['health_n_rhat_over']} of {h['health_n_params']} over 1.01), min ESS bulk {h['health_min_ess_bulk']:.0f}"
-          f" / tail {h['health_min_ess_tail']:.0f}, {h['health_divergences']} divergences, "
-          f"min E-BFMI {h['health_min_bfmi']:.2f} -> {'OK' if h['health_ok'] else 'NOT OK'}")
+    print(f"health: {stored_health(idata).line()}")
     print(f"NUTS reference {t_nuts:.1f} s (target {TARGET_S:.0f} s: {'met' if t_nuts < TARGET_S else 'MISSED'}); "
           f"batch Laplace {t_lap:.2f} s; ratio NUTS / Laplace {t_nuts / t_lap:.0f}x")
     return 0

@@ -14,7 +14,7 @@ from inference.nuts import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_WARMUP
 from online.clicklog import ClickLog, ClickLogError, load_click_log, save_click_log
 from online.registry import canonical_spec, parse_spec
 from online.replay import arrivals_limit, replay_logged
-from online.store import RunStore
+from online.store import RunStore, atomic_save
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior, isotropic_prior
 from tdmodels.world import world_digest
 
@@ -44,7 +44,7 @@ def cell_click_log(world, seed: int, spec: str, store: RunStore, arrivals: int |
 def policy_prior(spec: str, d: int) -> MixturePrior:
     """The prior a policy holds for a new user: its own isotropic prior for the no-transfer learner,
     N(0, 4 I) (the no-transfer default) for policies without one."""
-    target, settings = parse_spec(canonical_spec(spec))
+    _, settings = parse_spec(canonical_spec(spec))
     return isotropic_prior(d, float(settings.get("prior_var", DEFAULT_PRIOR_VAR)))
 
 
@@ -83,13 +83,9 @@ def fit_cell(world, seed: int, spec: str, model: str, store: RunStore, prior: st
     idata.posterior.attrs.update({"world": str(world.attrs["roster"]), "world_digest": world_digest(world),
                                   "seed": int(seed), "policy": canonical_spec(spec), "model": model, "prior": prior,
                                   "users": int(z.shape[0])})
-    name, limit = str(world.attrs["roster"]), arrivals_limit(world, arrivals)
-    path = Path(out) if out else store.fit_path(name, seed, canonical_spec(spec), model, limit)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    idata.to_netcdf(str(tmp))
-    tmp.replace(path)
-    return idata, path
+    path = Path(out) if out else store.fit_path(str(world.attrs["roster"]), seed, canonical_spec(spec), model,
+                                                 arrivals_limit(world, arrivals))
+    return idata, atomic_save(path, lambda tmp: idata.to_netcdf(str(tmp)))
 
 
 def fit_summary(idata: az.InferenceData, model: str, n: int = 3):

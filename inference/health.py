@@ -95,3 +95,11 @@ def record_health(idata: az.InferenceData, health: Health, label: str = "") -> N
     for k, v in health._asdict().items():
         idata.sample_stats.attrs[prefix + k] = v
     idata.sample_stats.attrs[prefix + "ok"] = int(health.ok)
+
+
+def stored_health(idata: az.InferenceData, label: str = "") -> Health:
+    """The Health that `record_health` stored in a fit's sample_stats attrs (e.g. read back from netCDF)."""
+    prefix = f"health_{label}_" if label else "health_"
+    attrs = idata.sample_stats.attrs
+    return Health(**{k: type_(attrs[prefix + k]) for k, type_ in zip(Health._fields, (int, float, int, float, float,
+                                                                                      int, float, int, int))})

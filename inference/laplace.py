@@ -19,7 +19,7 @@ NEWTON_ITERS = 100
 NEWTON_TOL = 1e-13
 
 
-def _sigmoid(x):
+def sigmoid(x):
     return 0.5 * (1.0 + np.tanh(0.5 * x))
 
 
@@ -34,7 +34,7 @@ def laplace_update(mean: np.ndarray, cov: np.ndarray, z: np.ndarray, y: float,
     Sz = cov @ z
     s = float(z @ Sz)                     # prior variance of eta
     a = float(z @ mean)                   # prior mean of eta
-    p0 = _sigmoid(a)
+    p0 = sigmoid(a)
     logpred = np.log(p0 if y else 1.0 - p0)
     eta = a
     if s > 0.0:
@@ -43,7 +43,7 @@ def laplace_update(mean: np.ndarray, cov: np.ndarray, z: np.ndarray, y: float,
         lo, hi = (a - s, a) if y == 0 else (a, a + s)
         dx_old = dx = hi - lo
         for _ in range(iters):         # safeguarded Newton (Newton cycles on flat logistic tails)
-            p = _sigmoid(eta)
+            p = sigmoid(eta)
             g = (y - p) - (eta - a) / s
             slope = p * (1.0 - p) + 1.0 / s
             if g > 0:
@@ -58,7 +58,7 @@ def laplace_update(mean: np.ndarray, cov: np.ndarray, z: np.ndarray, y: float,
                 eta = eta + dx
             if abs(dx) < NEWTON_TOL:
                 break
-    p = _sigmoid(eta)
+    p = sigmoid(eta)
     w = p * (1.0 - p)
     new_mean = mean + Sz * ((eta - a) / s if s > 0.0 else 0.0)
     new_cov = cov - np.outer(Sz, Sz) * (w / (1.0 + w * s))
@@ -80,7 +80,7 @@ def laplace_fit(prior_mean: np.ndarray, prior_cov: np.ndarray, Z: np.ndarray, y:
     theta = np.array(prior_mean, dtype=float)
     f = neg_log_post(theta)
     for _ in range(iters):
-        p = _sigmoid(Z @ theta)
+        p = sigmoid(Z @ theta)
         grad = Z.T @ (y - p) - P0 @ (theta - prior_mean)
         H = Z.T @ (Z * (p * (1 - p))[:, None]) + P0
         step = np.linalg.solve(H, grad)
@@ -93,12 +93,12 @@ def laplace_fit(prior_mean: np.ndarray, prior_cov: np.ndarray, Z: np.ndarray, y:
         f = neg_log_post(theta)
         if np.max(np.abs(t * step)) < tol:
             break
-    p = _sigmoid(Z @ theta)
+    p = sigmoid(Z @ theta)
     H = Z.T @ (Z * (p * (1 - p))[:, None]) + P0
     return theta, np.linalg.inv(H)
 
 
-def _log_sigmoid(x):
+def log_sigmoid(x):
     return -np.logaddexp(0.0, -x)
 
 
@@ -126,7 +126,7 @@ def laplace_fit_batch(prior_means: np.ndarray, prior_covs: np.ndarray, Z: np.nda
     f = neg_log_post(theta)
     done = np.zeros(B, dtype=bool)
     for _ in range(iters):
-        p = _sigmoid(np.einsum("bsd,bd->bs", Z, theta))
+        p = sigmoid(np.einsum("bsd,bd->bs", Z, theta))
         grad = np.einsum("bsd,bs->bd", Z, y - p) - np.einsum("bij,bj->bi", P0, theta - prior_means)
         H = np.einsum("bsd,bse->bde", Z, Z * (p * (1 - p))[..., None]) + P0
         step = np.linalg.solve(H, grad[..., None])[..., 0]
@@ -144,11 +144,11 @@ def laplace_fit_batch(prior_means: np.ndarray, prior_covs: np.ndarray, Z: np.nda
             break
     if not done.all():
         raise RuntimeError(f"batch Laplace: Newton did not converge for unit(s) {np.flatnonzero(~done)[:10].tolist()}")
-    p = _sigmoid(np.einsum("bsd,bd->bs", Z, theta))
+    p = sigmoid(np.einsum("bsd,bd->bs", Z, theta))
     H = np.einsum("bsd,bse->bde", Z, Z * (p * (1 - p))[..., None]) + P0
     cov = np.linalg.inv(H)
     eta = np.einsum("bsd,bd->bs", Z, theta)
-    loglik = np.sum(y * _log_sigmoid(eta) + (1 - y) * _log_sigmoid(-eta), -1)
+    loglik = np.sum(y * log_sigmoid(eta) + (1 - y) * log_sigmoid(-eta), -1)
     r = theta - prior_means
     logprior = -0.5 * (np.einsum("bi,bij,bj->b", r, P0, r) + np.linalg.slogdet(prior_covs)[1] + d * np.log(2 * np.pi))
     log_ev = loglik + logprior + 0.5 * d * np.log(2 * np.pi) + 0.5 * np.linalg.slogdet(cov)[1]

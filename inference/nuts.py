@@ -21,16 +21,11 @@ import jax.numpy as jnp  # noqa: E402
 import numpyro.distributions as dist  # noqa: E402
 from numpyro.handlers import reparam  # noqa: E402
 from numpyro.infer import MCMC, NUTS  # noqa: E402
-from numpyro.infer.reparam import Reparam, TransformReparam  # noqa: E402
+from numpyro.infer.reparam import Reparam  # noqa: E402
 
 DEFAULT_CHAINS = 4
 DEFAULT_WARMUP = 1000
 DEFAULT_DRAWS = 1000
-
-
-def whitened(model, sites=("theta",)):
-    """`model` with the named Gaussian sites sampled as N(0, I) and mapped affinely (non-centred)."""
-    return reparam(model, config={s: TransformReparam() for s in sites})
 
 
 class AffineReparam(Reparam):

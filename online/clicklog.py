@@ -14,6 +14,7 @@ from typing import NamedTuple
 import numpy as np
 import xarray as xr
 
+from online.store import atomic_save
 from tdmodels.priors import MixturePrior
 
 LOG_VERSION = 1
@@ -73,12 +74,7 @@ def to_dataset(log: ClickLog) -> xr.Dataset:
 
 
 def save_click_log(log: ClickLog, path: str | os.PathLike) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    to_dataset(log).to_netcdf(tmp, engine="h5netcdf")
-    os.replace(tmp, path)
-    return path
+    return atomic_save(path, lambda tmp: to_dataset(log).to_netcdf(tmp, engine="h5netcdf"))
 
 
 def load_click_log(path: str | os.PathLike) -> ClickLog:

@@ -20,6 +20,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import logsumexp
 
+from inference.laplace import log_sigmoid, sigmoid
 from tdmodels.priors import MixturePrior
 
 NEWTON_ITERS = 60
@@ -38,17 +39,9 @@ def init_belief(prior: MixturePrior) -> MixtureBelief:
     return MixtureBelief(log_w - logsumexp(log_w), np.array(prior.means, dtype=float), np.array(prior.covs, dtype=float))
 
 
-def _sigmoid(x):
-    return 0.5 * (1.0 + np.tanh(0.5 * x))
-
-
-def _log_sigmoid(x):
-    return -np.logaddexp(0.0, -x)
-
-
 def probit_log_predictive(a, s, y: int):
     """log p(y) for eta ~ N(a, s), P(y = 1 | eta) = sigmoid(eta): the probit approximation."""
-    return _log_sigmoid((a if y else -a) / np.sqrt(1.0 + np.pi * s / 8.0))
+    return log_sigmoid((a if y else -a) / np.sqrt(1.0 + np.pi * s / 8.0))
 
 
 def update_belief(belief: MixtureBelief, z: np.ndarray, y: int) -> tuple[MixtureBelief, float]:
@@ -65,7 +58,7 @@ def update_belief(belief: MixtureBelief, z: np.ndarray, y: int) -> tuple[Mixture
     eta = a.copy()
     safe_s = np.where(s > 0, s, 1.0)
     for _ in range(NEWTON_ITERS):
-        p = _sigmoid(eta)
+        p = sigmoid(eta)
         g = (y - p) - (eta - a) / safe_s
         lo = np.where(g > 0, eta, lo)
         hi = np.where(g > 0, hi, eta)
@@ -76,7 +69,7 @@ def update_belief(belief: MixtureBelief, z: np.ndarray, y: int) -> tuple[Mixture
         if done:
             break
     eta = np.where(s > 0, eta, a)
-    p = _sigmoid(eta)
+    p = sigmoid(eta)
     w = p * (1.0 - p)
     means = belief.means + Sz * np.where(s > 0, (eta - a) / safe_s, 0.0)[:, None]
     covs = belief.covs - np.einsum("ci,cj->cij", Sz, Sz) * (w / (1.0 + w * s))[:, None, None]

@@ -55,11 +55,15 @@ def replay(world: xr.Dataset, seed: int, spec: str, arrivals: int | None = None)
 
     Raises PolicySpecError for a bad spec and PolicyOutputError for an invalid pair.
     """
-    return replay_logged(world, seed, spec, arrivals)[0]
+    return _play(world, seed, spec, arrivals, keep_log=False)[0]
 
 
 def replay_logged(world: xr.Dataset, seed: int, spec: str, arrivals: int | None = None) -> tuple[dict, ClickLog]:
     """As `replay`, and also return the run's click log."""
+    return _play(world, seed, spec, arrivals, keep_log=True)
+
+
+def _play(world: xr.Dataset, seed: int, spec: str, arrivals: int | None, keep_log: bool) -> tuple[dict, ClickLog | None]:
     arrivals = arrivals_limit(world, arrivals)
     spec = canonical_spec(spec)
     target, settings = parse_spec(spec)
@@ -105,6 +109,8 @@ def replay_logged(world: xr.Dataset, seed: int, spec: str, arrivals: int | None 
         "per_round": {"regret": r.sum(0).tolist(), "floor": G.sum(0).tolist(), "random": Rr.sum(0).tolist()},
         "wall_s": wall, "versions": versions(),
     }
+    if not keep_log:
+        return row, None
     log = make_click_log(world["features"].values, sched.student, sched.question, pairs, clicks,
                          {"world": row["world"], "world_digest": row["world_digest"], "seed": int(seed),
                           "policy": spec, "arrivals_limit": arrivals})

@@ -36,19 +36,29 @@ def policy_slug(spec: str) -> str:
     return f"{clean}-{hashlib.sha1(spec.encode()).hexdigest()[:8]}"
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def atomic_save(path: str | os.PathLike, write) -> Path:
+    """Write a file so a kill leaves the old file or the whole new one: `write(tmp_path)` fills a
+    temporary file in the same folder, which is fsynced and renamed over `path`."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
+    write(tmp)
+    fd = os.open(tmp, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
     os.replace(tmp, path)
     dfd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(dfd)
     finally:
         os.close(dfd)
+    return path
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    atomic_save(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
 def read_row(path: Path) -> dict:

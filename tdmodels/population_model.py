@@ -18,6 +18,7 @@ to which the likelihood alone is blind.
 from __future__ import annotations
 
 import jax.numpy as jnp
+import numpy as np
 import numpyro
 import numpyro.distributions as dist
 
@@ -56,12 +57,13 @@ def recalibrated_design(A, first, second, rater):
     """Design rows z [U, S, K + 1] with the rater column replaced by A g(q).
 
     A [K, K]; first, second [U, S] persona indices; rater [U, S, K] = g(., q) of each round.
+    NumPy in, NumPy out (the online learner); JAX in, JAX out (inside the model).
     """
+    xp = np if all(isinstance(a, np.ndarray) for a in (A, first, second, rater)) else jnp
     K = rater.shape[-1]
-    ag = jnp.einsum("pq,usq->usp", A, rater)
-    g_diff = jnp.take_along_axis(ag, first[..., None], -1) - jnp.take_along_axis(ag, second[..., None], -1)
-    ind = jnp.eye(K)[first] - jnp.eye(K)[second]
-    return jnp.concatenate([ind, g_diff], axis=-1)
+    ind = xp.eye(K)[first] - xp.eye(K)[second]                 # [U, S, K]: e_first - e_second
+    g_diff = xp.sum(xp.einsum("pq,usq->usp", A, rater) * ind, axis=-1, keepdims=True)
+    return xp.concatenate([ind, g_diff], axis=-1)
 
 
 def recalibration(first, second, rater, prior: MixturePrior, y=None, ridge: float = RIDGE):

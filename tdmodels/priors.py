@@ -4,10 +4,6 @@ A `MixturePrior` is a Gaussian mixture with fixed weights, means and covariances
 belief a learner holds about a user before the first click. The isotropic Gaussian is
 the one-component case. Leading batch dims are allowed (e.g. one prior per user:
 weights [U, C], means [U, C, d], covs [U, C, d, d]).
-
-The single-Gaussian distribution is built as an affine transform of a standard normal
-(`TransformedDistribution`), which has the same density as `MultivariateNormal` but lets
-inference code whiten it with `numpyro.infer.reparam.TransformReparam`.
 """
 from __future__ import annotations
 
@@ -16,7 +12,6 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 import numpyro.distributions as dist
-from numpyro.distributions.transforms import LowerCholeskyAffine
 
 DEFAULT_PRIOR_VAR = 4.0      # logits^2: the no-transfer learner's prior and CODuel's isotropic component
 
@@ -60,12 +55,6 @@ def validate_prior(prior: MixturePrior, d: int | None = None) -> MixturePrior:
     return MixturePrior(w, m, S)
 
 
-def component(prior: MixturePrior, k: int) -> MixturePrior:
-    """Component k alone, as a one-component prior."""
-    return MixturePrior(np.ones_like(prior.weights[..., k:k + 1]), prior.means[..., k:k + 1, :],
-                        prior.covs[..., k:k + 1, :, :])
-
-
 def _cholesky(cov):
     # Concrete arrays are factorised once in NumPy: inside a traced log density a batched
     # XLA Cholesky would be recomputed at every gradient evaluation.
@@ -74,19 +63,13 @@ def _cholesky(cov):
     return jnp.linalg.cholesky(jnp.asarray(cov))
 
 
-def gaussian(mean, cov) -> dist.Distribution:
-    """N(mean, cov) with event dim d, as a whitenable affine transform of N(0, I)."""
-    mean, L = jnp.asarray(mean), _cholesky(cov)
-    base = dist.Normal(jnp.zeros_like(mean), 1.0).to_event(1)
-    return dist.TransformedDistribution(base, LowerCholeskyAffine(mean, L))
-
-
 def prior_distribution(prior: MixturePrior) -> dist.Distribution:
     """The prior as a NumPyro distribution over theta [..., d]; assignments marginalised."""
-    w, m, S = (jnp.asarray(a) for a in prior)
+    w, m = jnp.asarray(prior.weights), jnp.asarray(prior.means)
+    L = _cholesky(prior.covs)
     if w.shape[-1] == 1:
-        return gaussian(m[..., 0, :], S[..., 0, :, :])
-    comps = dist.MultivariateNormal(m, scale_tril=_cholesky(prior.covs))
+        return dist.MultivariateNormal(m[..., 0, :], scale_tril=L[..., 0, :, :])
+    comps = dist.MultivariateNormal(m, scale_tril=L)
     return dist.MixtureSameFamily(dist.Categorical(probs=w), comps)
 
 

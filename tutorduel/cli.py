@@ -160,7 +160,7 @@ def cmd_fit(a) -> int:
     from online.store import RunStore
     from tdmodels.rosters import open_world
 
-    from inference.health import FitHealthError
+    from inference.health import FitHealthError, stored_health
 
     world = open_world(a.world, allow_test=a.allow_test, directory=a.worlds)
     try:
@@ -169,20 +169,16 @@ def cmd_fit(a) -> int:
     except FitHealthError as exc:
         print(f"tutorduel: fit failed its health checks (--strict): {exc}", file=sys.stderr)
         return 1
-    attrs = idata.sample_stats.attrs
+    health = stored_health(idata)
     with pd.option_context("display.width", 160, "display.max_columns", 20):
         print(fit_summary(idata, a.model))
-    print(f"\nhealth: {attrs['health_chains']} chains x {attrs['health_draws']} draws, {attrs['health_n_params']} "
-          f"parameters: max R-hat {attrs['health_max_rhat']:.4f} ({attrs['health_n_rhat_over']} over 1.01), "
-          f"min ESS bulk {attrs['health_min_ess_bulk']:.0f} / tail {attrs['health_min_ess_tail']:.0f}, "
-          f"{attrs['health_divergences']} divergences, min E-BFMI {attrs['health_min_bfmi']:.2f} -- "
-          + ("OK" if attrs["health_ok"] else "NOT HEALTHY (see warnings above)"))
+    print(f"\nhealth: {health.line()}")
     if "units" in idata.groups():
         u = idata["units"]
         print(f"units: {u.sizes['unit']} (user, component) pairs; max importance k-hat {float(u.khat.max()):.2f}; "
               f"max pruned Laplace mass {float(u.pruned_mass.max()):.1e}")
     print(f"wrote {path}")
-    return 0 if attrs["health_ok"] or not a.strict else 1
+    return 0 if health.ok or not a.strict else 1
 
 
 def cmd_export(a) -> int:

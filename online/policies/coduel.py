@@ -37,7 +37,7 @@ from online.pair_rules import lookahead_pair, mixture_greedy_pair
 from online.policies import no_transfer as nt
 from online.population import Population, init_population, refit_population
 from online.protocol import Policy
-from tdmodels.population_model import ALPHA, N_LEARNED, RIDGE
+from tdmodels.population_model import ALPHA, N_LEARNED, RIDGE, recalibrated_design
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior
 
 
@@ -78,14 +78,6 @@ def recalibrate(Phi: np.ndarray, A: np.ndarray) -> np.ndarray:
     out = Phi.copy()
     out[..., -1] = np.einsum("pq,...q->...p", A, Phi[..., -1])
     return out
-
-
-def _designs(first, second, rater, A):
-    """z [n, S, d] of stored choices under recalibration A."""
-    K = rater.shape[-1]
-    ag = np.einsum("pq,usq->usp", A, rater)
-    g = np.take_along_axis(ag, first[..., None], -1) - np.take_along_axis(ag, second[..., None], -1)
-    return np.concatenate([np.eye(K)[first] - np.eye(K)[second], g], -1)
 
 
 def init(K: int, d: int, S: int, settings: Settings = Settings()) -> CODuelState:
@@ -137,7 +129,7 @@ def end_session(state: CODuelState) -> CODuelState:
     n = len(y)
     A = state.A
     if s.recalibration and n >= s.recal_start and (n - s.recal_start) % s.recal_every == 0:
-        Z = _designs(first, second, rater, A)
+        Z = recalibrated_design(A, first, second, rater)
         d = Z.shape[-1]
         theta, _, _ = laplace_fit_batch(np.zeros((n, d)), np.broadcast_to(s.prior_var * np.eye(d), (n, d, d)).copy(),
                                         Z, y)
@@ -145,7 +137,8 @@ def end_session(state: CODuelState) -> CODuelState:
         A = fit_recalibration_map(first, second, rater, th, y, ridge=s.ridge).A
     pop = state.pop
     if s.population:
-        pop, _ = refit_population(pop, _designs(first, second, rater, A), y, alpha=s.alpha, max_learned=s.max_learned)
+        pop, _ = refit_population(pop, recalibrated_design(A, first, second, rater), y, alpha=s.alpha,
+                                  max_learned=s.max_learned)
     else:
         pop = pop._replace(n=n)
     return state._replace(pop=pop, A=A, gate=gt.end_session(state.gate), done=(first, second, rater, y))
