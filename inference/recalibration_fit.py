@@ -45,9 +45,10 @@ def _design(first, second, rater, theta):
 
 
 def fit_recalibration_map(first, second, rater, theta, y, ridge: float = RIDGE, ridge_a: float = RIDGE_A,
-                          iters: int = 50, tol: float = 1e-10) -> Recalibration:
+                          iters: int = 50, tol: float = 1e-10, init: np.ndarray | None = None) -> Recalibration:
     """MAP (a, A') from clicks. first, second [n] persona indices; rater [n, K] the question's g for
-    every persona; theta [n, K + 1] the clicking user's weights; y [n] in {0, 1}."""
+    every persona; theta [n, K + 1] the clicking user's weights; y [n] in {0, 1}; init [1 + K*K]
+    a starting (a, vec A') for Newton (default a = 1, A' = 0)."""
     first, second = np.asarray(first).ravel(), np.asarray(second).ravel()
     K = rater.shape[-1]
     rater = np.asarray(rater, dtype=float).reshape(-1, K)
@@ -56,7 +57,7 @@ def fit_recalibration_map(first, second, rater, theta, y, ridge: float = RIDGE, 
     offset, J = _design(first, second, rater, theta)
     pen = np.concatenate([[ridge_a], np.full(K * K, ridge)])
     target = np.concatenate([[1.0], np.zeros(K * K)])
-    w = target.copy()
+    w = target.copy() if init is None else np.array(init, dtype=float)
 
     def objective(w):
         eta = offset + J @ w

@@ -6,8 +6,8 @@ State (a pytree of arrays, pure functions, no hidden mutation):
     belief, logpred = update_belief(belief, z, y)
 
 Inside every component k the belief is a Gaussian N(m_k, S_k), updated by the same
-one-click Laplace step as the no-transfer learner (scalar Newton on eta = z . theta,
-rank-one covariance downdate), vectorised over components. The log weights are
+one-click Laplace step as the no-transfer learner (``inference.laplace.click_mode`` on
+eta = z . theta, rank-one covariance downdate), vectorised over components. The log weights are
 reweighted by each component's predictive probability of the click,
 p(y | k, past) ~= sigmoid(+-a_k / sqrt(1 + pi s_k / 8)) (probit approximation of the
 logistic-normal integral, a_k = z . m_k, s_k = z' S_k z), so after the session the
@@ -20,11 +20,8 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import logsumexp
 
-from inference.laplace import log_sigmoid, sigmoid
+from inference.laplace import NEWTON_RTOL, click_mode, log_sigmoid, sigmoid
 from tdmodels.priors import MixturePrior
-
-NEWTON_ITERS = 60
-
 
 class MixtureBelief(NamedTuple):
     log_w: np.ndarray        # [C] normalised log weights
@@ -44,31 +41,17 @@ def probit_log_predictive(a, s, y: int):
     return log_sigmoid((a if y else -a) / np.sqrt(1.0 + np.pi * s / 8.0))
 
 
-def update_belief(belief: MixtureBelief, z: np.ndarray, y: int) -> tuple[MixtureBelief, float]:
-    """Fold one click (z = phi_first - phi_second, y in {0, 1}) in; returns (belief, log p(y | belief))."""
+def update_belief(belief: MixtureBelief, z: np.ndarray, y: int, rtol: float = NEWTON_RTOL) -> tuple[MixtureBelief, float]:
+    """Fold one click (z = phi_first - phi_second, y in {0, 1}) in; returns (belief, log p(y | belief)).
+    `rtol` is the one-click Newton's tolerance (looser in the lookahead, which needs means only)."""
     Sz = belief.covs @ z                           # [C, d]
     s = np.maximum(Sz @ z, 0.0)                    # [C] prior variance of eta
     a = belief.means @ z                           # [C] prior mean of eta
     log_pred_k = probit_log_predictive(a, s, y)
     log_pred = float(logsumexp(belief.log_w + log_pred_k))
     log_w = belief.log_w + log_pred_k - log_pred
-    # Mode of N(eta; a, s) x Bernoulli(y; sigmoid(eta)) per component: g(eta) = y - sigmoid(eta) - (eta - a)/s
-    # is decreasing with its root between a and a + s (y = 1) or a - s and a (y = 0): bracketed Newton.
-    lo, hi = (a, a + s) if y else (a - s, a)
-    eta = a.copy()
+    eta = click_mode(a, s, int(y), rtol=rtol)
     safe_s = np.where(s > 0, s, 1.0)
-    for _ in range(NEWTON_ITERS):
-        p = sigmoid(eta)
-        g = (y - p) - (eta - a) / safe_s
-        lo = np.where(g > 0, eta, lo)
-        hi = np.where(g > 0, hi, eta)
-        step = eta + g / (p * (1.0 - p) + 1.0 / safe_s)
-        eta_new = np.where((step > lo) & (step < hi), step, 0.5 * (lo + hi))
-        done = np.all(np.abs(eta_new - eta) < 1e-14)
-        eta = eta_new
-        if done:
-            break
-    eta = np.where(s > 0, eta, a)
     p = sigmoid(eta)
     w = p * (1.0 - p)
     means = belief.means + Sz * np.where(s > 0, (eta - a) / safe_s, 0.0)[:, None]

@@ -3,6 +3,7 @@
     random
     no-transfer[prior_var=2.0]
     mypackage.policies:MyPolicy[alpha=0.5,name="x"]
+    coduel:greedy                      (a named ablation = coduel[lookahead=false])
 
 Values are read as JSON where they parse (numbers, true/false, quoted strings), else as
 bare strings. The canonical form sorts settings, so equal specs name the same store cell.
@@ -20,6 +21,13 @@ from online.policies.no_transfer import NoTransfer, Pooled
 from online.policies.random_pairs import RandomPairs
 
 REGISTRY = {"random": RandomPairs, "no-transfer": NoTransfer, "pooled": Pooled, "coduel": CODuel}
+# Named ablations: an alias stands for its settings, so both spellings name the same store cell.
+ALIASES = {
+    "coduel:no-population": ("coduel", {"population": False}),
+    "coduel:no-recalibration": ("coduel", {"recalibration": False}),
+    "coduel:greedy": ("coduel", {"lookahead": False}),
+    "coduel:no-gate": ("coduel", {"gate": False}),
+}
 _SPEC = re.compile(r"^\s*(?P<target>[A-Za-z0-9_.:\-]+)\s*(?:\[(?P<settings>.*)\])?\s*$")
 
 
@@ -67,7 +75,14 @@ def parse_spec(spec: str) -> tuple[str, dict]:
                 raise PolicySpecError(f"policy spec {spec!r}: setting {part!r} is not key=value")
             k, v = part.split("=", 1)
             settings[k.strip()] = _value(v.strip())
-    return m.group("target"), settings
+    target = m.group("target")
+    if target in ALIASES:
+        target, fixed = ALIASES[target]
+        clash = [k for k in settings if k in fixed and settings[k] != fixed[k]]
+        if clash:
+            raise PolicySpecError(f"policy spec {spec!r}: the alias fixes {clash[0]}={json.dumps(fixed[clash[0]])}")
+        settings = {**fixed, **settings}
+    return target, settings
 
 
 def canonical_spec(spec: str) -> str:

@@ -8,20 +8,23 @@ Functional core (pure functions over `CODuelState`; the class is a shell):
     state = update(state, y)
     state = end_session(state)
 
-Per user: a mixture belief over the population prior's components (``online.mixture_belief``)
-and, alongside, the no-transfer learner; both predict every click before it is revealed
-(probit-approximated predictive for both, so the gate compares like with like).
-After each session: the gate records the session's log-likelihood ratio
-(``online.gate``); the population prior is refitted (``online.population``); every
-`recal_every` sessions from `recal_start` on, A = a I + A' is refitted on all completed
-choices with users' theta at their broad-prior Laplace means (``inference.recalibration_fit``).
-Pairs: knowledge-gradient lookahead over the bank of the `bank_size` most recent questions
-(``online.pair_rules``), or greedy; the no-transfer learner's greedy pair while the gate
-is closed. Ablations are settings: population=False keeps the prior isotropic,
-recalibration=False, lookahead=False, gate=False (always transfer).
+Per user: a mixture belief over the population prior's component slots
+(``online.mixture_belief``) and, alongside, the no-transfer learner (the same update with
+the broad prior alone); both predict every click before it is revealed (probit-approximated
+predictive for both, so the gate compares like with like). After each session: the gate
+records the session's log-likelihood ratio (``online.gate``); every `recal_every` sessions
+from `recal_start` on, A = a I + A' is refitted on all completed choices with users' theta
+at their broad-prior Laplace modes (``inference.recalibration_fit``, warm-started at the
+previous A); the population prior is refitted by incremental EM (``online.population``).
+Pairs: knowledge-gradient lookahead over the bank of the `bank_size` most recent questions,
+this one included (``online.pair_rules``), or greedy; the no-transfer learner's greedy pair
+while the gate is closed. Ablations are settings: population=False keeps the prior
+isotropic, recalibration=False, lookahead=False, gate=False (always transfer once a session
+is complete).
 
-This NumPy version is the readable reference of the algorithm; the refits make it slow
-(seconds to minutes per full run), which the speed work of issue 4 addresses.
+`engine` = "numba" runs the hot path in compiled kernels (``online.kernels``); "numpy" runs
+the same algorithm in plain NumPy (the readable reference; the speed benchmark compares
+them). Both agree to rounding.
 """
 from __future__ import annotations
 
@@ -29,16 +32,18 @@ from typing import NamedTuple
 
 import numpy as np
 
-from inference.laplace import laplace_fit_batch
-from inference.recalibration_fit import fit_recalibration_map
+from inference.recalibration_fit import RIDGE_A, fit_recalibration_map
+from online import kernels as kn
 from online import gate as gt
-from online.mixture_belief import MixtureBelief, init_belief, probit_log_predictive, update_belief
+from online.mixture_belief import MixtureBelief, update_belief
 from online.pair_rules import lookahead_pair, mixture_greedy_pair
-from online.policies import no_transfer as nt
-from online.population import Population, init_population, refit_population
+from online import population as pp
+from online.population import Population, fit_units, init_population, rebase, refit_population
 from online.protocol import Policy
 from tdmodels.population_model import ALPHA, N_LEARNED, RIDGE, recalibrated_design
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior
+
+ENGINES = ("numba", "numpy")
 
 
 class Settings(NamedTuple):
@@ -55,6 +60,19 @@ class Settings(NamedTuple):
     gate_z: float = gt.GATE_Z
     gate_min: int = gt.GATE_MIN_SESSIONS
     prior_var: float = DEFAULT_PRIOR_VAR
+    em_iters: int = pp.EM_ITERS
+    refresh: int = pp.REFRESH
+    exact_estep: bool = False
+    engine: str = "numba"
+
+
+class Completed(NamedTuple):
+    """All completed sessions, n of them."""
+    first: np.ndarray        # [n, S] int
+    second: np.ndarray       # [n, S] int
+    rater: np.ndarray        # [n, S, K] the question's rater scores g
+    y: np.ndarray            # [n, S] float clicks
+    Z: np.ndarray            # [n, S, d] click designs under the current A
 
 
 class CODuelState(NamedTuple):
@@ -62,62 +80,110 @@ class CODuelState(NamedTuple):
     S: int                       # rounds per session
     pop: Population
     A: np.ndarray                # [K, K] recalibration (identity until fitted)
+    recal_w: np.ndarray          # [1 + K*K] its parameters (a, vec A'), the next fit's warm start
     gate: gt.GateState
     transfer: bool               # whether the population learner selects this session
-    belief: MixtureBelief        # current user, under the population prior
-    alone: nt.NoTransferState    # current user, no-transfer learner
+    belief: MixtureBelief        # current user, over the population's component slots
+    alone: MixtureBelief         # current user, the no-transfer learner (one component: the broad prior)
     bank: np.ndarray             # [<= bank_size, K, d] recent questions, raw Phi
+    bank_P: np.ndarray           # the same, recalibrated by A
     t: int                       # round within the session
     pending: tuple               # (z, first, second, rater) of the shown pair, until its click
-    session: tuple               # lists of first, second, rater rows, clicks of this session
-    done: tuple                  # arrays first [n, S], second [n, S], rater [n, S, K], y [n, S]
+    session: tuple               # (first, second, rater, clicks) lists of this session
+    done: Completed
 
 
 def recalibrate(Phi: np.ndarray, A: np.ndarray) -> np.ndarray:
     """Phi [..., K, K+1] with the rater column g replaced by A g."""
-    out = Phi.copy()
+    out = np.array(Phi, dtype=float)
     out[..., -1] = np.einsum("pq,...q->...p", A, Phi[..., -1])
     return out
 
 
+def _belief_from(pop: Population) -> MixtureBelief:
+    with np.errstate(divide="ignore"):
+        log_w = np.where(pop.active, np.log(pop.weights), -np.inf)
+    return MixtureBelief(log_w, pop.means.copy(), pop.covs.copy())
+
+
+def _broad(pop: Population) -> MixtureBelief:
+    return MixtureBelief(np.zeros(1), pop.means[-1:].copy(), pop.covs[-1:].copy())
+
+
 def init(K: int, d: int, S: int, settings: Settings = Settings()) -> CODuelState:
-    pop = init_population(d, settings.prior_var)
-    empty = (np.zeros((0, S), int), np.zeros((0, S), int), np.zeros((0, S, K)), np.zeros((0, S), int))
-    return CODuelState(settings, S, pop, np.eye(K), gt.GateState(), False, init_belief(pop.prior),
-                       nt.init(d, settings.prior_var), np.zeros((0, K, d)), 0, (), ([], [], [], []), empty)
+    if settings.engine not in ENGINES:
+        raise ValueError(f"CODuel engine must be one of {ENGINES}, got {settings.engine!r}")
+    pop = init_population(d, settings.prior_var, settings.max_learned)
+    done = Completed(np.zeros((0, S), int), np.zeros((0, S), int), np.zeros((0, S, K)), np.zeros((0, S)),
+                     np.zeros((0, S, d)))
+    return CODuelState(settings, S, pop, np.eye(K), np.r_[1.0, np.zeros(K * K)], gt.GateState(), False, _belief_from(pop), _broad(pop),
+                       np.zeros((0, K, d)), np.zeros((0, K, d)), 0, (), ([], [], [], []), done)
 
 
 def start_session(state: CODuelState) -> CODuelState:
     s = state.settings
     transfer = (not s.gate and state.pop.n > 0) or gt.transfer_on(state.gate, s.gate_z, s.gate_min)
-    return state._replace(belief=init_belief(state.pop.prior), alone=nt.start_session(state.alone),
-                          transfer=transfer, t=0, session=([], [], [], []))
+    return state._replace(belief=_belief_from(state.pop), alone=_broad(state.pop), transfer=transfer, t=0,
+                          session=([], [], [], []))
 
 
 def select(state: CODuelState, Phi: np.ndarray) -> tuple[tuple[int, int], CODuelState]:
     s = state.settings
-    bank = np.concatenate([state.bank, Phi[None]])[-s.bank_size:]
-    P = recalibrate(Phi, state.A)
-    if state.transfer:
-        if s.lookahead:
-            pair = lookahead_pair(state.belief, P, recalibrate(bank, state.A), state.S - state.t - 1)
-        else:
-            pair = mixture_greedy_pair(state.belief, P)
+    fast = s.engine == "numba"
+    if fast:
+        P = kn.recalibrated(np.asarray(Phi, dtype=float), state.A)
     else:
-        pair, _ = nt.select(state.alone, P)
-    i, j = pair
-    return pair, state._replace(bank=bank, pending=(P[i] - P[j], i, j, Phi[:, -1].copy()))
+        P = recalibrate(Phi, state.A)
+    keep = s.bank_size - 1
+    bank = np.concatenate([state.bank[len(state.bank) - keep:] if keep > 0 else state.bank[:0], Phi[None]])
+    bank_P = np.concatenate([state.bank_P[len(state.bank_P) - keep:] if keep > 0 else state.bank_P[:0], P[None]])
+    b = state.belief if state.transfer else state.alone
+    active = state.pop.active if state.transfer else np.ones(1, dtype=bool)
+    if state.transfer and s.lookahead:
+        remaining = state.S - state.t - 1
+        pair = (kn.lookahead_pair(b.log_w, b.means, b.covs, active, P, bank_P, remaining) if fast
+                else lookahead_pair(b, P, bank_P, remaining))
+    else:
+        pair = kn.mixture_greedy(b.log_w, b.means, active, P) if fast else mixture_greedy_pair(b, P)
+    i, j = int(pair[0]), int(pair[1])
+    return (i, j), state._replace(bank=bank, bank_P=bank_P, pending=(P[i] - P[j], i, j, Phi[:, -1].copy()))
 
 
 def update(state: CODuelState, y: int) -> CODuelState:
     z, i, j, g = state.pending
-    belief, lp_pop = update_belief(state.belief, z, y)
-    a = state.alone
-    lp_alone = float(probit_log_predictive(float(z @ a.mean), float(z @ a.cov @ z), y))
-    alone, _ = nt.update(a, z, y)
+    if state.settings.engine == "numba":
+        b, a = state.belief, state.alone
+        w1, m1, S1, lp_pop, w2, m2, S2, lp_alone = kn.update_both(b.log_w, b.means, b.covs, state.pop.active,
+                                                                  a.log_w, a.means, a.covs, z, int(y))
+        belief, alone = MixtureBelief(w1, m1, S1), MixtureBelief(w2, m2, S2)
+    else:
+        belief, lp_pop = update_belief(state.belief, z, y)
+        alone, lp_alone = update_belief(state.alone, z, y)
     f, sc, r, c = state.session
     return state._replace(belief=belief, alone=alone, gate=gt.observe(state.gate, lp_pop, lp_alone),
-                          t=state.t + 1, pending=(), session=(f + [i], sc + [j], r + [g], c + [y]))
+                          t=state.t + 1, pending=(), session=(f + [i], sc + [j], r + [g], c + [int(y)]))
+
+
+def _refit_A(state: CODuelState, done: Completed) -> np.ndarray:
+    """(a, vec A') by ridge logistic regression, theta at each session's broad-prior Laplace mode
+    under the current A, Newton warm-started at the previous fit."""
+    s, pop = state.settings, state.pop
+    n, S, d = done.Z.shape
+    init = np.concatenate([pop.broad_modes[:n], np.zeros((n - len(pop.broad_modes[:n]), d))])   # earlier fits warm-start
+    theta, _, _ = fit_units(done.Z, done.y, np.arange(n), np.full(n, len(pop.weights) - 1), pop.means, pop.covs,
+                            init, s.engine)
+    K = state.A.shape[0]
+    w0 = state.recal_w
+    th = np.repeat(theta, S, 0)
+    first, second, rater, y = done.first.ravel(), done.second.ravel(), done.rater.reshape(-1, K), done.y.ravel()
+    if s.engine == "numba":
+        w, it = kn.recalibration_newton(first.astype(np.int64), second.astype(np.int64), rater, th, y,
+                                        float(s.ridge), RIDGE_A, w0)
+        if it < 0:
+            raise RuntimeError("recalibration fit: Newton did not converge")
+        return w
+    fit = fit_recalibration_map(first, second, rater, th, y, ridge=s.ridge, init=w0)
+    return np.r_[fit.a, fit.A_dev.ravel()]
 
 
 def end_session(state: CODuelState) -> CODuelState:
@@ -125,44 +191,66 @@ def end_session(state: CODuelState) -> CODuelState:
     f, sc, r, c = state.session
     if len(c) != state.S:
         raise ValueError(f"CODuel: a session of {len(c)} clicks, expected {state.S}")
-    first, second, rater, y = (np.concatenate([old, np.asarray(new)[None]]) for old, new in zip(state.done, (f, sc, r, c)))
-    n = len(y)
-    A = state.A
+    new = (np.asarray(f)[None], np.asarray(sc)[None], np.asarray(r)[None], np.asarray(c, dtype=float)[None])
+    z_new = recalibrated_design(state.A, *new[:3])
+    done = Completed(*(np.concatenate([old, x]) for old, x in zip(state.done, new + (z_new,))))
+    n = len(done.y)
+    A, recal_w, bank_P = state.A, state.recal_w, state.bank_P
     if s.recalibration and n >= s.recal_start and (n - s.recal_start) % s.recal_every == 0:
-        Z = recalibrated_design(A, first, second, rater)
-        d = Z.shape[-1]
-        theta, _, _ = laplace_fit_batch(np.zeros((n, d)), np.broadcast_to(s.prior_var * np.eye(d), (n, d, d)).copy(),
-                                        Z, y)
-        th = np.broadcast_to(theta[:, None], (n, state.S, d))
-        A = fit_recalibration_map(first, second, rater, th, y, ridge=s.ridge).A
-    pop = state.pop
+        recal_w = _refit_A(state, done)
+        K = len(A)
+        A = recal_w[0] * np.eye(K) + recal_w[1:].reshape(K, K)
+        done = done._replace(Z=recalibrated_design(A, done.first, done.second, done.rater))
+        bank_P = recalibrate(state.bank, A)
+        pop = rebase(state.pop, done.Z, done.y, s.engine) if s.population else state.pop
+    else:
+        pop = state.pop
     if s.population:
-        pop, _ = refit_population(pop, recalibrated_design(A, first, second, rater), y, alpha=s.alpha,
-                                  max_learned=s.max_learned)
+        pop = refit_population(pop, done.Z, done.y, alpha=s.alpha, em_iters=s.em_iters, refresh=s.refresh,
+                               exact=s.exact_estep, engine=s.engine)
     else:
         pop = pop._replace(n=n)
-    return state._replace(pop=pop, A=A, gate=gt.end_session(state.gate), done=(first, second, rater, y))
+    return state._replace(pop=pop, A=A, recal_w=recal_w, bank_P=bank_P, gate=gt.end_session(state.gate), done=done)
+
+
+class BeliefTrace(NamedTuple):
+    """The online belief after every click: [N, S, ...] arrays (C = component slots)."""
+    log_w: np.ndarray        # [N, S, C]
+    means: np.ndarray        # [N, S, C, d]
+    covs: np.ndarray         # [N, S, C, d, d]
+    transfer: np.ndarray     # [N] bool, whether the population learner chose this session's pairs
+    gate_llr: np.ndarray     # [N, S] running log-likelihood ratio of the session (population - alone)
 
 
 class CODuel(Policy):
-    """CODuel with the reference settings; ablations by setting, e.g. coduel[population=false]."""
+    """CODuel with the reference settings; ablations by setting, e.g. coduel[population=false],
+    or by name, e.g. coduel:no-population. record=true keeps the belief after every click."""
 
     name = "coduel"
 
     def __init__(self, population: bool = True, recalibration: bool = True, lookahead: bool = True,
-                 gate: bool = True):
+                 gate: bool = True, engine: str = "numba", record: bool = False, em_iters: int = pp.EM_ITERS,
+                 refresh: int = pp.REFRESH, exact_estep: bool = False):
+        if engine not in ENGINES:
+            raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+        if int(em_iters) < 1 or int(refresh) < 0:
+            raise ValueError(f"em_iters >= 1 and refresh >= 0 are required, got {em_iters}, {refresh}")
         self.settings = Settings(population=bool(population), recalibration=bool(recalibration),
-                                 lookahead=bool(lookahead), gate=bool(gate))
+                                 lookahead=bool(lookahead), gate=bool(gate), engine=engine, em_iters=int(em_iters),
+                                 refresh=int(refresh), exact_estep=bool(exact_estep))
+        self.record = bool(record)
 
     def reset(self, rng, context):
         super().reset(rng, context)
         self.state = init(context["K"], context["d"], context["S"],
                           self.settings._replace(bank_size=int(context.get("b", 16))))
-        self._priors = []
+        self._priors, self._trace = [], []
 
     def start_student(self):
         self.state = start_session(self.state)
         self._priors.append(self.state.pop.prior)
+        if self.record:
+            self._trace.append((self.state.transfer, []))
 
     def arrival_priors(self) -> MixturePrior:
         """The population prior each user arrived under, zero-padded to a common component count."""
@@ -174,15 +262,27 @@ class CODuel(Policy):
             w[a, :k], m[a, :k], S[a, :k] = p
         return MixturePrior(w, m, S)
 
+    def belief_trace(self) -> BeliefTrace:
+        if not self.record:
+            raise RuntimeError("CODuel: construct with record=True to keep the belief per round")
+        rounds = [r for _, r in self._trace]
+        return BeliefTrace(*(np.array([[x[k] for x in r] for r in rounds]) for k in range(3)),
+                           np.array([t for t, _ in self._trace]),
+                           np.array([[x[3] for x in r] for r in rounds]))
+
     def select(self, Phi):
         pair, self.state = select(self.state, Phi)
         return pair
 
     def update(self, outcome):
         self.state = update(self.state, int(outcome))
+        if self.record:
+            b = self.state.belief
+            self._trace[-1][1].append((b.log_w, b.means, b.covs, self.state.gate.current))
 
     def end_student(self):
         self.state = end_session(self.state)
 
 
-__all__ = ["CODuel", "CODuelState", "Settings", "init", "start_session", "select", "update", "end_session"]
+__all__ = ["CODuel", "CODuelState", "Settings", "BeliefTrace", "init", "start_session", "select", "update",
+           "end_session"]

@@ -71,3 +71,51 @@ def test_the_prior_each_user_arrived_under_is_kept_with_the_log(dev_world, tmp_p
     back = load_click_log(save_click_log(log, tmp_path / "c.clicks.nc"))
     for a, b in zip(back.priors, log.priors):
         np.testing.assert_array_equal(a, b)
+
+
+def test_ablations_by_name_are_the_same_cells_as_their_settings(dev_world):
+    from online.registry import canonical_spec, parse_spec
+
+    assert canonical_spec("coduel:greedy") == canonical_spec("coduel[lookahead=false]")
+    assert canonical_spec("coduel:no-population") == "coduel[population=false]"
+    assert parse_spec("coduel:no-gate[engine=\"numpy\"]") == ("coduel", {"gate": False, "engine": "numpy"})
+    from online.registry import PolicySpecError
+    with pytest.raises(PolicySpecError, match="alias fixes lookahead=false"):
+        parse_spec("coduel:greedy[lookahead=true]")
+    row = replay(dev_world, 0, "coduel:no-recalibration", arrivals=2)
+    assert row["policy"] == "coduel[recalibration=false]"
+
+
+def test_compiled_and_numpy_engines_choose_the_same_pairs(dev_world):
+    """Lookahead with the gate forced open from the second user on: every part of the hot path runs."""
+    a = replay_logged(dev_world, 5, "coduel[gate=false]", arrivals=24)[1]
+    b = replay_logged(dev_world, 5, "coduel[gate=false,engine=\"numpy\"]", arrivals=24)[1]
+    np.testing.assert_array_equal(a.first, b.first)
+    np.testing.assert_array_equal(a.second, b.second)
+    np.testing.assert_allclose(a.priors.weights, b.priors.weights, atol=1e-9)
+    np.testing.assert_allclose(a.priors.means, b.priors.means, atol=1e-8)
+
+
+def test_the_belief_can_be_recorded_every_round(dev_world):
+    pol = make_policy("coduel[lookahead=false,record=true]")
+    sched = make_schedule(dev_world, 0, arrivals=10)
+    feats, probs = dev_world["features"].values, dev_world["probs"].values
+    pol.reset(np.random.default_rng(0), {"K": 6, "d": 7, "S": 24, "b": 16, "N": 10})
+    for a in range(10):
+        pol.start_student()
+        for t in range(24):
+            q = sched.question[a, t]
+            i, j = pol.select(feats[q])
+            pol.update(int(sched.uniform[a, t] < probs[sched.student[a], q, i, j]))
+        pol.end_student()
+    tr = pol.belief_trace()
+    C = tr.log_w.shape[-1]
+    assert tr.log_w.shape == (10, 24, C) and tr.means.shape == (10, 24, C, 7) and tr.covs.shape == (10, 24, C, 7, 7)
+    w = np.exp(tr.log_w)
+    np.testing.assert_allclose(w.sum(-1), 1.0)
+    assert not tr.transfer[:8].any()                    # the gate needs eight sessions
+    last = pol.state.belief                              # the trace's last row is the state's belief
+    np.testing.assert_array_equal(tr.means[-1, -1], last.means)
+    assert tr.gate_llr.shape == (10, 24)
+    with pytest.raises(RuntimeError, match="record=True"):
+        make_policy("coduel").belief_trace()

@@ -48,9 +48,14 @@ def test_score_is_the_expectation_it_claims():
     mu = PHI @ (np.exp(b.log_w) @ b.means)
     z = PHI[i] - PHI[j]
     total = -(mu[i] + mu[j])
+    post = {}
     for y in (0, 1):
         b2, lp = update_belief(b, z, y)
-        m = np.exp(b2.log_w) @ b2.means
-        total -= R * np.exp(lp) * np.mean([top2_sum(q @ m) for q in bank])
+        post[y] = (np.exp(lp), np.exp(b2.log_w) @ b2.means)
+    (p0, m0), (p1, m1) = post[0], post[1]
+    assert np.isclose(p0 + p1, 1.0)
+    kg = [p1 * top2_sum(q @ m1) + p0 * top2_sum(q @ m0) - top2_sum(q @ (p1 * m1 + p0 * m0)) for q in bank]
+    assert min(kg) >= -1e-12                                   # top2 is convex: information never hurts
+    total -= R * np.mean(kg)
     assert np.isclose(scores[(i, j)], total)
     assert len(scores) == K * (K - 1) // 2

@@ -1,0 +1,117 @@
+"""The compiled kernels compute what their NumPy counterparts compute (to rounding)."""
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from inference.laplace import click_mode, laplace_fit_batch, laplace_update
+from inference.recalibration_fit import fit_recalibration_map
+from online import kernels as kn
+from online.mixture_belief import MixtureBelief, update_belief
+from online.pair_rules import lookahead_pair, lookahead_scores
+from online.policies.no_transfer import greedy_pair
+
+K, D = 6, 7
+
+
+def _mixture(rng, C=5, dead=(1,)):
+    A = rng.standard_normal((C, D, D)) * 0.5
+    covs = A @ A.transpose(0, 2, 1) + 0.1 * np.eye(D)
+    active = np.ones(C, dtype=bool)
+    active[list(dead)] = False
+    log_w = np.where(active, np.log(rng.dirichlet(np.ones(C))), -np.inf)
+    log_w[active] -= np.log(np.exp(log_w[active]).sum())
+    return log_w, rng.standard_normal((C, D)), covs, active
+
+
+def _phi(rng):
+    return np.concatenate([np.eye(K), rng.uniform(0, 1, (K, 1))], 1)
+
+
+@given(st.integers(0, 10_000), st.integers(0, 1))
+@settings(max_examples=40, deadline=None)
+def test_mixture_update_matches_numpy(seed, y):
+    rng = np.random.default_rng(seed)
+    log_w, m, S, active = _mixture(rng)
+    z = rng.standard_normal(D) * 2
+    ref, lp = update_belief(MixtureBelief(log_w, m, S), z, y)
+    w2, m2, S2, lp2 = kn.mixture_update(log_w, m, S, active, z, y)
+    assert np.isclose(lp, lp2, atol=1e-12)
+    np.testing.assert_allclose(w2[active], ref.log_w[active], atol=1e-12)
+    assert np.all(np.isneginf(w2[~active]))
+    np.testing.assert_allclose(m2[active], ref.means[active], atol=1e-10)
+    np.testing.assert_allclose(S2[active], ref.covs[active], atol=1e-10)
+
+
+@given(st.floats(-30, 30), st.floats(1e-6, 1e3), st.integers(0, 1))
+@settings(max_examples=200, deadline=None)
+def test_one_click_mode_is_the_root_in_both_engines(a, s, y):
+    eta = kn.click_mode(a, s, y)
+    assert np.isclose(eta, float(click_mode(a, s, y)), rtol=1e-11, atol=1e-11)
+    assert np.isclose(eta, float(click_mode(np.array([a]), np.array([s]), y)[0]), rtol=1e-11, atol=1e-11)
+    p = 0.5 * (1 + np.tanh(0.5 * eta))
+    assert abs((y - p) - (eta - a) / s) < 1e-9 * (1 + 1 / s)
+    lo, hi = (a, a + s) if y else (a - s, a)
+    assert lo - 1e-9 <= eta <= hi + 1e-9
+
+
+def test_no_transfer_step_is_the_one_component_mixture_update():
+    rng = np.random.default_rng(0)
+    m, S = rng.standard_normal(D), 4 * np.eye(D)
+    for _ in range(30):
+        z, y = rng.standard_normal(D), int(rng.integers(2))
+        m1, S1, _ = laplace_update(m, S, z, y)
+        _, m2, S2, _ = kn.mixture_update(np.zeros(1), m[None], S[None], np.ones(1, bool), z, y)
+        np.testing.assert_allclose(m2[0], m1, atol=1e-12)
+        np.testing.assert_allclose(S2[0], S1, atol=1e-12)
+        m, S = m1, S1
+
+
+@given(st.integers(0, 10_000))
+@settings(max_examples=25, deadline=None)
+def test_lookahead_matches_numpy(seed):
+    rng = np.random.default_rng(seed)
+    log_w, m, S, active = _mixture(rng)
+    P, bank = _phi(rng), np.stack([_phi(rng) for _ in range(6)])
+    R = int(rng.integers(0, 20))
+    ref = lookahead_scores(MixtureBelief(log_w, m, S), P, bank, R)
+    got, mu = kn.lookahead_scores(log_w, m, S, active, P, bank, R)
+    np.testing.assert_allclose(got, [ref[k] for k in sorted(ref)], atol=1e-7)
+    assert kn.lookahead_pair(log_w, m, S, active, P, bank, R) == lookahead_pair(MixtureBelief(log_w, m, S), P, bank, R)
+
+
+@given(st.lists(st.sampled_from([0.0, 1.0, 2.0]), min_size=K, max_size=K))
+def test_greedy_ties_break_like_a_stable_sort(u):
+    assert kn.greedy_pair(np.array(u)) == greedy_pair(np.array(u))
+
+
+def test_laplace_units_match_batch_laplace():
+    rng = np.random.default_rng(1)
+    n, S = 12, 24
+    Z = rng.standard_normal((n, S, D))
+    y = (rng.random((n, S)) < 0.5).astype(float)
+    _, means, covs, _ = _mixture(rng, C=3, dead=())
+    users, comps = np.repeat(np.arange(n), 3), np.tile(np.arange(3), n)
+    m, C, ev, ok = kn.laplace_units(Z, y, users, comps, means, np.linalg.inv(covs), np.linalg.slogdet(covs)[1],
+                                    means[comps].copy())
+    m2, C2, ev2 = laplace_fit_batch(means[comps], covs[comps], Z[users], y[users])
+    assert ok.all()
+    np.testing.assert_allclose(m, m2, atol=1e-9)
+    np.testing.assert_allclose(C, C2, atol=1e-9)
+    np.testing.assert_allclose(ev, ev2, atol=1e-8)
+
+
+def test_recalibration_newton_matches_numpy():
+    rng = np.random.default_rng(2)
+    n = 400
+    first = rng.integers(0, K, n)
+    second = (first + 1 + rng.integers(0, K - 1, n)) % K
+    rater, theta = rng.random((n, K)), rng.standard_normal((n, K + 1))
+    y = (rng.random(n) < 0.5).astype(float)
+    ref = fit_recalibration_map(first, second, rater, theta, y)
+    w, it = kn.recalibration_newton(first, second, rater, theta, y, 10.0, 1e-3, np.r_[1.0, np.zeros(K * K)])
+    assert it > 0
+    assert np.isclose(w[0], ref.a, atol=1e-10)
+    np.testing.assert_allclose(w[1:].reshape(K, K), ref.A_dev, atol=1e-10)
+    # warm-started at the answer it stops at once
+    _, it2 = kn.recalibration_newton(first, second, rater, theta, y, 10.0, 1e-3, w)
+    assert it2 == 1
