@@ -63,7 +63,7 @@ def fit_cell(world, seed: int, spec: str, model: str, store: RunStore, prior: st
         raise ValueError(f"unknown prior {prior!r}; choose from {', '.join(PRIORS)}")
     log = cell_click_log(world, seed, spec, store, arrivals)
     sl = slice(None, users)
-    z, y = log.design(sl)
+    z, y = log.recalibrated_design(sl)     # the design the policy's learner used (A as recorded)
     d = z.shape[-1]
     opts = dict(seed=seed, chains=chains, warmup=warmup, draws=draws, strict=strict)
     if prior == "em":

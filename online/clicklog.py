@@ -35,6 +35,7 @@ class ClickLog(NamedTuple):
     outcome: np.ndarray      # [N, S] int8: 1 if first won
     attrs: dict              # world, world_digest, seed, policy, arrivals_limit
     priors: MixturePrior | None = None   # the policy's prior at each arrival (weights [N, C]), if it records one
+    recalibration: np.ndarray | None = None   # [N, K, K] the rater recalibration A each arrival's clicks were read with
 
     @property
     def n_users(self) -> int:
@@ -44,6 +45,19 @@ class ClickLog(NamedTuple):
         """(z [U, S, d] = phi_first - phi_second, y [U, S]) of the chosen arrivals (default: all)."""
         idx = np.arange(self.n_users)[users] if users is not None else np.arange(self.n_users)
         return self.phi_first[idx] - self.phi_second[idx], self.outcome[idx].astype(np.int64)
+
+    def recalibrated_design(self, users: slice | np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """As `design`, with each arrival's rater column read through the A recorded for it
+        (g -> A g), i.e. the design the policy's learner used; `design` when none is recorded."""
+        z, y = self.design(users)
+        if self.recalibration is None:
+            return z, y
+        idx = np.arange(self.n_users)[users] if users is not None else np.arange(self.n_users)
+        Ag = np.einsum("npq,nsq->nsp", self.recalibration[idx], self.rater[idx])
+        take = lambda which: np.take_along_axis(Ag, which[idx][..., None], -1)[..., 0]  # noqa: E731
+        z = z.copy()
+        z[..., -1] = take(self.first) - take(self.second)
+        return z, y
 
 
 def make_click_log(features: np.ndarray, student: np.ndarray, question: np.ndarray, pairs: np.ndarray,
@@ -65,6 +79,8 @@ def to_dataset(log: ClickLog) -> xr.Dataset:
         w, m, C = log.priors
         priors = {"prior_weights": (("arrival", "component"), w), "prior_means": (("arrival", "component", "feature"), m),
                   "prior_covs": (("arrival", "component", "feature", "feature2"), C)}
+    if log.recalibration is not None:
+        priors["recalibration"] = (("arrival", "persona", "persona2"), log.recalibration)
     return xr.Dataset(
         {"student": (a, log.student), "question": (ar, log.question), "first": (ar, log.first),
          "second": (ar, log.second), "phi_first": (ar + ("feature",), log.phi_first),
@@ -108,4 +124,10 @@ def load_click_log(path: str | os.PathLike) -> ClickLog:
         priors = MixturePrior(ds["prior_weights"].values, ds["prior_means"].values, ds["prior_covs"].values)
         if priors.weights.shape[0] != N:
             raise ClickLogError(f"click log {path}: priors for {priors.weights.shape[0]} arrivals, clicks for {N}")
-    return ClickLog(**arrs, attrs=attrs, priors=priors)
+    recal = None
+    if "recalibration" in ds:
+        recal = ds["recalibration"].values
+        K = arrs["rater"].shape[-1]
+        if recal.shape != (N, K, K) or not np.all(np.isfinite(recal)):
+            raise ClickLogError(f"click log {path}: recalibration must be finite [{N}, {K}, {K}], got {recal.shape}")
+    return ClickLog(**arrs, attrs=attrs, priors=priors, recalibration=recal)

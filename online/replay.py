@@ -116,4 +116,6 @@ def _play(world: xr.Dataset, seed: int, spec: str, arrivals: int | None, keep_lo
                           "policy": spec, "arrivals_limit": arrivals})
     if callable(getattr(policy, "arrival_priors", None)):
         log = log._replace(priors=policy.arrival_priors())
+    if callable(getattr(policy, "arrival_recalibrations", None)):
+        log = log._replace(recalibration=policy.arrival_recalibrations())
     return row, log

@@ -244,11 +244,12 @@ class CODuel(Policy):
         super().reset(rng, context)
         self.state = init(context["K"], context["d"], context["S"],
                           self.settings._replace(bank_size=int(context.get("b", 16))))
-        self._priors, self._trace = [], []
+        self._priors, self._recal, self._trace = [], [], []
 
     def start_student(self):
         self.state = start_session(self.state)
         self._priors.append(self.state.pop.prior)
+        self._recal.append(self.state.A)
         if self.record:
             self._trace.append((self.state.transfer, []))
 
@@ -261,6 +262,10 @@ class CODuel(Policy):
             k = len(p.weights)
             w[a, :k], m[a, :k], S[a, :k] = p
         return MixturePrior(w, m, S)
+
+    def arrival_recalibrations(self) -> np.ndarray:
+        """[N, K, K]: the recalibration A each user's clicks were read with."""
+        return np.array(self._recal)
 
     def belief_trace(self) -> BeliefTrace:
         if not self.record:

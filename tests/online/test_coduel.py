@@ -119,3 +119,24 @@ def test_the_belief_can_be_recorded_every_round(dev_world):
     assert tr.gate_llr.shape == (10, 24)
     with pytest.raises(RuntimeError, match="record=True"):
         make_policy("coduel").belief_trace()
+
+
+def test_the_log_reads_each_users_clicks_with_the_recalibration_in_force(dev_world, tmp_path):
+    """After the first fit (20 sessions) users' designs differ from the raw ones; each matches the
+    recalibrated design under the A recorded for that user; the file keeps it."""
+    from online.clicklog import load_click_log, save_click_log
+    from tdmodels.population_model import recalibrated_design
+
+    _, log = replay_logged(dev_world, 2, "coduel:greedy", arrivals=22)
+    A = log.recalibration
+    assert A.shape == (22, 6, 6)
+    np.testing.assert_array_equal(A[:20], np.broadcast_to(np.eye(6), (20, 6, 6)))
+    assert not np.allclose(A[21], np.eye(6))
+    z, y = log.recalibrated_design()
+    raw, _ = log.design()
+    np.testing.assert_array_equal(z[:20], raw[:20])
+    for u in (20, 21):
+        ref = recalibrated_design(A[u], log.first[u][None], log.second[u][None], log.rater[u][None])[0]
+        np.testing.assert_allclose(z[u], ref, atol=1e-12)
+    back = load_click_log(save_click_log(log, tmp_path / "c.clicks.nc"))
+    np.testing.assert_array_equal(back.recalibration, A)
