@@ -48,8 +48,9 @@ def _softplus(x):
 
 
 @njit(cache=True)
-def click_mode(a, s, y, rtol=NEWTON_RTOL):
-    """Mode of N(eta; a, s) x Bernoulli(y; sigmoid(eta)); the algorithm of inference.laplace.click_mode."""
+def click_mode(a, s, y, rtol=NEWTON_RTOL, p_a=-1.0):
+    """Mode of N(eta; a, s) x Bernoulli(y; sigmoid(eta)); the algorithm of inference.laplace.click_mode.
+    p_a = sigmoid(a) when the caller has it (both outcomes start from the same point)."""
     if s <= 0.0:
         return a
     eta = a
@@ -58,8 +59,8 @@ def click_mode(a, s, y, rtol=NEWTON_RTOL):
     else:
         lo, hi = a - s, a
     dx_old = 2.0 * s
-    for _ in range(NEWTON_ITERS):
-        p = _sigmoid(eta)
+    for it in range(NEWTON_ITERS):
+        p = p_a if it == 0 and p_a >= 0.0 else _sigmoid(eta)
         g = (y - p) - (eta - a) / s
         if g > 0:
             lo = eta
@@ -257,6 +258,7 @@ def lookahead_scores(log_w, means, covs, active, P, bank, remaining):
                 PSP[k, p, q] = acc
     a = np.empty(nk)
     s = np.empty(nk)
+    pa = np.empty(nk)
     mbar = np.empty((2, d))
     lw = np.empty((2, nk))
     n = 0
@@ -270,11 +272,16 @@ def lookahead_scores(log_w, means, covs, active, P, bank, remaining):
             for k in range(nk):
                 a[k] = mP[k, i] - mP[k, j]
                 s[k] = max(PSP[k, i, i] - PSP[k, i, j] - PSP[k, j, i] + PSP[k, j, j], 0.0)
+            for k in range(nk):          # log p(y | k) for both outcomes from one exp
+                x = a[k] / math.sqrt(1.0 + math.pi * s[k] / 8.0)
+                l1p = math.log1p(math.exp(-abs(x)))
+                lw[1, k] = log_w[keep[k]] - l1p + min(x, 0.0)
+                lw[0, k] = log_w[keep[k]] - l1p - max(x, 0.0)
+                pa[k] = _sigmoid(a[k])
             p1 = 0.0
             for y in range(2):
                 top = -np.inf
                 for k in range(nk):
-                    lw[y, k] = log_w[keep[k]] + probit_log_predictive(a[k], s[k], y)
                     top = max(top, lw[y, k])
                 tot = 0.0
                 for k in range(nk):
@@ -287,7 +294,7 @@ def lookahead_scores(log_w, means, covs, active, P, bank, remaining):
                 for k in range(nk):
                     c = keep[k]
                     wc = math.exp(lw[y, k] - lpred)
-                    eta = click_mode(a[k], s[k], y, LOOKAHEAD_RTOL)
+                    eta = click_mode(a[k], s[k], y, LOOKAHEAD_RTOL, pa[k])
                     shift = (eta - a[k]) / s[k] if s[k] > 0.0 else 0.0
                     for t in range(d):
                         mbar[y, t] += wc * (means[c, t] + (SP[k, i, t] - SP[k, j, t]) * shift)

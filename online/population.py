@@ -232,24 +232,25 @@ def _m_step(pop: Population, alpha: float, min_support: float, ridge: float) -> 
     """Moment-match the learned components to the stored moments; drop weakly supported ones."""
     T0, T1, T2 = pop.totals
     d = pop.means.shape[1]
-    learned = np.flatnonzero(pop.active[:-1])
-    live = learned[T0[learned] >= min_support]
-    dead = np.setdiff1d(learned, live)
+    learned = pop.active.copy()
+    learned[-1] = False
+    dead = learned & (T0 < min_support)
+    live = learned & ~dead
     active, means, covs = pop.active.copy(), pop.means.copy(), pop.covs.copy()
     resp, totals = pop.resp, pop.totals
-    if len(dead):
+    if dead.any():
         active[dead] = False
-        resp = pop.resp
         resp[:, dead] = 0.0
         resp /= resp.sum(1, keepdims=True)
         totals = _totals(resp, pop.unit_modes, pop.unit_covs)
         T0, T1, T2 = totals
     mu = T1[live] / T0[live, None]
-    means[live] = mu
-    covs[live] = T2[live] / T0[live, None, None] - mu[:, :, None] * mu[:, None, :] + ridge * np.eye(d)
-    covs[live] = 0.5 * (covs[live] + covs[live].transpose(0, 2, 1))
+    cov = T2[live] / T0[live, None, None] - mu[:, :, None] * mu[:, None, :] + ridge * np.eye(d)
+    means[live], covs[live] = mu, 0.5 * (cov + cov.transpose(0, 2, 1))
     w = np.zeros(len(active))
-    w[np.r_[live, len(active) - 1]] = _floor_weights(T0[live] / pop.n, T0[-1] / pop.n, pop.n, alpha)
+    keep = live.copy()
+    keep[-1] = True
+    w[keep] = _floor_weights(T0[live] / pop.n, T0[-1] / pop.n, pop.n, alpha)
     return pop._replace(weights=w, means=means, covs=covs, active=active, resp=resp, totals=totals)
 
 

@@ -2,10 +2,16 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 import inference.nuts  # noqa: F401,E402  (first: host devices and float64 before JAX starts)
 
 from tdmodels.simulator import build_roster
+
+# No per-example deadline: these machines are shared, and a first example may pay for
+# compiling a numba kernel.
+settings.register_profile("tutorduel", deadline=None)
+settings.load_profile("tutorduel")
 
 SAMPLE = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "tutorduel-site-sample.json"
 

@@ -80,6 +80,7 @@ def test_lookahead_matches_numpy(seed):
 
 
 @given(st.lists(st.sampled_from([0.0, 1.0, 2.0]), min_size=K, max_size=K))
+@settings(deadline=None)          # the first example may pay for compiling the kernel
 def test_greedy_ties_break_like_a_stable_sort(u):
     assert kn.greedy_pair(np.array(u)) == greedy_pair(np.array(u))
 
