@@ -25,7 +25,7 @@ from numba import njit
 NEWTON_ITERS = 100            # scalar one-click step, as inference.laplace
 NEWTON_RTOL = 1e-12
 PRUNE_NATS = 20.0             # lookahead: components under exp(-20) of the heaviest are left out
-LOOKAHEAD_RTOL = 1e-8         # lookahead: only means after a hypothetical click are needed
+LOOKAHEAD_RTOL = 1e-6         # lookahead: only means after a hypothetical click are needed
 HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
@@ -259,8 +259,15 @@ def lookahead_scores(log_w, means, covs, active, P, bank, remaining):
     a = np.empty(nk)
     s = np.empty(nk)
     pa = np.empty(nk)
+    q1 = np.empty(nk)
     mbar = np.empty((2, d))
-    lw = np.empty((2, nk))
+    wk = np.empty(nk)            # kept components' weights, normalised over the kept ones
+    tot = 0.0
+    for k in range(nk):
+        wk[k] = math.exp(log_w[keep[k]] - top_w)
+        tot += wk[k]
+    for k in range(nk):
+        wk[k] /= tot
     n = 0
     for i in range(K):
         for j in range(i + 1, K):
@@ -272,28 +279,21 @@ def lookahead_scores(log_w, means, covs, active, P, bank, remaining):
             for k in range(nk):
                 a[k] = mP[k, i] - mP[k, j]
                 s[k] = max(PSP[k, i, i] - PSP[k, i, j] - PSP[k, j, i] + PSP[k, j, j], 0.0)
-            for k in range(nk):          # log p(y | k) for both outcomes from one exp
+            for k in range(nk):          # p(y = 1 | k), probit-approximated, from one exp
                 x = a[k] / math.sqrt(1.0 + math.pi * s[k] / 8.0)
-                l1p = math.log1p(math.exp(-abs(x)))
-                lw[1, k] = log_w[keep[k]] - l1p + min(x, 0.0)
-                lw[0, k] = log_w[keep[k]] - l1p - max(x, 0.0)
+                ex = math.exp(-abs(x))
+                q1[k] = 1.0 / (1.0 + ex) if x >= 0 else ex / (1.0 + ex)
                 pa[k] = _sigmoid(a[k])
             p1 = 0.0
+            for k in range(nk):
+                p1 += wk[k] * q1[k]
             for y in range(2):
-                top = -np.inf
-                for k in range(nk):
-                    top = max(top, lw[y, k])
-                tot = 0.0
-                for k in range(nk):
-                    tot += math.exp(lw[y, k] - top)
-                lpred = top + math.log(tot)
-                if y == 1:
-                    p1 = math.exp(lpred)
+                py = p1 if y == 1 else 1.0 - p1
                 for t in range(d):
                     mbar[y, t] = 0.0
                 for k in range(nk):
                     c = keep[k]
-                    wc = math.exp(lw[y, k] - lpred)
+                    wc = wk[k] * (q1[k] if y == 1 else 1.0 - q1[k]) / py
                     eta = click_mode(a[k], s[k], y, LOOKAHEAD_RTOL, pa[k])
                     shift = (eta - a[k]) / s[k] if s[k] > 0.0 else 0.0
                     for t in range(d):
@@ -433,6 +433,32 @@ def _grad_hessian(Zu, yu, theta, m, P, eta, ex, grad, H):
             wi = w * Zu[t, i]
             for j in range(d):
                 H[i, j] += wi * Zu[t, j]
+
+
+@njit(cache=True)
+def spd_factors(mats):
+    """Inverses [B, d, d] and log determinants [B] of symmetric positive definite mats [B, d, d]
+    (NaN where a matrix is not positive definite)."""
+    B, d, _ = mats.shape
+    inv = np.empty((B, d, d))
+    logdet = np.empty(B)
+    L = np.empty((d, d))
+    e, col = np.empty(d), np.empty(d)
+    for b in range(B):
+        if not _cholesky(mats[b], L):
+            inv[b] = np.nan
+            logdet[b] = np.nan
+            continue
+        acc = 0.0
+        for i in range(d):
+            acc += 2.0 * math.log(L[i, i])
+            e[:] = 0.0
+            e[i] = 1.0
+            _chol_solve(L, e, col)
+            for j in range(d):
+                inv[b, j, i] = col[j]
+        logdet[b] = acc
+    return inv, logdet
 
 
 @njit(cache=True)
@@ -623,6 +649,23 @@ def surrogate_estep(users, active, log_w, comp_means, comp_precs, comp_logdets, 
 # ----------------------------------------------------------------------------- recalibration
 
 @njit(cache=True)
+def _recal_objective(w, off, idx, val, y, pen, target, eta, ex):
+    """Penalised negative log likelihood at w; fills eta [n] and ex [n] = exp(-|eta|)."""
+    f = 0.0
+    for k in range(w.shape[0]):
+        f += 0.5 * pen[k] * (w[k] - target[k]) ** 2
+    for u in range(off.shape[0]):
+        e = off[u]
+        for k in range(idx.shape[1]):
+            e += val[u, k] * w[idx[u, k]]
+        eta[u] = e
+        x = math.exp(-abs(e))
+        ex[u] = x
+        f += max(e, 0.0) + math.log1p(x) - y[u] * e
+    return f
+
+
+@njit(cache=True)
 def recalibration_newton(first, second, rater, theta, y, ridge, ridge_a, w0, iters=50, tol=1e-10):
     """MAP of w = (a, vec A') as ``inference.recalibration_fit.fit_recalibration_map``, from w0.
 
@@ -632,44 +675,34 @@ def recalibration_newton(first, second, rater, theta, y, ridge, ridge_a, w0, ite
     """
     n, K = rater.shape
     D = 1 + K * K
+    nz = 2 * K + 1
     w = w0.copy()
     pen = np.full(D, ridge)
     pen[0] = ridge_a
     target = np.zeros(D)
     target[0] = 1.0
-    idx = np.empty(2 * K + 1, dtype=np.int64)
-    val = np.empty(2 * K + 1)
+    idx = np.empty((n, nz), dtype=np.int64)
+    val = np.empty((n, nz))
+    off = np.empty(n)
+    for u in range(n):
+        i, j = first[u], second[u]
+        wk = theta[u, K]
+        off[u] = theta[u, i] - theta[u, j]
+        idx[u, 0] = 0
+        val[u, 0] = wk * (rater[u, i] - rater[u, j])
+        for q in range(K):
+            idx[u, 1 + q] = 1 + i * K + q
+            val[u, 1 + q] = wk * rater[u, q]
+            idx[u, 1 + K + q] = 1 + j * K + q
+            val[u, 1 + K + q] = -wk * rater[u, q]
     H = np.empty((D, D))
     L = np.empty((D, D))
     grad = np.empty(D)
     step = np.empty(D)
     trial = np.empty(D)
-
-    def row(u, out_idx, out_val):
-        i, j = first[u], second[u]
-        wk = theta[u, K]
-        out_idx[0] = 0
-        out_val[0] = wk * (rater[u, i] - rater[u, j])
-        for q in range(K):
-            out_idx[1 + q] = 1 + i * K + q
-            out_val[1 + q] = wk * rater[u, q]
-            out_idx[1 + K + q] = 1 + j * K + q
-            out_val[1 + K + q] = -wk * rater[u, q]
-        return theta[u, i] - theta[u, j]
-
-    def objective(wv):
-        f = 0.0
-        for k in range(D):
-            f += 0.5 * pen[k] * (wv[k] - target[k]) ** 2
-        for u in range(n):
-            off = row(u, idx, val)
-            eta = off
-            for k in range(2 * K + 1):
-                eta += val[k] * wv[idx[k]]
-            f += _softplus(eta) - y[u] * eta
-        return f
-
-    f = objective(w)
+    eta, ex = np.empty(n), np.empty(n)
+    eta_t, ex_t = np.empty(n), np.empty(n)
+    f = _recal_objective(w, off, idx, val, y, pen, target, eta, ex)
     for it in range(1, iters + 1):
         for k in range(D):
             grad[k] = pen[k] * (w[k] - target[k])
@@ -677,17 +710,16 @@ def recalibration_newton(first, second, rater, theta, y, ridge, ridge_a, w0, ite
                 H[k, l] = 0.0
             H[k, k] = pen[k]
         for u in range(n):
-            off = row(u, idx, val)
-            eta = off
-            for k in range(2 * K + 1):
-                eta += val[k] * w[idx[k]]
-            p = _sigmoid(eta)
+            x = ex[u]
+            p = 1.0 / (1.0 + x) if eta[u] >= 0 else x / (1.0 + x)
             r = p - y[u]
-            v = p * (1.0 - p)
-            for k in range(2 * K + 1):
-                grad[idx[k]] += val[k] * r
-                for l in range(2 * K + 1):
-                    H[idx[k], idx[l]] += v * val[k] * val[l]
+            v = x / ((1.0 + x) * (1.0 + x))
+            for k in range(nz):
+                a = idx[u, k]
+                grad[a] += val[u, k] * r
+                vk = v * val[u, k]
+                for l in range(nz):
+                    H[a, idx[u, l]] += vk * val[u, l]
         if not _cholesky(H, L):
             return w, -1
         _chol_solve(L, grad, step)
@@ -695,7 +727,7 @@ def recalibration_newton(first, second, rater, theta, y, ridge, ridge_a, w0, ite
         while True:
             for k in range(D):
                 trial[k] = w[k] - tt * step[k]
-            f_new = objective(trial)
+            f_new = _recal_objective(trial, off, idx, val, y, pen, target, eta_t, ex_t)
             if f_new > f + 1e-10 * (1.0 + abs(f)) and tt > 1e-10:
                 tt *= 0.5
             else:
@@ -704,6 +736,8 @@ def recalibration_newton(first, second, rater, theta, y, ridge, ridge_a, w0, ite
         for k in range(D):
             big = max(big, abs(tt * step[k]))
             w[k] = trial[k]
+        eta[:] = eta_t
+        ex[:] = ex_t
         f = f_new
         if big < tol:
             return w, it

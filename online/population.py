@@ -97,9 +97,13 @@ def _normalised(joint: np.ndarray) -> np.ndarray:
     return e / e.sum(-1, keepdims=True)
 
 
-def _factors(covs):
-    """(precisions, log determinants) of component covariances [C, d, d]."""
-    return np.linalg.inv(covs), np.linalg.slogdet(covs)[1]
+def _factors(covs, engine: str = "numba"):
+    """(inverses, log determinants) of symmetric positive definite matrices [C, d, d]."""
+    if engine == "numpy":
+        return np.linalg.inv(covs), np.linalg.slogdet(covs)[1]
+    from online import kernels
+
+    return kernels.spd_factors(np.ascontiguousarray(covs, dtype=float))
 
 
 def fit_units(Z, y, users, comps, means, covs, init, engine: str = "numba", factors=None):
@@ -113,7 +117,7 @@ def fit_units(Z, y, users, comps, means, covs, init, engine: str = "numba", fact
         return laplace_fit_batch(means[comps], covs[comps], Z[users], y[users], init=init)
     from online import kernels
 
-    precs, logdets = factors if factors is not None else _factors(covs)
+    precs, logdets = factors if factors is not None else _factors(covs, engine)
     modes, post, ev, ok = kernels.laplace_units(Z, y, users, comps, means, precs, logdets, np.array(init, dtype=float))
     if not ok.all():
         raise RuntimeError(f"Laplace: Newton did not converge for session(s) {users[~ok][:10].tolist()}")
@@ -124,7 +128,7 @@ def surrogate_units(users, comps, lik_prec, lik_lin, lik_const, means, covs, eng
     """Closed-form fits of user users[b] under N(means[comps[b]], covs[comps[b]]) with the
     Gaussian likelihood surrogate of that user: (modes [B, d], covs [B, d, d], log evidence [B])."""
     users, comps = np.asarray(users, dtype=np.int64), np.asarray(comps, dtype=np.int64)
-    precs, logdets = factors if factors is not None else _factors(covs)
+    precs, logdets = factors if factors is not None else _factors(covs, engine)
     if engine != "numpy":
         from online import kernels
 
@@ -146,8 +150,8 @@ def fit_broad(pop: Population, Z, y, users, engine: str = "numba") -> Population
     C = len(pop.weights)
     mode, cov, ev = fit_units(Z, y, users, np.full(len(users), C - 1), pop.means, pop.covs,
                               pop.broad_modes[users], engine)
-    H = np.linalg.inv(cov)
-    _, logdet_H = np.linalg.slogdet(H)
+    H, logdet_cov = _factors(cov, engine)
+    logdet_H = -logdet_cov
     d = mode.shape[1]
     tau2 = pop.covs[-1, 0, 0]
     pop.broad_modes[users] = mode
@@ -192,7 +196,7 @@ def _e_step(pop: Population, Z, y, users, engine, exact: bool = False, exact_min
     (``refit_population`` copies them once on entry).
     """
     C = len(pop.weights)
-    factors = _factors(pop.covs)
+    factors = _factors(pop.covs, engine)
     if engine != "numpy" and not exact:
         from online import kernels
 
@@ -274,7 +278,7 @@ def refit_population(pop: Population, Z: np.ndarray, y: np.ndarray, alpha: float
         lik_prec=np.concatenate([pop.lik_prec, np.zeros((1, d, d))]), lik_lin=np.concatenate([pop.lik_lin, np.zeros((1, d))]),
         lik_const=np.concatenate([pop.lik_const, np.zeros(1)]), totals=tuple(t.copy() for t in pop.totals))
     pop = fit_broad(pop, Z, y, [v], engine)
-    bm, bc = pop.broad_modes[v:], np.linalg.inv(pop.lik_prec[v:] + np.eye(d) / pop.covs[-1, 0, 0])
+    bm, bc = pop.broad_modes[v:], _factors(pop.lik_prec[v:] + np.eye(d) / pop.covs[-1, 0, 0], engine)[0]
     pop, joint = _e_step(pop, Z, y, np.array([v]), engine, exact, exact_min)
     # birth from the newest session
     free = np.flatnonzero(~pop.active[:-1])

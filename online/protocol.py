@@ -51,6 +51,10 @@ class PolicyOutputError(ValueError):
 
 def check_pair(out, K: int, policy: str, arrival: int, round_: int) -> tuple[int, int]:
     """Validate `select`'s output; return it as two Python ints or raise PolicyOutputError."""
+    if type(out) is tuple and len(out) == 2:              # the common case, checked cheaply
+        i, j = out
+        if type(i) is int and type(j) is int and 0 <= i < K and 0 <= j < K and i != j:
+            return i, j
     where = f"policy {policy!r} at arrival {arrival}, round {round_}"
     try:
         items = list(out)

@@ -44,6 +44,8 @@ from tdmodels.population_model import ALPHA, N_LEARNED, RIDGE, recalibrated_desi
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior
 
 ENGINES = ("numba", "numpy")
+_ONE = np.ones(1, dtype=bool)
+RECAL_TOL = 1e-7         # Newton step size at which the recalibration fit stops (quadratic: error ~1e-14 by then)
 
 
 class Settings(NamedTuple):
@@ -134,11 +136,13 @@ def select(state: CODuelState, Phi: np.ndarray) -> tuple[tuple[int, int], CODuel
         P = kn.recalibrated(np.asarray(Phi, dtype=float), state.A)
     else:
         P = recalibrate(Phi, state.A)
-    keep = s.bank_size - 1
-    bank = np.concatenate([state.bank[len(state.bank) - keep:] if keep > 0 else state.bank[:0], Phi[None]])
-    bank_P = np.concatenate([state.bank_P[len(state.bank_P) - keep:] if keep > 0 else state.bank_P[:0], P[None]])
+    bank, bank_P = state.bank, state.bank_P
+    if s.lookahead:                 # greedy play needs no bank
+        keep = s.bank_size - 1
+        bank = np.concatenate([bank[len(bank) - keep:] if keep > 0 else bank[:0], Phi[None]])
+        bank_P = np.concatenate([bank_P[len(bank_P) - keep:] if keep > 0 else bank_P[:0], P[None]])
     b = state.belief if state.transfer else state.alone
-    active = state.pop.active if state.transfer else np.ones(1, dtype=bool)
+    active = state.pop.active if state.transfer else _ONE
     if state.transfer and s.lookahead:
         remaining = state.S - state.t - 1
         pair = (kn.lookahead_pair(b.log_w, b.means, b.covs, active, P, bank_P, remaining) if fast
@@ -178,11 +182,11 @@ def _refit_A(state: CODuelState, done: Completed) -> np.ndarray:
     first, second, rater, y = done.first.ravel(), done.second.ravel(), done.rater.reshape(-1, K), done.y.ravel()
     if s.engine == "numba":
         w, it = kn.recalibration_newton(first.astype(np.int64), second.astype(np.int64), rater, th, y,
-                                        float(s.ridge), RIDGE_A, w0)
+                                        float(s.ridge), RIDGE_A, w0, tol=RECAL_TOL)
         if it < 0:
             raise RuntimeError("recalibration fit: Newton did not converge")
         return w
-    fit = fit_recalibration_map(first, second, rater, th, y, ridge=s.ridge, init=w0)
+    fit = fit_recalibration_map(first, second, rater, th, y, ridge=s.ridge, init=w0, tol=RECAL_TOL)
     return np.r_[fit.a, fit.A_dev.ravel()]
 
 
