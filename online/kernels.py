@@ -25,6 +25,7 @@ from numba import njit
 NEWTON_ITERS = 100            # scalar one-click step, as inference.laplace
 NEWTON_RTOL = 1e-12
 PRUNE_NATS = 20.0             # lookahead: components under exp(-20) of the heaviest are left out
+RESP_FLOOR = 1e-12            # E-step: responsibilities below this are set to 0 (moments not stored)
 LOOKAHEAD_RTOL = 1e-6         # lookahead: only means after a hypothetical click are needed
 HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
@@ -538,9 +539,20 @@ def laplace_units(Z, y, users, comps, comp_means, comp_precs, comp_logdets, init
 
 
 @njit(cache=True)
-def _surrogate_one(u, c, lik_prec, lik_lin, lik_const, comp_means, comp_precs, comp_logdets, mode, cov, Q, L, rhs,
-                   e, col):
-    """One unit of `surrogate_units`: writes mode [d] and cov [d, d], returns the log evidence."""
+def _inverse_from_chol(L, out, e, col):
+    d = L.shape[0]
+    for i in range(d):
+        e[:] = 0.0
+        e[i] = 1.0
+        _chol_solve(L, e, col)
+        for j in range(d):
+            out[j, i] = col[j]
+
+
+@njit(cache=True)
+def _surrogate_one(u, c, lik_prec, lik_lin, lik_const, comp_means, comp_precs, comp_logdets, mode, Q, L, rhs, col):
+    """One unit of `surrogate_units`: writes mode [d] and the Cholesky factor L of the posterior
+    precision, returns the log evidence (-inf if the precision is not positive definite)."""
     d = comp_means.shape[1]
     P = comp_precs[c]
     m = comp_means[c]
@@ -554,7 +566,6 @@ def _surrogate_one(u, c, lik_prec, lik_lin, lik_const, comp_means, comp_precs, c
         mPm += m[i] * acc
     if not _cholesky(Q, L):
         mode[:] = m
-        cov[:] = 0.0
         return -np.inf
     _chol_solve(L, rhs, col)
     quad = 0.0
@@ -563,12 +574,6 @@ def _surrogate_one(u, c, lik_prec, lik_lin, lik_const, comp_means, comp_precs, c
         mode[i] = col[i]
         quad += rhs[i] * col[i]
         logdet_Q += 2.0 * math.log(L[i, i])
-    for i in range(d):
-        e[:] = 0.0
-        e[i] = 1.0
-        _chol_solve(L, e, col)
-        for j in range(d):
-            cov[j, i] = col[j]
     return lik_const[u] - 0.5 * mPm - 0.5 * comp_logdets[c] - 0.5 * logdet_Q + 0.5 * quad
 
 
@@ -588,7 +593,11 @@ def surrogate_units(users, comps, lik_prec, lik_lin, lik_const, comp_means, comp
     rhs, e, col = np.empty(d), np.empty(d), np.empty(d)
     for b in range(B):
         log_ev[b] = _surrogate_one(users[b], comps[b], lik_prec, lik_lin, lik_const, comp_means, comp_precs,
-                                   comp_logdets, modes[b], covs[b], Q, L, rhs, e, col)
+                                   comp_logdets, modes[b], Q, L, rhs, col)
+        if np.isfinite(log_ev[b]):
+            _inverse_from_chol(L, covs[b], e, col)
+        else:
+            covs[b] = 0.0
     return modes, covs, log_ev
 
 
@@ -611,7 +620,8 @@ def surrogate_estep(users, active, log_w, comp_means, comp_precs, comp_logdets, 
         if active[c]:
             act[na] = c
             na += 1
-    Q, L = np.empty((d, d)), np.empty((d, d))
+    Q = np.empty((d, d))
+    Ls = np.empty((C, d, d))
     rhs, e, col = np.empty(d), np.empty(d), np.empty(d)
     for b in range(nu):
         u = users[b]
@@ -628,16 +638,26 @@ def surrogate_estep(users, active, log_w, comp_means, comp_precs, comp_logdets, 
         for k in range(na):
             c = act[k]
             ev = _surrogate_one(u, c, lik_prec, lik_lin, lik_const, comp_means, comp_precs, comp_logdets,
-                                unit_modes[u, c], unit_covs[u, c], Q, L, rhs, e, col)
+                                unit_modes[u, c], Q, Ls[c], rhs, col)
             joint[b, c] = log_w[c] + ev
             top = max(top, joint[b, c])
         tot = 0.0
         for k in range(na):
             tot += math.exp(joint[b, act[k]] - top)
+        kept = 0.0
         for k in range(na):
             c = act[k]
             r = math.exp(joint[b, c] - top) / tot
+            if r >= RESP_FLOOR:
+                resp[u, c] = r
+                kept += r
+        for k in range(na):
+            c = act[k]
+            if resp[u, c] == 0.0:
+                continue
+            r = resp[u, c] / kept
             resp[u, c] = r
+            _inverse_from_chol(Ls[c], unit_covs[u, c], e, col)
             T0[c] += r
             for i in range(d):
                 T1[c, i] += r * unit_modes[u, c, i]

@@ -48,6 +48,7 @@ from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior
 EM_ITERS = 2
 REFRESH = 8
 EXACT_MIN = 1e-3
+RESP_FLOOR = 1e-12           # responsibilities below this are set to 0 and the unit's covariance is not stored
 MIN_SUPPORT = 0.5
 
 
@@ -219,11 +220,15 @@ def _e_step(pop: Population, Z, y, users, engine, exact: bool = False, exact_min
         modes[exact], covs[exact], ev[exact] = fit_units(Z, y, uu[exact], cc[exact], pop.means, pop.covs,
                                                          modes[exact], engine, factors)
         joint = log_w[None] + ev.reshape(nu, nc)
+    r = _normalised(joint)
+    r = np.where(r >= RESP_FLOOR, r, 0.0)
+    r /= r.sum(1, keepdims=True)
     resp = np.zeros((nu, C))
-    resp[:, comps] = _normalised(joint)
+    resp[:, comps] = r
     old = _totals(pop.resp[users], pop.unit_modes[users], pop.unit_covs[users])
     pop.unit_modes[uu, cc] = modes
-    pop.unit_covs[uu, cc] = covs
+    kept = r.ravel() > 0                          # moments of units without responsibility are not stored
+    pop.unit_covs[uu[kept], cc[kept]] = covs[kept]
     pop.resp[users] = resp
     new = _totals(resp, pop.unit_modes[users], pop.unit_covs[users])
     totals = tuple(t + a - b for t, a, b in zip(pop.totals, new, old))
