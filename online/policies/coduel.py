@@ -224,6 +224,8 @@ class BeliefTrace(NamedTuple):
     covs: np.ndarray         # [N, S, C, d, d]
     transfer: np.ndarray     # [N] bool, whether the population learner chose this session's pairs
     gate_llr: np.ndarray     # [N, S] running log-likelihood ratio of the session (population - alone)
+    gate_mean: np.ndarray    # [N] at arrival: mean ratio over completed sessions
+    gate_se: np.ndarray      # [N] at arrival: its standard error (nan below two sessions)
 
 
 class CODuel(Policy):
@@ -255,7 +257,8 @@ class CODuel(Policy):
         self._priors.append(self.state.pop.prior)
         self._recal.append(self.state.A)
         if self.record:
-            self._trace.append((self.state.transfer, []))
+            g = self.state.gate
+            self._trace.append((self.state.transfer, [], g.mean, gt.standard_error(g)))
 
     def arrival_priors(self) -> MixturePrior:
         """The population prior each user arrived under, zero-padded to a common component count."""
@@ -274,10 +277,10 @@ class CODuel(Policy):
     def belief_trace(self) -> BeliefTrace:
         if not self.record:
             raise RuntimeError("CODuel: construct with record=True to keep the belief per round")
-        rounds = [r for _, r in self._trace]
+        rounds = [r for _, r, _, _ in self._trace]
         return BeliefTrace(*(np.array([[x[k] for x in r] for r in rounds]) for k in range(3)),
-                           np.array([t for t, _ in self._trace]),
-                           np.array([[x[3] for x in r] for r in rounds]))
+                           np.array([t[0] for t in self._trace]), np.array([[x[3] for x in r] for r in rounds]),
+                           np.array([t[2] for t in self._trace]), np.array([t[3] for t in self._trace]))
 
     def select(self, Phi):
         pair, self.state = select(self.state, Phi)

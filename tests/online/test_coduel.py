@@ -117,6 +117,8 @@ def test_the_belief_can_be_recorded_every_round(dev_world):
     last = pol.state.belief                              # the trace's last row is the state's belief
     np.testing.assert_array_equal(tr.means[-1, -1], last.means)
     assert tr.gate_llr.shape == (10, 24)
+    assert np.isnan(tr.gate_se[:2]).all() and np.isfinite(tr.gate_se[2:]).all()
+    np.testing.assert_allclose(tr.gate_mean[9], tr.gate_llr[:9, -1].mean())     # the mean of completed sessions
     with pytest.raises(RuntimeError, match="record=True"):
         make_policy("coduel").belief_trace()
 
