@@ -1,0 +1,59 @@
+"""Scalar pieces shared by the kernels: sigmoids, the one-click Newton, the probit predictive."""
+from __future__ import annotations
+
+import math
+
+from numba import njit
+
+NEWTON_ITERS = 100            # scalar one-click step, as inference.laplace
+NEWTON_RTOL = 1e-12
+
+
+@njit(cache=True)
+def _sigmoid(x):
+    return 0.5 * (1.0 + math.tanh(0.5 * x))
+
+
+@njit(cache=True)
+def _log_sigmoid(x):
+    # -log(1 + exp(-x)), stable both ways
+    if x >= 0:
+        return -math.log1p(math.exp(-x))
+    return x - math.log1p(math.exp(x))
+
+
+@njit(cache=True)
+def click_mode(a, s, y, rtol=NEWTON_RTOL, p_a=-1.0):
+    """Mode of N(eta; a, s) x Bernoulli(y; sigmoid(eta)); the algorithm of inference.laplace.click_mode.
+    p_a = sigmoid(a) when the caller has it (both outcomes start from the same point)."""
+    if s <= 0.0:
+        return a
+    eta = a
+    if y:
+        lo, hi = a, a + s
+    else:
+        lo, hi = a - s, a
+    dx_old = 2.0 * s
+    for it in range(NEWTON_ITERS):
+        p = p_a if it == 0 and p_a >= 0.0 else _sigmoid(eta)
+        g = (y - p) - (eta - a) / s
+        if g > 0:
+            lo = eta
+        else:
+            hi = eta
+        dx = g / (p * (1.0 - p) + 1.0 / s)
+        if abs(dx) < rtol * (1.0 + abs(eta)):
+            return eta + dx
+        if lo < eta + dx < hi and abs(dx) <= 0.5 * abs(dx_old):
+            eta = eta + dx
+        else:
+            dx = 0.5 * (lo + hi) - eta
+            eta = 0.5 * (lo + hi)
+        dx_old = dx
+    return eta
+
+
+@njit(cache=True)
+def probit_log_predictive(a, s, y):
+    x = a / math.sqrt(1.0 + math.pi * s / 8.0)
+    return _log_sigmoid(x if y else -x)

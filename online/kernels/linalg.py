@@ -1,0 +1,80 @@
+"""Small dense linear algebra for d x d symmetric positive definite matrices (d = 7 here):
+hand-written Cholesky beats LAPACK calls at this size."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def _cholesky(A, L):
+    """Lower Cholesky factor of A into L; False if A is not positive definite."""
+    d = A.shape[0]
+    for i in range(d):
+        for j in range(i + 1):
+            acc = A[i, j]
+            for k in range(j):
+                acc -= L[i, k] * L[j, k]
+            if i == j:
+                if acc <= 0.0:
+                    return False
+                L[i, i] = math.sqrt(acc)
+            else:
+                L[i, j] = acc / L[j, j]
+        for j in range(i + 1, d):
+            L[i, j] = 0.0
+    return True
+
+
+@njit(cache=True)
+def _chol_solve(L, b, out):
+    d = L.shape[0]
+    for i in range(d):
+        acc = b[i]
+        for k in range(i):
+            acc -= L[i, k] * out[k]
+        out[i] = acc / L[i, i]
+    for i in range(d - 1, -1, -1):
+        acc = out[i]
+        for k in range(i + 1, d):
+            acc -= L[k, i] * out[k]
+        out[i] = acc / L[i, i]
+
+
+@njit(cache=True)
+def _inverse_from_chol(L, out, e, col):
+    d = L.shape[0]
+    for i in range(d):
+        e[:] = 0.0
+        e[i] = 1.0
+        _chol_solve(L, e, col)
+        for j in range(d):
+            out[j, i] = col[j]
+
+
+@njit(cache=True)
+def spd_factors(mats):
+    """Inverses [B, d, d] and log determinants [B] of symmetric positive definite mats [B, d, d]
+    (NaN where a matrix is not positive definite)."""
+    B, d, _ = mats.shape
+    inv = np.empty((B, d, d))
+    logdet = np.empty(B)
+    L = np.empty((d, d))
+    e, col = np.empty(d), np.empty(d)
+    for b in range(B):
+        if not _cholesky(mats[b], L):
+            inv[b] = np.nan
+            logdet[b] = np.nan
+            continue
+        acc = 0.0
+        for i in range(d):
+            acc += 2.0 * math.log(L[i, i])
+            e[:] = 0.0
+            e[i] = 1.0
+            _chol_solve(L, e, col)
+            for j in range(d):
+                inv[b, j, i] = col[j]
+        logdet[b] = acc
+    return inv, logdet
