@@ -4,7 +4,8 @@ same algorithm (``engine="numpy"``), in the same process, and print both and the
     python benchmarks/coduel_speed.py [--world dev] [--repeats 3] [--numpy-repeats 1]
 
 Each figure is the wall time of the replay loop (the policy's five methods and the click
-simulation; the row's `wall_s`), best of the repeats; "per 8400 rounds" rescales to the
+simulation; the row's `wall_s`), best of the repeats; the loop with random pairs shows what
+the harness alone costs; "per 8400 rounds" rescales to the
 issue's 350 arrivals x 24 rounds. The compiled kernels are warmed up (compiled or loaded
 from numba's cache) before timing. Peak memory is the maximum resident set size of a fresh
 process that runs one full CODuel replay (imports included).
@@ -46,6 +47,8 @@ def main():
     for _, spec in SPECS:
         replay(world, 0, spec, arrivals=12)                 # compile / load the kernels
     print(f"{a.world}: {rounds} rounds per run; best of {a.repeats} (compiled) and {a.numpy_repeats} (NumPy)")
+    harness = best_wall(world, "random", a.repeats)
+    print(f"  the replay loop alone (random pairs): {harness:.2f} s, {harness * ROUNDS_REF / rounds:.2f} s per 8400 rounds")
     print(f"  {'pair rule':10s} {'compiled':>10s} {'NumPy':>10s} {'ratio':>7s}   compiled per 8400 rounds")
     for label, spec in SPECS:
         fast = best_wall(world, spec, a.repeats)
