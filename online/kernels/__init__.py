@@ -10,9 +10,9 @@ the per-session buffers of a population its caller has just copied (so the funct
 stays pure).
 
 Why compiled loops and not JAX: shapes are tiny (17 components, d = 7, 6 personas), and
-XLA on CPU spends more on dispatch than on the arithmetic (NOTES-inference.md: jitted
-steps 3x slower than numba for this learner). Hand-written 7x7 Cholesky beats LAPACK
-calls at this size.
+XLA on CPU spends more on dispatch than on the arithmetic (NOTES-inference.md: a jitted
+JAX prototype of this learner was 2.5-2.7x slower than a numba one). Hand-written 7x7
+Cholesky beats LAPACK calls at this size.
 
 Components are fixed slots; `active[c]` says which hold a component. Inactive slots are
 skipped everywhere (their log weight is -inf).

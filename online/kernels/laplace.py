@@ -121,11 +121,7 @@ def laplace_units(Z, y, users, comps, comp_means, comp_precs, comp_logdets, init
         logdet_H = 0.0
         for i in range(d):
             logdet_H += 2.0 * math.log(L[i, i])
-            e[:] = 0.0
-            e[i] = 1.0
-            _chol_solve(L, e, col)
-            for j in range(d):
-                covs[b, j, i] = col[j]
+        _inverse_from_chol(L, covs[b], e, col)
         # log p(y | theta) + log N(theta; m, P^-1) + d/2 log 2pi - 1/2 log det H
         log_ev[b] = -f - 0.5 * comp_logdets[c] - 0.5 * logdet_H
     return modes, covs, log_ev, ok

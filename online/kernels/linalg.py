@@ -71,10 +71,6 @@ def spd_factors(mats):
         acc = 0.0
         for i in range(d):
             acc += 2.0 * math.log(L[i, i])
-            e[:] = 0.0
-            e[i] = 1.0
-            _chol_solve(L, e, col)
-            for j in range(d):
-                inv[b, j, i] = col[j]
+        _inverse_from_chol(L, inv[b], e, col)
         logdet[b] = acc
     return inv, logdet
