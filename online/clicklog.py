@@ -36,6 +36,7 @@ class ClickLog(NamedTuple):
     attrs: dict              # world, world_digest, seed, policy, arrivals_limit
     priors: MixturePrior | None = None   # the policy's prior at each arrival (weights [N, C]), if it records one
     recalibration: np.ndarray | None = None   # [N, K, K] the rater recalibration A each arrival's clicks were read with
+    beliefs: MixturePrior | None = None  # each user's online posterior at session end (Gaussian mixture), if recorded
 
     @property
     def n_users(self) -> int:
@@ -81,6 +82,10 @@ def to_dataset(log: ClickLog) -> xr.Dataset:
                   "prior_covs": (("arrival", "component", "feature", "feature2"), C)}
     if log.recalibration is not None:
         priors["recalibration"] = (("arrival", "persona", "persona2"), log.recalibration)
+    if log.beliefs is not None:
+        w, m, C = log.beliefs
+        priors.update({"belief_weights": (("arrival", "slot"), w), "belief_means": (("arrival", "slot", "feature"), m),
+                       "belief_covs": (("arrival", "slot", "feature", "feature2"), C)})
     return xr.Dataset(
         {"student": (a, log.student), "question": (ar, log.question), "first": (ar, log.first),
          "second": (ar, log.second), "phi_first": (ar + ("feature",), log.phi_first),
@@ -130,4 +135,9 @@ def load_click_log(path: str | os.PathLike) -> ClickLog:
         K = arrs["rater"].shape[-1]
         if recal.shape != (N, K, K) or not np.all(np.isfinite(recal)):
             raise ClickLogError(f"click log {path}: recalibration must be finite [{N}, {K}, {K}], got {recal.shape}")
-    return ClickLog(**arrs, attrs=attrs, priors=priors, recalibration=recal)
+    beliefs = None
+    if "belief_weights" in ds:
+        beliefs = MixturePrior(ds["belief_weights"].values, ds["belief_means"].values, ds["belief_covs"].values)
+        if beliefs.weights.shape[0] != N:
+            raise ClickLogError(f"click log {path}: beliefs for {beliefs.weights.shape[0]} arrivals, clicks for {N}")
+    return ClickLog(**arrs, attrs=attrs, priors=priors, recalibration=recal, beliefs=beliefs)

@@ -118,4 +118,6 @@ def _play(world: xr.Dataset, seed: int, spec: str, arrivals: int | None, keep_lo
         log = log._replace(priors=policy.arrival_priors())
     if callable(getattr(policy, "arrival_recalibrations", None)):
         log = log._replace(recalibration=policy.arrival_recalibrations())
+    if callable(getattr(policy, "session_beliefs", None)):
+        log = log._replace(beliefs=policy.session_beliefs())
     return row, log

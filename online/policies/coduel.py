@@ -250,7 +250,7 @@ class CODuel(Policy):
         super().reset(rng, context)
         self.state = init(context["K"], context["d"], context["S"],
                           self.settings._replace(bank_size=int(context.get("b", 16))))
-        self._priors, self._recal, self._trace = [], [], []
+        self._priors, self._recal, self._trace, self._final = [], [], [], []
 
     def start_student(self):
         self.state = start_session(self.state)
@@ -293,7 +293,14 @@ class CODuel(Policy):
             self._trace[-1][1].append((b.log_w, b.means, b.covs, self.state.gate.current))
 
     def end_student(self):
+        self._final.append(self.state.belief)
         self.state = end_session(self.state)
+
+    def session_beliefs(self) -> MixturePrior:
+        """Each user's belief at the end of their session (weights [N, C] over component slots,
+        0 on empty ones; means [N, C, d]; covs [N, C, d, d]): the online posterior to validate."""
+        return MixturePrior(np.exp(np.array([b.log_w for b in self._final])), np.array([b.means for b in self._final]),
+                            np.array([b.covs for b in self._final]))
 
 
 __all__ = ["CODuel", "CODuelState", "Settings", "BeliefTrace", "init", "start_session", "select", "update",

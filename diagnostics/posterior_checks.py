@@ -1,0 +1,158 @@
+"""Check an approximate posterior (a Gaussian mixture, e.g. the online Laplace belief) against
+draws from the exact posterior (e.g. NUTS), one user at a time.
+
+Figures, all per coordinate in units of the exact posterior sd unless stated:
+
+- standardised mean error (E_q - E_p) / sd_p, and the sd ratio sd_q / sd_p (the mixture's
+  moments are exact, the reference's are Monte Carlo estimates);
+- marginal 1-Wasserstein distance between draws of q and of p, beside its noise floor: the
+  same distance between two halves of the reference draws (a distance is only meaningful
+  against what two samples of the same posterior give);
+- PSIS k-hat of log p - log q over draws of q (q as the importance proposal; needs the
+  exact log posterior up to a constant): < 0.5 good, 0.5-0.7 usable, > 0.7 unreliable.
+
+Flags (`PosteriorCheck.problems`): k-hat > 0.7, |mean error| > 0.3 sd, sd ratio outside
+[0.75, 1.33]. The tolerances follow NOTES-inference.md (on a 7-dim logistic example a good
+Laplace gave mean errors 0.02-0.26 sd, sd ratios 0.94-1.00, k-hat about 0.53).
+"""
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import arviz as az
+import numpy as np
+from scipy.special import logsumexp
+from scipy.stats import wasserstein_distance
+
+KHAT_MAX = 0.7
+MEAN_ERROR_MAX = 0.3
+SD_RATIO_RANGE = (0.75, 1.33)
+
+
+class PosteriorCheck(NamedTuple):
+    mean_error: np.ndarray   # [d] (E_q - E_p) / sd_p
+    sd_ratio: np.ndarray     # [d] sd_q / sd_p
+    w1: np.ndarray           # [d] W1(q, p) / sd_p, with as many draws of q as in half the reference
+    w1_floor: np.ndarray     # [d] W1 between the two halves of the reference draws / sd_p
+    khat: float              # PSIS k-hat of log p - log q under q
+
+    @property
+    def problems(self) -> list[str]:
+        out = []
+        if not self.khat <= KHAT_MAX:
+            out.append(f"k-hat {self.khat:.2f} > {KHAT_MAX}")
+        worst = float(np.max(np.abs(self.mean_error)))
+        if worst > MEAN_ERROR_MAX:
+            out.append(f"mean error {worst:.2f} sd > {MEAN_ERROR_MAX}")
+        lo, hi = SD_RATIO_RANGE
+        bad = self.sd_ratio[(self.sd_ratio < lo) | (self.sd_ratio > hi)]
+        if len(bad):
+            out.append(f"sd ratio {bad[np.argmax(np.abs(np.log(bad)))]:.2f} outside [{lo}, {hi}]")
+        return out
+
+
+def mixture_moments(weights, means, covs) -> tuple[np.ndarray, np.ndarray]:
+    """Mean [d] and marginal sd [d] of the Gaussian mixture (weights [C], means [C, d], covs [C, d, d])."""
+    w = np.asarray(weights, dtype=float) / np.sum(weights)
+    mean = w @ means
+    var = w @ np.einsum("cii->ci", covs) + w @ (means - mean) ** 2
+    return mean, np.sqrt(var)
+
+
+def mixture_logpdf(theta, weights, means, covs) -> np.ndarray:
+    """log q(theta) for theta [..., d]; components with zero weight are skipped."""
+    keep = np.asarray(weights) > 0
+    w, m, S = np.asarray(weights)[keep], np.asarray(means)[keep], np.asarray(covs)[keep]
+    L = np.linalg.cholesky(S)                                           # [C, d, d]
+    dev = np.asarray(theta)[..., None, :] - m                           # [..., C, d]
+    sol = np.linalg.solve(L, dev[..., None])[..., 0]                    # L^-1 (theta - m)
+    d = m.shape[-1]
+    logdet = 2 * np.log(np.diagonal(L, axis1=-2, axis2=-1)).sum(-1)
+    comp = -0.5 * (np.sum(sol ** 2, -1) + logdet + d * np.log(2 * np.pi))
+    return logsumexp(np.log(w / w.sum()) + comp, axis=-1)
+
+
+def sample_mixture(rng: np.random.Generator, weights, means, covs, n: int) -> np.ndarray:
+    """n draws [n, d] of the Gaussian mixture."""
+    w = np.asarray(weights, dtype=float)
+    k = rng.choice(len(w), size=n, p=w / w.sum())
+    L = np.linalg.cholesky(np.asarray(covs)[k])
+    return np.asarray(means)[k] + np.einsum("nij,nj->ni", L, rng.standard_normal((n, means.shape[-1])))
+
+
+def psis_khat(log_ratios: np.ndarray) -> float:
+    """Pareto k-hat of importance log ratios [S] (ArviZ's PSIS; the ratios as they are)."""
+    _, khat = az.psislw(np.asarray(log_ratios, dtype=float))
+    return float(khat)
+
+
+def check_posterior(reference: np.ndarray, weights, means, covs, log_target: Callable[[np.ndarray], np.ndarray],
+                    rng: np.random.Generator, n_proposal: int = 4000) -> PosteriorCheck:
+    """Compare the mixture q = (weights, means, covs) with reference draws [S, d] of the exact posterior.
+
+    `log_target(theta [n, d]) -> [n]` is the exact log posterior up to a constant (for k-hat).
+    """
+    ref = np.asarray(reference, dtype=float)
+    sd_p = ref.std(0, ddof=1)
+    mean_q, sd_q = mixture_moments(weights, means, covs)
+    half = len(ref) // 2
+    a, b = ref[:half], ref[half:2 * half]
+    q = sample_mixture(rng, weights, means, covs, max(n_proposal, half))
+    w1 = np.array([wasserstein_distance(q[:half, i], b[:, i]) for i in range(ref.shape[1])]) / sd_p
+    floor = np.array([wasserstein_distance(a[:, i], b[:, i]) for i in range(ref.shape[1])]) / sd_p
+    log_ratio = log_target(q) - mixture_logpdf(q, weights, means, covs)
+    return PosteriorCheck((mean_q - ref.mean(0)) / sd_p, sd_q / sd_p, w1, floor, psis_khat(log_ratio))
+
+
+def btl_log_posterior(z: np.ndarray, y: np.ndarray, weights, means, covs) -> Callable[[np.ndarray], np.ndarray]:
+    """The exact log posterior (up to a constant) of one user's theta under the BTL click model:
+    clicks y [S] on designs z [S, d], prior the Gaussian mixture (weights, means, covs)."""
+    z, y = np.asarray(z, dtype=float), np.asarray(y, dtype=float)
+
+    def log_target(theta):
+        eta = theta @ z.T                                                  # [n, S]
+        loglik = np.sum(y * -np.logaddexp(0.0, -eta) + (1 - y) * -np.logaddexp(0.0, eta), -1)
+        return loglik + mixture_logpdf(theta, weights, means, covs)
+
+    return log_target
+
+
+class UserChecks(NamedTuple):
+    """`check_posterior` for every user of a run: arrays over users [U] or [U, d]."""
+    users: np.ndarray
+    mean_error: np.ndarray
+    sd_ratio: np.ndarray
+    w1: np.ndarray
+    w1_floor: np.ndarray
+    khat: np.ndarray
+
+    def summary(self) -> dict:
+        k = self.khat
+        return {"users": int(len(self.users)), "khat_median": float(np.median(k)), "khat_max": float(np.max(k)),
+                "share_khat_over_0.7": float(np.mean(k > KHAT_MAX)),
+                "mean_abs_error_sd": float(np.mean(np.abs(self.mean_error))),
+                "max_abs_error_sd": float(np.max(np.abs(self.mean_error))),
+                "sd_ratio_median": float(np.median(self.sd_ratio)),
+                "sd_ratio_range": (float(np.min(self.sd_ratio)), float(np.max(self.sd_ratio))),
+                "w1_over_floor_median": float(np.median(self.w1 / self.w1_floor))}
+
+
+def check_logged_users(log, reference_draws: np.ndarray, users=None, seed: int = 0,
+                       n_proposal: int = 4000) -> UserChecks:
+    """Each user's online belief at session end (``log.beliefs``) against reference draws of the
+    exact posterior under the prior the user arrived under (``log.priors``), on the design the
+    learner used (``log.recalibrated_design``). reference_draws [S, U, d] (all chains pooled),
+    aligned with `users` (default: the first U arrivals)."""
+    if log.beliefs is None or log.priors is None:
+        raise ValueError("check_logged_users: the click log records no online beliefs or arrival priors "
+                         "(replay a policy that keeps them, e.g. coduel, with --keep-clicks)")
+    ref = np.asarray(reference_draws, dtype=float)
+    users = np.arange(ref.shape[1]) if users is None else np.asarray(users)
+    z, y = log.recalibrated_design(users)
+    rng = np.random.default_rng(seed)
+    out = []
+    for b, u in enumerate(users):
+        pw, pm, pc = (a[u] for a in log.priors)
+        target = btl_log_posterior(z[b], y[b], pw, pm, pc)
+        out.append(check_posterior(ref[:, b], *(a[u] for a in log.beliefs), target, rng, n_proposal))
+    return UserChecks(users, *(np.array([getattr(c, f) for c in out]) for f in PosteriorCheck._fields))

@@ -1,0 +1,77 @@
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import multivariate_normal
+
+from diagnostics.posterior_checks import (btl_log_posterior, check_posterior, mixture_logpdf, mixture_moments,
+                                          sample_mixture)
+
+
+def _gaussian_case(seed, d=3, n_obs=40):
+    """Linear-Gaussian model: y = X theta + N(0, 1) noise, theta ~ N(m0, S0): the posterior is Gaussian."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n_obs, d))
+    m0, S0 = rng.standard_normal(d), np.diag(rng.uniform(0.5, 2.0, d))
+    y = X @ rng.standard_normal(d) + rng.standard_normal(n_obs)
+    P = np.linalg.inv(S0) + X.T @ X
+    Sp = np.linalg.inv(P)
+    mp = Sp @ (np.linalg.solve(S0, m0) + X.T @ y)
+
+    def log_target(theta):
+        r = y - theta @ X.T
+        return -0.5 * np.sum(r ** 2, -1) + multivariate_normal(m0, S0).logpdf(theta)
+
+    return rng, mp, Sp, log_target
+
+
+def test_exact_approximation_reports_noise_level_errors():
+    rng, mp, Sp, log_target = _gaussian_case(0)
+    ref = rng.multivariate_normal(mp, Sp, size=4000)          # exact draws stand in for MCMC
+    chk = check_posterior(ref, [1.0], mp[None], Sp[None], log_target, rng)
+    assert chk.khat < 0.5
+    assert np.all(np.abs(chk.mean_error) < 5 / np.sqrt(len(ref)))
+    assert np.all(np.abs(chk.sd_ratio - 1) < 0.05)
+    assert np.all(chk.w1 < 3 * chk.w1_floor + 0.02)
+    assert chk.problems == []
+
+
+def test_a_wrong_approximation_is_flagged():
+    rng, mp, Sp, log_target = _gaussian_case(1)
+    ref = rng.multivariate_normal(mp, Sp, size=4000)
+    narrow = check_posterior(ref, [1.0], mp[None], 0.25 * Sp[None], log_target, rng)       # sd halved
+    assert narrow.khat > 0.7 and np.allclose(narrow.sd_ratio, 0.5, atol=0.05)
+    assert any("k-hat" in p for p in narrow.problems) and any("sd ratio" in p for p in narrow.problems)
+    sd = np.sqrt(np.diag(Sp))
+    shifted = check_posterior(ref, [1.0], (mp + sd)[None], Sp[None], log_target, rng)       # mean off by one sd
+    assert np.allclose(shifted.mean_error, 1.0, atol=0.1)
+    assert any("mean error" in p for p in shifted.problems)
+    assert np.all(shifted.w1 > 5 * shifted.w1_floor)
+
+
+@given(st.integers(0, 10_000))
+@settings(max_examples=20)
+def test_mixture_density_and_moments(seed):
+    rng = np.random.default_rng(seed)
+    C, d = 3, 2
+    w = rng.dirichlet(np.ones(C))
+    m = rng.standard_normal((C, d)) * 2
+    A = rng.standard_normal((C, d, d))
+    S = A @ A.transpose(0, 2, 1) + 0.2 * np.eye(d)
+    x = rng.standard_normal((5, d))
+    ref = np.log(sum(w[k] * multivariate_normal(m[k], S[k]).pdf(x) for k in range(C)))
+    np.testing.assert_allclose(mixture_logpdf(x, w, m, S), ref, rtol=1e-10)
+    draws = sample_mixture(rng, w, m, S, 40_000)
+    mean, sd = mixture_moments(w, m, S)
+    assert np.all(np.abs(draws.mean(0) - mean) < 6 * sd / np.sqrt(40_000))
+    np.testing.assert_allclose(draws.std(0), sd, rtol=0.03)
+
+
+def test_btl_log_posterior_is_prior_plus_bernoulli_log_likelihood():
+    rng = np.random.default_rng(3)
+    z, y = rng.standard_normal((24, 7)), rng.integers(0, 2, 24)
+    w, m, S = np.array([1.0]), np.zeros((1, 7)), 4 * np.eye(7)[None]
+    f = btl_log_posterior(z, y, w, m, S)
+    theta = rng.standard_normal((3, 7))
+    p = 1 / (1 + np.exp(-(theta @ z.T)))
+    ref = np.sum(y * np.log(p) + (1 - y) * np.log(1 - p), -1) + multivariate_normal(m[0], S[0]).logpdf(theta)
+    np.testing.assert_allclose(f(theta), ref, rtol=1e-10)
