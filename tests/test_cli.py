@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 
 from tutorduel.cli import main
@@ -114,3 +115,26 @@ def test_fit_refits_each_user_under_the_prior_it_arrived_under(env_dirs, capsys)
     idata = az.from_netcdf(path)
     w = idata.constant_data.prior_weights.values
     assert w.shape[0] == 10 and (w[0] > 0).sum() == 1 and (w[-1] > 0).sum() > 1
+
+
+def test_validate_checks_each_users_online_belief_against_nuts(env_dirs, capsys):
+    import arviz as az
+
+    argv = ["validate", "--world", "dev", "--seed", "2", "--policy", "coduel", "--arrivals", "12", "--users", "4",
+            "--chains", "2", "--warmup", "150", "--draws", "150"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "k-hat median" in out and "W1 / noise floor" in out
+    idata = az.from_netcdf(out.strip().splitlines()[-1].removeprefix("wrote "))
+    assert idata.posterior.theta.shape == (2, 150, 4, 7)
+    assert idata["online"].theta.shape == (300, 4, 7)
+    chk = idata["checks"]
+    assert chk.khat.shape == (4,) and np.all(np.isfinite(chk.khat)) and chk.sd_ratio.shape == (4, 7)
+    assert np.all(chk.w1_floor > 0)
+
+
+def test_validate_needs_a_policy_that_records_beliefs(env_dirs, capsys):
+    rc = main(["validate", "--world", "dev", "--policy", "no-transfer", "--arrivals", "3", "--users", "2",
+               "--chains", "1", "--warmup", "10", "--draws", "10"])
+    assert rc != 0
+    assert "'no-transfer' does not record its online beliefs" in capsys.readouterr().err

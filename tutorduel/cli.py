@@ -181,6 +181,34 @@ def cmd_fit(a) -> int:
     return 0 if health.ok or not a.strict else 1
 
 
+def cmd_validate(a) -> int:
+    import inference.nuts  # noqa: F401  (first: sets the host device count before JAX starts)
+    import numpy as np
+    import pandas as pd
+
+    from diagnostics.validate_cell import validate_users
+    from online.store import RunStore
+    from tdmodels.rosters import open_world
+
+    world = open_world(a.world, allow_test=a.allow_test, directory=a.worlds)
+    checks, _, path = validate_users(world, a.seed, a.policy, RunStore(a.store), users=a.users, arrivals=a.arrivals,
+                                     chains=a.chains, warmup=a.warmup, draws=a.draws)
+    table = pd.DataFrame({"k-hat": checks.khat, "max |mean error| (sd)": np.abs(checks.mean_error).max(1),
+                          "min sd ratio": checks.sd_ratio.min(1), "max sd ratio": checks.sd_ratio.max(1),
+                          "max W1 / floor": (checks.w1 / checks.w1_floor).max(1)}, index=checks.users)
+    table.index.name = "user"
+    with pd.option_context("display.width", 160, "display.max_rows", 40):
+        print(table.round(3))
+    sm = checks.summary()
+    print(f"\nk-hat median {sm['khat_median']:.2f}, max {sm['khat_max']:.2f}, over 0.7: "
+          f"{100 * sm['share_khat_over_0.7']:.0f}% of {sm['users']} users; mean |error| {sm['mean_abs_error_sd']:.3f} sd "
+          f"(max {sm['max_abs_error_sd']:.2f}); sd ratio median {sm['sd_ratio_median']:.3f} "
+          f"(range {sm['sd_ratio_range'][0]:.2f}-{sm['sd_ratio_range'][1]:.2f}); W1 / noise floor median "
+          f"{sm['w1_over_floor_median']:.2f}")
+    print(f"wrote {path}")
+    return 0
+
+
 def cmd_export(a) -> int:
     from online.store import RunStore
 
@@ -241,6 +269,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--strict", action="store_true", help="fail (exit 1) when the fit misses a health threshold")
     _common(p)
     p.set_defaults(fn=cmd_fit)
+
+    p = sub.add_parser("validate", help="check each user's online belief against a NUTS reference on the same clicks")
+    p.add_argument("--world", default="dev")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--policy", default="coduel", help="a policy that records its beliefs (default: coduel)")
+    p.add_argument("--arrivals", type=int, help="validate the run truncated to its first N arrivals")
+    p.add_argument("--users", type=int, help="check only the first N users of the run")
+    p.add_argument("--chains", type=int, default=4)
+    p.add_argument("--warmup", type=int, default=1000)
+    p.add_argument("--draws", type=int, default=1000)
+    _common(p)
+    p.set_defaults(fn=cmd_validate)
 
     p = sub.add_parser("export", help="export stored rows to .csv or .parquet")
     p.add_argument("path")
