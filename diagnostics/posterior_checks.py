@@ -156,3 +156,19 @@ def check_logged_users(log, reference_draws: np.ndarray, users=None, seed: int =
         target = btl_log_posterior(z[b], y[b], pw, pm, pc)
         out.append(check_posterior(ref[:, b], *(a[u] for a in log.beliefs), target, rng, n_proposal))
     return UserChecks(users, *(np.array([getattr(c, f) for c in out]) for f in PosteriorCheck._fields))
+
+
+def exact_component_weights(units, n_users: int, n_components: int) -> np.ndarray:
+    """[U, C] posterior component probabilities of the NUTS reference (its `units` group:
+    importance-sampled evidence x prior weight, per (user, component); pruned pairs are 0)."""
+    out = np.zeros((n_users, n_components))
+    uu, kk = units["unit_user"].values, units["unit_component"].values
+    keep = uu < n_users
+    out[uu[keep], kk[keep]] = units["posterior_weight"].values[keep]
+    return out
+
+
+def weights_distance(online: np.ndarray, exact: np.ndarray) -> np.ndarray:
+    """Total variation distance [U] between the online and the exact component weights [U, C]."""
+    p = online / online.sum(-1, keepdims=True)
+    return 0.5 * np.abs(p - exact).sum(-1)

@@ -6,7 +6,9 @@ with and the online beliefs) comes from the store or a deterministic replay; the
 ``inference.user_reference.fit_users`` through ``inference.cell_fit.fit_cell`` (written as
 ``seed-NNNN.users.nc``); the checks are ``diagnostics.posterior_checks``. Output, beside the
 row: ``seed-NNNN.validate.nc``, an InferenceData with the NUTS mixture draws as `posterior`,
-draws of the online belief in group `online`, and the per-user figures in group `checks`.
+draws of the online belief in group `online`, and the per-user figures in group `checks`
+(with the online and the exact posterior component weights and their total variation
+distance).
 """
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ import arviz as az
 import numpy as np
 import xarray as xr
 
-from diagnostics.posterior_checks import UserChecks, check_logged_users, sample_mixture
+from diagnostics.posterior_checks import (UserChecks, check_logged_users, exact_component_weights, sample_mixture,
+                                          weights_distance)
 from inference.cell_fit import cell_click_log, fit_cell
 from inference.nuts import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_WARMUP
 from online.clicklog import save_click_log
@@ -52,12 +55,18 @@ def validate_users(world, seed: int, spec: str, store: RunStore, users: int | No
     checks = check_logged_users(log, pooled, np.arange(U), seed=check_seed)
     rng = np.random.default_rng(check_seed)
     online = np.stack([sample_mixture(rng, *(a[u] for a in log.beliefs), pooled.shape[0]) for u in range(U)], 1)
+    online_w = log.beliefs.weights[:U]
+    exact_w = exact_component_weights(idata_ref["units"], U, online_w.shape[1])
+    tv = weights_distance(online_w, exact_w)
     dims = ("user", "dim")
     figures = xr.Dataset({"khat": ("user", checks.khat), "mean_error": (dims, checks.mean_error),
                           "sd_ratio": (dims, checks.sd_ratio), "w1": (dims, checks.w1),
-                          "w1_floor": (dims, checks.w1_floor)},
+                          "w1_floor": (dims, checks.w1_floor), "weights_tv": ("user", tv),
+                          "online_weights": (("user", "component"), online_w),
+                          "exact_weights": (("user", "component"), exact_w)},
                          coords={"user": np.arange(U), "dim": np.arange(pooled.shape[-1])},
-                         attrs={k: (str(v) if isinstance(v, tuple) else v) for k, v in checks.summary().items()})
+                         attrs={**{k: (str(v) if isinstance(v, tuple) else v) for k, v in checks.summary().items()},
+                                "weights_tv_median": float(np.median(tv)), "weights_tv_max": float(np.max(tv))})
     idata = az.InferenceData(posterior=ref.to_dataset(name="theta"))
     idata.add_groups({"online": xr.Dataset({"theta": (("draw", "user", "dim"), online)}), "checks": figures})
     idata.posterior.attrs.update({"world": str(world.attrs["roster"]), "seed": int(seed),

@@ -32,8 +32,8 @@ def cell_click_log(world, seed: int, spec: str, store: RunStore, arrivals: int |
             log = load_click_log(path)
             if log.attrs.get("world_digest") == world_digest(world):
                 return log
-        except ClickLogError:
-            path.replace(path.with_suffix(".nc.corrupt"))
+        except ClickLogError as exc:     # damaged or written by an older version: kept aside, recomputed
+            path.replace(path.with_suffix(".nc.corrupt" if "format version" not in str(exc) else ".nc.old"))
     row, log = replay_logged(world, seed, spec, limit)
     save_click_log(log, path)
     if store.get(name, seed, spec, limit) is None:

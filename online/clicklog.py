@@ -17,7 +17,7 @@ import xarray as xr
 from online.store import atomic_save
 from tdmodels.priors import MixturePrior
 
-LOG_VERSION = 1
+LOG_VERSION = 2           # 2: recalibration and session-end beliefs over the arrival prior's components
 
 
 class ClickLogError(ValueError):
@@ -119,6 +119,9 @@ def load_click_log(path: str | os.PathLike) -> ClickLog:
     for n in ("phi_first", "phi_second", "rater"):
         if not np.all(np.isfinite(arrs[n])):
             raise ClickLogError(f"click log {path}: {n} has non-finite entries")
+    if int(ds.attrs.get("log_version", 0)) != LOG_VERSION:
+        raise ClickLogError(f"click log {path}: format version {ds.attrs.get('log_version')}, "
+                            f"this tutorduel writes {LOG_VERSION}")
     attrs = {k: v for k, v in ds.attrs.items() if k != "log_version"}
     if attrs.get("arrivals_limit", "") == "":
         attrs["arrivals_limit"] = None

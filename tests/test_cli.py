@@ -131,6 +131,8 @@ def test_validate_checks_each_users_online_belief_against_nuts(env_dirs, capsys)
     chk = idata["checks"]
     assert chk.khat.shape == (4,) and np.all(np.isfinite(chk.khat)) and chk.sd_ratio.shape == (4, 7)
     assert np.all(chk.w1_floor > 0)
+    np.testing.assert_allclose(chk.exact_weights.values.sum(-1), 1.0)
+    assert np.all((chk.weights_tv >= 0) & (chk.weights_tv <= 1))
 
 
 def test_validate_needs_a_policy_that_records_beliefs(env_dirs, capsys):

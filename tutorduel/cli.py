@@ -191,11 +191,12 @@ def cmd_validate(a) -> int:
     from tdmodels.rosters import open_world
 
     world = open_world(a.world, allow_test=a.allow_test, directory=a.worlds)
-    checks, _, path = validate_users(world, a.seed, a.policy, RunStore(a.store), users=a.users, arrivals=a.arrivals,
+    checks, idata, path = validate_users(world, a.seed, a.policy, RunStore(a.store), users=a.users, arrivals=a.arrivals,
                                      chains=a.chains, warmup=a.warmup, draws=a.draws)
     table = pd.DataFrame({"k-hat": checks.khat, "max |mean error| (sd)": np.abs(checks.mean_error).max(1),
                           "min sd ratio": checks.sd_ratio.min(1), "max sd ratio": checks.sd_ratio.max(1),
-                          "max W1 / floor": (checks.w1 / checks.w1_floor).max(1)}, index=checks.users)
+                          "max W1 / floor": (checks.w1 / checks.w1_floor).max(1),
+                          "weights TV": idata["checks"].weights_tv.values}, index=checks.users)
     table.index.name = "user"
     with pd.option_context("display.width", 160, "display.max_rows", 40):
         print(table.round(3))
@@ -204,7 +205,8 @@ def cmd_validate(a) -> int:
           f"{100 * sm['share_khat_over_0.7']:.0f}% of {sm['users']} users; mean |error| {sm['mean_abs_error_sd']:.3f} sd "
           f"(max {sm['max_abs_error_sd']:.2f}); sd ratio median {sm['sd_ratio_median']:.3f} "
           f"(range {sm['sd_ratio_range'][0]:.2f}-{sm['sd_ratio_range'][1]:.2f}); W1 / noise floor median "
-          f"{sm['w1_over_floor_median']:.2f}")
+          f"{sm['w1_over_floor_median']:.2f}; component weights TV median "
+          f"{idata['checks'].attrs['weights_tv_median']:.3f} (max {idata['checks'].attrs['weights_tv_max']:.3f})")
     print(f"wrote {path}")
     return 0
 

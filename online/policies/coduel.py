@@ -262,13 +262,7 @@ class CODuel(Policy):
 
     def arrival_priors(self) -> MixturePrior:
         """The population prior each user arrived under, zero-padded to a common component count."""
-        N, C = len(self._priors), max(len(p.weights) for p in self._priors)
-        d = self._priors[0].means.shape[-1]
-        w, m, S = np.zeros((N, C)), np.zeros((N, C, d)), np.tile(np.eye(d), (N, C, 1, 1))
-        for a, p in enumerate(self._priors):
-            k = len(p.weights)
-            w[a, :k], m[a, :k], S[a, :k] = p
-        return MixturePrior(w, m, S)
+        return _padded(self._priors)
 
     def arrival_recalibrations(self) -> np.ndarray:
         """[N, K, K]: the recalibration A each user's clicks were read with."""
@@ -293,14 +287,25 @@ class CODuel(Policy):
             self._trace[-1][1].append((b.log_w, b.means, b.covs, self.state.gate.current))
 
     def end_student(self):
-        self._final.append(self.state.belief)
+        self._final.append((self.state.belief, self.state.pop.active))
         self.state = end_session(self.state)
 
     def session_beliefs(self) -> MixturePrior:
-        """Each user's belief at the end of their session (weights [N, C] over component slots,
-        0 on empty ones; means [N, C, d]; covs [N, C, d, d]): the online posterior to validate."""
-        return MixturePrior(np.exp(np.array([b.log_w for b in self._final])), np.array([b.means for b in self._final]),
-                            np.array([b.covs for b in self._final]))
+        """Each user's belief at the end of their session over the components of the prior they
+        arrived under (same order as `arrival_priors`, zero-padded alike): weights [N, C], means
+        [N, C, d], covs [N, C, d, d]. The online posterior to validate."""
+        return _padded([MixturePrior(np.exp(b.log_w[a]), b.means[a], b.covs[a]) for b, a in self._final])
+
+
+def _padded(priors: list) -> MixturePrior:
+    """Mixtures with different component counts, zero-padded (weight 0, identity covariance) to one array."""
+    N, C = len(priors), max(len(p.weights) for p in priors)
+    d = priors[0].means.shape[-1]
+    w, m, S = np.zeros((N, C)), np.zeros((N, C, d)), np.tile(np.eye(d), (N, C, 1, 1))
+    for a, p in enumerate(priors):
+        k = len(p.weights)
+        w[a, :k], m[a, :k], S[a, :k] = p
+    return MixturePrior(w, m, S)
 
 
 __all__ = ["CODuel", "CODuelState", "Settings", "BeliefTrace", "init", "start_session", "select", "update",

@@ -43,3 +43,16 @@ def test_sweep_keeps_logs_beside_rows(env_dirs):
     store.clicks_path("dev", 1, "random", 3).unlink()
     res = run_sweep(["dev"], [0, 1], ["random"], store, arrivals=3, progress=False, keep_clicks=True)
     assert len(res.cached) == 1 and len(res.done) == 1
+
+
+def test_a_log_from_another_format_version_is_refused(dev_world, tmp_path):
+    from online.clicklog import to_dataset
+    from online.replay import replay_logged
+
+    _, log = replay_logged(dev_world, 0, "no-transfer", arrivals=2)
+    ds = to_dataset(log)
+    ds.attrs["log_version"] = 1
+    path = tmp_path / "old.clicks.nc"
+    ds.to_netcdf(path, engine="h5netcdf")
+    with pytest.raises(ClickLogError, match="format version 1"):
+        load_click_log(path)
