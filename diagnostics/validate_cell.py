@@ -8,7 +8,7 @@ with and the online beliefs) comes from the store or a deterministic replay; the
 row: ``seed-NNNN.validate.nc``, an InferenceData with the NUTS mixture draws as `posterior`,
 draws of the online belief in group `online`, and the per-user figures in group `checks`
 (with the online and the exact posterior component weights and their total variation
-distance).
+distance), and the reliability of each learner's click predictions in group `calibration`.
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ import arviz as az
 import numpy as np
 import xarray as xr
 
+from diagnostics.calibration import calibration_table, reliability
 from diagnostics.posterior_checks import (UserChecks, check_logged_users, exact_component_weights, sample_mixture,
                                           weights_distance)
 from inference.cell_fit import cell_click_log, fit_cell
@@ -38,6 +39,21 @@ def _log_with_beliefs(world, seed, spec, store, arrivals):
         save_click_log(log, store.clicks_path(str(world.attrs["roster"]), seed, canonical_spec(spec),
                                               arrivals_limit(world, arrivals)))
     return log
+
+
+def click_calibration(log, bins: int = 10) -> xr.Dataset:
+    """Reliability of every recorded learner's click predictions over the whole run, with log loss,
+    Brier score and expected calibration error as attributes (``<learner>_log_loss`` ...)."""
+    if not log.predictions:
+        return xr.Dataset()
+    y = log.outcome
+    data, attrs = {}, {}
+    for name, p in log.predictions.items():
+        rel = reliability(p, y, bins)
+        for f in ("predicted", "observed", "stderr", "count"):
+            data[f"{name}_{f}"] = ("bin", getattr(rel, f))
+        attrs.update({f"{name}_{k}": v for k, v in calibration_table({name: p}, y)[name].items()})
+    return xr.Dataset(data, coords={"bin": 0.5 * (rel.edges[1:] + rel.edges[:-1])}, attrs=attrs)
 
 
 def validate_users(world, seed: int, spec: str, store: RunStore, users: int | None = None,
@@ -68,7 +84,8 @@ def validate_users(world, seed: int, spec: str, store: RunStore, users: int | No
                          attrs={**{k: (str(v) if isinstance(v, tuple) else v) for k, v in checks.summary().items()},
                                 "weights_tv_median": float(np.median(tv)), "weights_tv_max": float(np.max(tv))})
     idata = az.InferenceData(posterior=ref.to_dataset(name="theta"))
-    idata.add_groups({"online": xr.Dataset({"theta": (("draw", "user", "dim"), online)}), "checks": figures})
+    idata.add_groups({"online": xr.Dataset({"theta": (("draw", "user", "dim"), online)}), "checks": figures,
+                      "calibration": click_calibration(log)})
     idata.posterior.attrs.update({"world": str(world.attrs["roster"]), "seed": int(seed),
                                   "policy": canonical_spec(spec), "users": int(U)})
     path = store.fit_path(str(world.attrs["roster"]), seed, canonical_spec(spec), "validate",

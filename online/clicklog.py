@@ -37,6 +37,7 @@ class ClickLog(NamedTuple):
     priors: MixturePrior | None = None   # the policy's prior at each arrival (weights [N, C]), if it records one
     recalibration: np.ndarray | None = None   # [N, K, K] the rater recalibration A each arrival's clicks were read with
     beliefs: MixturePrior | None = None  # each user's online posterior at session end (Gaussian mixture), if recorded
+    predictions: dict | None = None      # learner name -> [N, S] P(first wins) predicted before each click, if recorded
 
     @property
     def n_users(self) -> int:
@@ -82,6 +83,8 @@ def to_dataset(log: ClickLog) -> xr.Dataset:
                   "prior_covs": (("arrival", "component", "feature", "feature2"), C)}
     if log.recalibration is not None:
         priors["recalibration"] = (("arrival", "persona", "persona2"), log.recalibration)
+    for name, p in (log.predictions or {}).items():
+        priors[f"pred_{name}"] = (("arrival", "round"), p)
     if log.beliefs is not None:
         w, m, C = log.beliefs
         priors.update({"belief_weights": (("arrival", "slot"), w), "belief_means": (("arrival", "slot", "feature"), m),
@@ -143,4 +146,8 @@ def load_click_log(path: str | os.PathLike) -> ClickLog:
         beliefs = MixturePrior(ds["belief_weights"].values, ds["belief_means"].values, ds["belief_covs"].values)
         if beliefs.weights.shape[0] != N:
             raise ClickLogError(f"click log {path}: beliefs for {beliefs.weights.shape[0]} arrivals, clicks for {N}")
-    return ClickLog(**arrs, attrs=attrs, priors=priors, recalibration=recal, beliefs=beliefs)
+    preds = {str(n)[5:]: ds[n].values for n in ds.data_vars if str(n).startswith("pred_")} or None
+    for name, p in (preds or {}).items():
+        if p.shape != (N, S) or not np.all((p >= 0) & (p <= 1)):
+            raise ClickLogError(f"click log {path}: predictions of {name!r} must be probabilities [{N}, {S}]")
+    return ClickLog(**arrs, attrs=attrs, priors=priors, recalibration=recal, beliefs=beliefs, predictions=preds)

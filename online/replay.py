@@ -120,4 +120,6 @@ def _play(world: xr.Dataset, seed: int, spec: str, arrivals: int | None, keep_lo
         log = log._replace(recalibration=policy.arrival_recalibrations())
     if callable(getattr(policy, "session_beliefs", None)):
         log = log._replace(beliefs=policy.session_beliefs())
+    if callable(getattr(policy, "click_predictions", None)):
+        log = log._replace(predictions=policy.click_predictions())
     return row, log

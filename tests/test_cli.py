@@ -125,6 +125,7 @@ def test_validate_checks_each_users_online_belief_against_nuts(env_dirs, capsys)
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "k-hat median" in out and "W1 / noise floor" in out
+    assert "click predictions, population learner: log loss" in out and "click predictions, alone learner" in out
     idata = az.from_netcdf(out.strip().splitlines()[-1].removeprefix("wrote "))
     assert idata.posterior.theta.shape == (2, 150, 4, 7)
     assert idata["online"].theta.shape == (300, 4, 7)
@@ -133,6 +134,8 @@ def test_validate_checks_each_users_online_belief_against_nuts(env_dirs, capsys)
     assert np.all(chk.w1_floor > 0)
     np.testing.assert_allclose(chk.exact_weights.values.sum(-1), 1.0)
     assert np.all((chk.weights_tv >= 0) & (chk.weights_tv <= 1))
+    cal = idata["calibration"]
+    assert int(cal.population_count.sum()) == 12 * 24 and 0 < cal.attrs["population_log_loss"] < 1
 
 
 def test_validate_needs_a_policy_that_records_beliefs(env_dirs, capsys):

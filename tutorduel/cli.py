@@ -207,6 +207,10 @@ def cmd_validate(a) -> int:
           f"(range {sm['sd_ratio_range'][0]:.2f}-{sm['sd_ratio_range'][1]:.2f}); W1 / noise floor median "
           f"{sm['w1_over_floor_median']:.2f}; component weights TV median "
           f"{idata['checks'].attrs['weights_tv_median']:.3f} (max {idata['checks'].attrs['weights_tv_max']:.3f})")
+    cal = idata["calibration"].attrs if "calibration" in idata.groups() else {}
+    for name in sorted(k.removesuffix("_clicks") for k in cal if k.endswith("_clicks")):
+        print(f"click predictions, {name} learner: log loss {cal[name + '_log_loss']:.4f} nats, Brier "
+              f"{cal[name + '_brier']:.4f}, calibration error {cal[name + '_ece']:.4f} over {cal[name + '_clicks']} clicks")
     print(f"wrote {path}")
     return 0
 

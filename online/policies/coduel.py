@@ -93,6 +93,7 @@ class CODuelState(NamedTuple):
     pending: tuple               # (z, first, second, rater) of the shown pair, until its click
     session: tuple               # (first, second, rater, clicks) lists of this session
     done: Completed
+    last_logpred: tuple = ()     # (population, alone): log p(y) of the last click, predicted before it was revealed
 
 
 def recalibrate(Phi: np.ndarray, A: np.ndarray) -> np.ndarray:
@@ -165,7 +166,8 @@ def update(state: CODuelState, y: int) -> CODuelState:
         alone, lp_alone = update_belief(state.alone, z, y)
     f, sc, r, c = state.session
     return state._replace(belief=belief, alone=alone, gate=gt.observe(state.gate, lp_pop, lp_alone),
-                          t=state.t + 1, pending=(), session=(f + [i], sc + [j], r + [g], c + [int(y)]))
+                          t=state.t + 1, pending=(), session=(f + [i], sc + [j], r + [g], c + [int(y)]),
+                          last_logpred=(float(lp_pop), float(lp_alone)))
 
 
 def _refit_A(state: CODuelState, done: Completed) -> np.ndarray:
@@ -250,7 +252,7 @@ class CODuel(Policy):
         super().reset(rng, context)
         self.state = init(context["K"], context["d"], context["S"],
                           self.settings._replace(bank_size=int(context.get("b", 16))))
-        self._priors, self._recal, self._trace, self._final = [], [], [], []
+        self._priors, self._recal, self._trace, self._final, self._pred = [], [], [], [], []
 
     def start_student(self):
         self.state = start_session(self.state)
@@ -282,6 +284,8 @@ class CODuel(Policy):
 
     def update(self, outcome):
         self.state = update(self.state, int(outcome))
+        lp = self.state.last_logpred                       # P(first wins) as each learner predicted it
+        self._pred.append([np.exp(x) if outcome else -np.expm1(x) for x in lp])
         if self.record:
             b = self.state.belief
             self._trace[-1][1].append((b.log_w, b.means, b.covs, self.state.gate.current))
@@ -289,6 +293,11 @@ class CODuel(Policy):
     def end_student(self):
         self._final.append((self.state.belief, self.state.pop.active))
         self.state = end_session(self.state)
+
+    def click_predictions(self) -> dict:
+        """P(first wins) [N, S] that each learner predicted before every click was revealed."""
+        p = np.array(self._pred).reshape(len(self._final), -1, 2)
+        return {"population": p[..., 0], "alone": p[..., 1]}
 
     def session_beliefs(self) -> MixturePrior:
         """Each user's belief at the end of their session over the components of the prior they

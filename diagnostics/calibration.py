@@ -1,0 +1,53 @@
+"""Calibration of click predictions made before each click is revealed.
+
+For predictions p = P(first shown wins) and clicks y in {0, 1}: log loss (nats per click),
+Brier score, and the reliability diagram (equal-width bins of p: mean prediction against
+observed frequency, with a binomial standard error), summarised by the expected
+calibration error (count-weighted mean |frequency - prediction| over bins).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+
+class Reliability(NamedTuple):
+    edges: np.ndarray        # [B + 1] bin edges on [0, 1]
+    predicted: np.ndarray    # [B] mean prediction in the bin (nan if empty)
+    observed: np.ndarray     # [B] click frequency in the bin (nan if empty)
+    stderr: np.ndarray       # [B] binomial standard error of the frequency
+    count: np.ndarray        # [B] clicks in the bin
+
+
+def log_loss(p, y) -> float:
+    p = np.clip(np.asarray(p, dtype=float), 1e-15, 1 - 1e-15)
+    y = np.asarray(y, dtype=float)
+    return float(-np.mean(y * np.log(p) + (1 - y) * np.log1p(-p)))
+
+
+def brier(p, y) -> float:
+    return float(np.mean((np.asarray(p, dtype=float) - np.asarray(y, dtype=float)) ** 2))
+
+
+def reliability(p, y, bins: int = 10) -> Reliability:
+    p, y = np.ravel(p).astype(float), np.ravel(y).astype(float)
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    idx = np.clip(np.digitize(p, edges[1:-1]), 0, bins - 1)
+    count = np.bincount(idx, minlength=bins)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        predicted = np.bincount(idx, p, bins) / count
+        observed = np.bincount(idx, y, bins) / count
+        stderr = np.sqrt(observed * (1 - observed) / count)
+    return Reliability(edges, predicted, observed, stderr, count)
+
+
+def expected_calibration_error(rel: Reliability) -> float:
+    ok = rel.count > 0
+    return float(np.sum(rel.count[ok] * np.abs(rel.observed[ok] - rel.predicted[ok])) / rel.count.sum())
+
+
+def calibration_table(predictions: dict, y) -> dict:
+    """{learner: {"log_loss", "brier", "ece", "clicks"}} for predictions {learner: p [N, S]}."""
+    return {name: {"log_loss": log_loss(p, y), "brier": brier(p, y), "ece": expected_calibration_error(reliability(p, y)),
+                   "clicks": int(np.size(y))} for name, p in predictions.items()}
