@@ -136,6 +136,12 @@ def test_validate_checks_each_users_online_belief_against_nuts(env_dirs, capsys)
     assert np.all((chk.weights_tv >= 0) & (chk.weights_tv <= 1))
     cal = idata["calibration"]
     assert int(cal.population_count.sum()) == 12 * 24 and 0 < cal.attrs["population_log_loss"] < 1
+    report = [line for line in out.splitlines() if line.startswith("report ")][0].removeprefix("report ")
+    page = open(report).read()
+    assert page.count("<img") == 5 and "k-hat per user" in page and "<td>3</td>" in page
+    from diagnostics.validation_report import write_report     # rebuilt from the netCDF alone
+    again = write_report(idata, env_dirs / "again.html")
+    assert again.read_text().count("<img") == 5
 
 
 def test_validate_needs_a_policy_that_records_beliefs(env_dirs, capsys):

@@ -211,6 +211,10 @@ def cmd_validate(a) -> int:
     for name in sorted(k.removesuffix("_clicks") for k in cal if k.endswith("_clicks")):
         print(f"click predictions, {name} learner: log loss {cal[name + '_log_loss']:.4f} nats, Brier "
               f"{cal[name + '_brier']:.4f}, calibration error {cal[name + '_ece']:.4f} over {cal[name + '_clicks']} clicks")
+    from diagnostics.validation_report import write_report
+
+    report = write_report(idata, path.with_suffix(".html"))
+    print(f"report {report}")
     print(f"wrote {path}")
     return 0
 

@@ -1,0 +1,120 @@
+"""A self-contained HTML report of a validation (the InferenceData `tutorduel validate` writes):
+summary and per-user table, k-hat per user, forest overlays (NUTS against the online belief),
+pair plots of a few users, rank plots of the NUTS chains, the reliability diagram of the
+click predictions. Figures are embedded as PNG; the report reads only the netCDF, so it can
+be rebuilt from the file alone (``write_report(az.from_netcdf(path), out)``).
+"""
+from __future__ import annotations
+
+import base64
+import html
+import io
+from pathlib import Path
+
+import arviz as az
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from diagnostics.posterior_checks import KHAT_MAX  # noqa: E402
+from online.store import atomic_save  # noqa: E402
+
+
+def _png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    plt.close(fig)
+    return f'<img src="data:image/png;base64,{base64.b64encode(buf.getvalue()).decode()}"/>'
+
+
+def _khat_figure(chk):
+    fig, ax = plt.subplots(figsize=(7, 3))
+    k = chk.khat.values
+    ax.scatter(np.arange(len(k)), k, s=12, c=np.where(k > KHAT_MAX, "tab:red", "tab:blue"))
+    for level, style in ((0.5, ":"), (KHAT_MAX, "--")):
+        ax.axhline(level, color="grey", ls=style, lw=1)
+    ax.set(xlabel="user", ylabel="PSIS k-hat", title="k-hat of the online belief as proposal for the exact posterior")
+    return fig
+
+
+def _forest_figure(post, online, users):
+    fig, axes = plt.subplots(1, len(users), figsize=(3.2 * len(users), 3.2), sharey=True, squeeze=False)
+    d = post.sizes["dim"]
+    ref = post.theta.stack(sample=("chain", "draw")).transpose("sample", "user", "dim").values
+    onl = online.theta.values
+    for ax, u in zip(axes[0], users):
+        for k, (draws, colour, off) in enumerate(((ref[:, u], "black", -0.12), (onl[:, u], "tab:orange", 0.12))):
+            lo, mid, hi = np.percentile(draws, [5, 50, 95], axis=0)
+            ax.errorbar(mid, np.arange(d) + off, xerr=[mid - lo, hi - mid], fmt="o", ms=3, color=colour,
+                        label=("NUTS" if k == 0 else "online") if u == users[0] else None)
+        ax.set(title=f"user {u}", xlabel="theta (90% interval)")
+    axes[0][0].set(yticks=np.arange(d), yticklabels=[f"theta[{i}]" for i in range(d)])
+    axes[0][0].legend(loc="best", fontsize=8)
+    return fig
+
+
+def _pair_figure(post, online, chk, users):
+    fig, axes = plt.subplots(1, len(users), figsize=(3.2 * len(users), 3.2), squeeze=False)
+    ref = post.theta.stack(sample=("chain", "draw")).transpose("sample", "user", "dim").values
+    onl = online.theta.values
+    for ax, u in zip(axes[0], users):
+        i, j = np.argsort(-chk.w1.values[u] / chk.w1_floor.values[u])[:2]     # the two worst-matched coordinates
+        n = min(1000, len(ref))
+        ax.scatter(ref[:n, u, i], ref[:n, u, j], s=3, alpha=0.4, color="black", label="NUTS")
+        ax.scatter(onl[:n, u, i], onl[:n, u, j], s=3, alpha=0.4, color="tab:orange", label="online")
+        ax.set(title=f"user {u}", xlabel=f"theta[{i}]", ylabel=f"theta[{j}]")
+    axes[0][0].legend(loc="best", fontsize=8, markerscale=3)
+    return fig
+
+
+def _rank_figure(idata, user):
+    sub = idata.posterior.theta.isel(user=user).to_dataset(name=f"theta (user {user})")
+    axes = az.plot_rank(az.convert_to_inference_data(sub), kind="vlines", figsize=(9, 4))
+    return np.ravel(axes)[0].figure
+
+
+def _reliability_figure(cal):
+    fig, ax = plt.subplots(figsize=(4.5, 4.5))
+    ax.plot([0, 1], [0, 1], color="grey", lw=1, ls=":")
+    for name, colour in (("population", "tab:orange"), ("alone", "tab:blue")):
+        if f"{name}_observed" not in cal:
+            continue
+        ok = cal[f"{name}_count"].values > 0
+        ax.errorbar(cal[f"{name}_predicted"].values[ok], cal[f"{name}_observed"].values[ok],
+                    yerr=cal[f"{name}_stderr"].values[ok], fmt="o-", ms=3, color=colour,
+                    label=f"{name} (log loss {cal.attrs[name + '_log_loss']:.3f})")
+    ax.set(xlabel="predicted P(first wins)", ylabel="observed frequency", title="click predictions")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def write_report(idata: az.InferenceData, path: str | Path, n_users: int = 3) -> Path:
+    """Write the HTML report of a validation InferenceData to `path`."""
+    post, online, chk = idata.posterior, idata["online"], idata["checks"]
+    U = post.sizes["user"]
+    worst = [int(u) for u in np.argsort(-chk.khat.values)[:n_users]]
+    attrs = post.attrs
+    title = f"Validation: {attrs.get('policy')} on {attrs.get('world')}, seed {attrs.get('seed')}, {U} users"
+    rows = "".join(
+        f"<tr><td>{u}</td><td>{chk.khat.values[u]:.2f}</td><td>{np.abs(chk.mean_error.values[u]).max():.3f}</td>"
+        f"<td>{chk.sd_ratio.values[u].min():.2f}-{chk.sd_ratio.values[u].max():.2f}</td>"
+        f"<td>{(chk.w1.values[u] / chk.w1_floor.values[u]).max():.2f}</td><td>{chk.weights_tv.values[u]:.3f}</td></tr>"
+        for u in range(U))
+    summary = "".join(f"<li>{html.escape(str(k))}: {html.escape(str(v))}</li>" for k, v in chk.attrs.items())
+    parts = [f"<h1>{html.escape(title)}</h1>", "<h2>Summary</h2>", f"<ul>{summary}</ul>",
+             "<h2>k-hat per user</h2>", _png(_khat_figure(chk)),
+             f"<h2>Forest overlays (the {n_users} users with the largest k-hat)</h2>",
+             _png(_forest_figure(post, online, worst)),
+             "<h2>Pair plots (each user's two worst-matched coordinates)</h2>",
+             _png(_pair_figure(post, online, chk, worst)),
+             f"<h2>Rank plots of the NUTS chains (user {worst[0]})</h2>", _png(_rank_figure(idata, worst[0]))]
+    if "calibration" in idata.groups() and idata["calibration"].data_vars:
+        parts += ["<h2>Calibration of click predictions</h2>", _png(_reliability_figure(idata["calibration"]))]
+    parts += ["<h2>Per user</h2>", "<table border=1 cellpadding=3><tr><th>user</th><th>k-hat</th>"
+              "<th>max |mean error| (sd)</th><th>sd ratio</th><th>max W1 / floor</th><th>weights TV</th></tr>"
+              f"{rows}</table>"]
+    page = f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title></head><body>" \
+           + "\n".join(parts) + "</body></html>"
+    return atomic_save(path, lambda tmp: Path(tmp).write_text(page))
