@@ -86,8 +86,11 @@ def validate_users(world, seed: int, spec: str, store: RunStore, users: int | No
     idata = az.InferenceData(posterior=ref.to_dataset(name="theta"))
     idata.add_groups({"online": xr.Dataset({"theta": (("draw", "user", "dim"), online)}), "checks": figures,
                       "calibration": click_calibration(log)})
+    from inference.health import stored_health
+
     idata.posterior.attrs.update({"world": str(world.attrs["roster"]), "seed": int(seed),
-                                  "policy": canonical_spec(spec), "users": int(U)})
+                                  "policy": canonical_spec(spec), "users": int(U),
+                                  "reference_health": stored_health(idata_ref).line()})
     path = store.fit_path(str(world.attrs["roster"]), seed, canonical_spec(spec), "validate",
                           arrivals_limit(world, arrivals))
     return checks, idata, atomic_save(path, lambda tmp: idata.to_netcdf(str(tmp)))

@@ -103,7 +103,9 @@ def write_report(idata: az.InferenceData, path: str | Path, n_users: int = 3) ->
         f"<td>{(chk.w1.values[u] / chk.w1_floor.values[u]).max():.2f}</td><td>{chk.weights_tv.values[u]:.3f}</td></tr>"
         for u in range(U))
     summary = "".join(f"<li>{html.escape(str(k))}: {html.escape(str(v))}</li>" for k, v in chk.attrs.items())
+    health = html.escape(str(attrs.get("reference_health", "not recorded")))
     parts = [f"<h1>{html.escape(title)}</h1>", "<h2>Summary</h2>", f"<ul>{summary}</ul>",
+             f"<p>NUTS reference health: {health}</p>",
              "<h2>k-hat per user</h2>", _png(_khat_figure(chk)),
              f"<h2>Forest overlays (the {n_users} users with the largest k-hat)</h2>",
              _png(_forest_figure(post, online, worst)),

@@ -213,6 +213,7 @@ def cmd_validate(a) -> int:
               f"{cal[name + '_brier']:.4f}, calibration error {cal[name + '_ece']:.4f} over {cal[name + '_clicks']} clicks")
     from diagnostics.validation_report import write_report
 
+    print(f"NUTS reference health: {idata.posterior.attrs['reference_health']}")
     report = write_report(idata, path.with_suffix(".html"))
     print(f"report {report}")
     print(f"wrote {path}")
