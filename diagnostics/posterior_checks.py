@@ -172,3 +172,28 @@ def weights_distance(online: np.ndarray, exact: np.ndarray) -> np.ndarray:
     """Total variation distance [U] between the online and the exact component weights [U, C]."""
     p = online / online.sum(-1, keepdims=True)
     return 0.5 * np.abs(p - exact).sum(-1)
+
+
+def beliefs_at_round(log, users, t: int):
+    """Each user's online belief after their first t clicks, recomputed from the log: the prior they
+    arrived under, folded one click at a time through the learner's own update
+    (``online.mixture_belief.update_belief``) on the design the learner used. At t = S this is
+    the session-end belief the log records. Returns (weights [U, C], means, covs)."""
+    from online.mixture_belief import MixtureBelief, update_belief
+
+    users = np.asarray(users)
+    z, y = log.recalibrated_design(users)
+    out = []
+    for b, u in enumerate(users):
+        w, m, S = (a[u] for a in log.priors)
+        keep = w > 0
+        with np.errstate(divide="ignore"):
+            belief = MixtureBelief(np.log(w[keep]), m[keep], S[keep])
+        for r in range(t):
+            belief, _ = update_belief(belief, z[b, r], int(y[b, r]))
+        wt = np.zeros_like(w)
+        wt[keep] = np.exp(belief.log_w)
+        mt, St = m.copy(), S.copy()
+        mt[keep], St[keep] = belief.means, belief.covs
+        out.append((wt, mt, St))
+    return tuple(np.array([o[k] for o in out]) for k in range(3))

@@ -19,8 +19,9 @@ import numpy as np
 import xarray as xr
 
 from diagnostics.calibration import calibration_table, reliability
-from diagnostics.posterior_checks import (UserChecks, check_logged_users, exact_component_weights, sample_mixture,
-                                          weights_distance)
+from diagnostics.posterior_checks import (PosteriorCheck, UserChecks, beliefs_at_round, btl_log_posterior,
+                                          check_logged_users, check_posterior, exact_component_weights,
+                                          sample_mixture, weights_distance)
 from inference.cell_fit import cell_click_log, fit_cell
 from inference.nuts import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_WARMUP
 from online.clicklog import save_click_log
@@ -56,13 +57,47 @@ def click_calibration(log, bins: int = 10) -> xr.Dataset:
     return xr.Dataset(data, coords={"bin": 0.5 * (rel.edges[1:] + rel.edges[:-1])}, attrs=attrs)
 
 
+def checks_at_round(log, n_users: int, t: int, chains: int, warmup: int, draws: int, seed: int = 0) -> UserChecks:
+    """The first n_users users' online beliefs after t clicks against NUTS on those t clicks."""
+    from inference.user_reference import fit_users, user_draws
+    from tdmodels.priors import MixturePrior
+
+    users = np.arange(n_users)
+    z, y = log.recalibrated_design(users)
+    prior = MixturePrior(*(a[users] for a in log.priors))
+    ref = user_draws(fit_users(z[:, :t], y[:, :t], prior, seed=seed, chains=chains, warmup=warmup, draws=draws),
+                     seed=seed)
+    pooled = ref.values.reshape(-1, n_users, ref.sizes["dim"])
+    online = beliefs_at_round(log, users, t)
+    rng = np.random.default_rng(seed)
+    out = [check_posterior(pooled[:, u], *(a[u] for a in online),
+                           btl_log_posterior(z[u, :t], y[u, :t], *(a[u] for a in prior)), rng) for u in users]
+    return UserChecks(users, *(np.array([getattr(c, f) for c in out]) for f in PosteriorCheck._fields))
+
+
+def _checks_dataset(checks: UserChecks) -> xr.Dataset:
+    dims = ("user", "dim")
+    return xr.Dataset({"khat": ("user", checks.khat), "mean_error": (dims, checks.mean_error),
+                       "sd_ratio": (dims, checks.sd_ratio), "w1": (dims, checks.w1),
+                       "w1_floor": (dims, checks.w1_floor)},
+                      coords={"user": checks.users, "dim": np.arange(checks.mean_error.shape[1])},
+                      attrs={k: (str(v) if isinstance(v, tuple) else v) for k, v in checks.summary().items()})
+
+
 def validate_users(world, seed: int, spec: str, store: RunStore, users: int | None = None,
                    arrivals: int | None = None, chains: int = DEFAULT_CHAINS, warmup: int = DEFAULT_WARMUP,
-                   draws: int = DEFAULT_DRAWS, check_seed: int = 0) -> tuple[UserChecks, az.InferenceData, Path]:
-    """Check the first `users` users (default all) of a run; returns (checks, InferenceData, path written)."""
+                   draws: int = DEFAULT_DRAWS, check_seed: int = 0, rounds: tuple[int, ...] = ()
+                   ) -> tuple[UserChecks, az.InferenceData, Path]:
+    """Check the first `users` users (default all) of a run at session end, and at each of `rounds`
+    (clicks seen so far) against NUTS on that many clicks; returns (session-end checks,
+    InferenceData, path written)."""
     from inference.user_reference import user_draws
 
     log = _log_with_beliefs(world, seed, spec, store, arrivals)
+    S = log.outcome.shape[1]
+    bad = [t for t in rounds if not 0 < int(t) < S]
+    if bad:
+        raise ValueError(f"--rounds {bad}: rounds must lie in 1..{S - 1} (round {S} is the session end)")
     idata_ref, _ = fit_cell(world, seed, spec, "users", store, arrivals=arrivals, chains=chains, warmup=warmup,
                             draws=draws, users=users)
     ref = user_draws(idata_ref, seed=check_seed)                       # [chain, draw, user, dim]
@@ -74,18 +109,14 @@ def validate_users(world, seed: int, spec: str, store: RunStore, users: int | No
     online_w = log.beliefs.weights[:U]
     exact_w = exact_component_weights(idata_ref["units"], U, online_w.shape[1])
     tv = weights_distance(online_w, exact_w)
-    dims = ("user", "dim")
-    figures = xr.Dataset({"khat": ("user", checks.khat), "mean_error": (dims, checks.mean_error),
-                          "sd_ratio": (dims, checks.sd_ratio), "w1": (dims, checks.w1),
-                          "w1_floor": (dims, checks.w1_floor), "weights_tv": ("user", tv),
-                          "online_weights": (("user", "component"), online_w),
-                          "exact_weights": (("user", "component"), exact_w)},
-                         coords={"user": np.arange(U), "dim": np.arange(pooled.shape[-1])},
-                         attrs={**{k: (str(v) if isinstance(v, tuple) else v) for k, v in checks.summary().items()},
-                                "weights_tv_median": float(np.median(tv)), "weights_tv_max": float(np.max(tv))})
+    figures = _checks_dataset(checks).assign(weights_tv=("user", tv), online_weights=(("user", "component"), online_w),
+                                             exact_weights=(("user", "component"), exact_w))
+    figures.attrs.update({"weights_tv_median": float(np.median(tv)), "weights_tv_max": float(np.max(tv))})
+    at_rounds = {f"checks_round_{int(t)}": _checks_dataset(checks_at_round(log, U, int(t), chains, warmup, draws,
+                                                                         check_seed)) for t in rounds}
     idata = az.InferenceData(posterior=ref.to_dataset(name="theta"))
     idata.add_groups({"online": xr.Dataset({"theta": (("draw", "user", "dim"), online)}), "checks": figures,
-                      "calibration": click_calibration(log)})
+                      "calibration": click_calibration(log), **at_rounds})
     from inference.health import stored_health
 
     idata.posterior.attrs.update({"world": str(world.attrs["roster"]), "seed": int(seed),

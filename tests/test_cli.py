@@ -121,10 +121,10 @@ def test_validate_checks_each_users_online_belief_against_nuts(env_dirs, capsys)
     import arviz as az
 
     argv = ["validate", "--world", "dev", "--seed", "2", "--policy", "coduel", "--arrivals", "12", "--users", "4",
-            "--chains", "2", "--warmup", "150", "--draws", "150"]
+            "--chains", "2", "--warmup", "150", "--draws", "150", "--rounds", "6"]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "k-hat median" in out and "W1 / noise floor" in out
+    assert "k-hat median" in out and "W1 / noise floor" in out and "after 6 clicks: k-hat median" in out
     assert "click predictions, population learner: log loss" in out and "click predictions, alone learner" in out
     idata = az.from_netcdf(out.strip().splitlines()[-1].removeprefix("wrote "))
     assert idata.posterior.theta.shape == (2, 150, 4, 7)
@@ -134,6 +134,7 @@ def test_validate_checks_each_users_online_belief_against_nuts(env_dirs, capsys)
     assert np.all(chk.w1_floor > 0)
     np.testing.assert_allclose(chk.exact_weights.values.sum(-1), 1.0)
     assert np.all((chk.weights_tv >= 0) & (chk.weights_tv <= 1))
+    assert idata["checks_round_6"].khat.shape == (4,)
     cal = idata["calibration"]
     assert int(cal.population_count.sum()) == 12 * 24 and 0 < cal.attrs["population_log_loss"] < 1
     report = [line for line in out.splitlines() if line.startswith("report ")][0].removeprefix("report ")
@@ -149,3 +150,5 @@ def test_validate_needs_a_policy_that_records_beliefs(env_dirs, capsys):
                "--chains", "1", "--warmup", "10", "--draws", "10"])
     assert rc != 0
     assert "'no-transfer' does not record its online beliefs" in capsys.readouterr().err
+    rc = main(["validate", "--world", "dev", "--policy", "coduel", "--arrivals", "3", "--users", "2", "--rounds", "24"])
+    assert rc != 0 and "rounds must lie in 1..23" in capsys.readouterr().err

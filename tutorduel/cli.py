@@ -191,8 +191,9 @@ def cmd_validate(a) -> int:
     from tdmodels.rosters import open_world
 
     world = open_world(a.world, allow_test=a.allow_test, directory=a.worlds)
+    rounds = tuple(int(t) for t in a.rounds.split(",")) if a.rounds else ()
     checks, idata, path = validate_users(world, a.seed, a.policy, RunStore(a.store), users=a.users, arrivals=a.arrivals,
-                                     chains=a.chains, warmup=a.warmup, draws=a.draws)
+                                         chains=a.chains, warmup=a.warmup, draws=a.draws, rounds=rounds)
     table = pd.DataFrame({"k-hat": checks.khat, "max |mean error| (sd)": np.abs(checks.mean_error).max(1),
                           "min sd ratio": checks.sd_ratio.min(1), "max sd ratio": checks.sd_ratio.max(1),
                           "max W1 / floor": (checks.w1 / checks.w1_floor).max(1),
@@ -213,6 +214,11 @@ def cmd_validate(a) -> int:
               f"{cal[name + '_brier']:.4f}, calibration error {cal[name + '_ece']:.4f} over {cal[name + '_clicks']} clicks")
     from diagnostics.validation_report import write_report
 
+    for t in rounds:
+        r = idata[f"checks_round_{t}"].attrs
+        print(f"after {t} clicks: k-hat median {r['khat_median']:.2f}, max {r['khat_max']:.2f}, over 0.7: "
+              f"{100 * r['share_khat_over_0.7']:.0f}%; mean |error| {r['mean_abs_error_sd']:.3f} sd; "
+              f"sd ratio median {r['sd_ratio_median']:.3f}")
     print(f"NUTS reference health: {idata.posterior.attrs['reference_health']}")
     report = write_report(idata, path.with_suffix(".html"))
     print(f"report {report}")
@@ -287,6 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--policy", default="coduel", help="a policy that records its beliefs (default: coduel)")
     p.add_argument("--arrivals", type=int, help="validate the run truncated to its first N arrivals")
     p.add_argument("--users", type=int, help="check only the first N users of the run")
+    p.add_argument("--rounds", help="also check the beliefs after these many clicks, e.g. 6,12 (a NUTS fit each)")
     p.add_argument("--chains", type=int, default=4)
     p.add_argument("--warmup", type=int, default=1000)
     p.add_argument("--draws", type=int, default=1000)

@@ -75,3 +75,17 @@ def test_btl_log_posterior_is_prior_plus_bernoulli_log_likelihood():
     p = 1 / (1 + np.exp(-(theta @ z.T)))
     ref = np.sum(y * np.log(p) + (1 - y) * np.log(1 - p), -1) + multivariate_normal(m[0], S[0]).logpdf(theta)
     np.testing.assert_allclose(f(theta), ref, rtol=1e-10)
+
+
+def test_beliefs_recomputed_from_the_log_are_the_ones_the_learner_held(dev_world):
+    from diagnostics.posterior_checks import beliefs_at_round
+    from online.replay import replay_logged
+
+    _, log = replay_logged(dev_world, 3, "coduel", arrivals=25)
+    users = np.array([0, 12, 24])
+    w, m, S = beliefs_at_round(log, users, 24)
+    np.testing.assert_allclose(w, log.beliefs.weights[users], atol=1e-9)
+    np.testing.assert_allclose(m, log.beliefs.means[users], atol=1e-8)
+    np.testing.assert_allclose(S, log.beliefs.covs[users], atol=1e-8)
+    w0, m0, _ = beliefs_at_round(log, users, 0)                     # no clicks yet: the arrival prior
+    np.testing.assert_allclose(w0, log.priors.weights[users])
