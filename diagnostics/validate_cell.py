@@ -86,10 +86,11 @@ def _checks_dataset(checks: UserChecks) -> xr.Dataset:
 
 def validate_users(world, seed: int, spec: str, store: RunStore, users: int | None = None,
                    arrivals: int | None = None, chains: int = DEFAULT_CHAINS, warmup: int = DEFAULT_WARMUP,
-                   draws: int = DEFAULT_DRAWS, check_seed: int = 0, rounds: tuple[int, ...] = ()
-                   ) -> tuple[UserChecks, az.InferenceData, Path]:
+                   draws: int = DEFAULT_DRAWS, check_seed: int = 0, rounds: tuple[int, ...] = (),
+                   holdout: int = 0) -> tuple[UserChecks, az.InferenceData, Path]:
     """Check the first `users` users (default all) of a run at session end, and at each of `rounds`
-    (clicks seen so far) against NUTS on that many clicks; returns (session-end checks,
+    (clicks seen so far) against NUTS on that many clicks, and the population prior on the last
+    `holdout` arrivals (``diagnostics.population_checks``); returns (session-end checks,
     InferenceData, path written)."""
     from inference.user_reference import user_draws
 
@@ -115,8 +116,16 @@ def validate_users(world, seed: int, spec: str, store: RunStore, users: int | No
     at_rounds = {f"checks_round_{int(t)}": _checks_dataset(checks_at_round(log, U, int(t), chains, warmup, draws,
                                                                          check_seed)) for t in rounds}
     idata = az.InferenceData(posterior=ref.to_dataset(name="theta"))
-    idata.add_groups({"online": xr.Dataset({"theta": (("draw", "user", "dim"), online)}), "checks": figures,
-                      "calibration": click_calibration(log), **at_rounds})
+    groups = {"online": xr.Dataset({"theta": (("draw", "user", "dim"), online)}), "checks": figures,
+              "calibration": click_calibration(log), **at_rounds}
+    if holdout:
+        from diagnostics.population_checks import held_out_check
+
+        ho = held_out_check(log, holdout, seed=check_seed)
+        groups["population"] = xr.Dataset({f"log_pred_{k}": ("heldout_user", v) for k, v in ho.log_pred.items()},
+                                          coords={"heldout_user": ho.users},
+                                          attrs={f"max_khat_{k}": v for k, v in ho.max_khat.items()})
+    idata.add_groups(groups)
     from inference.health import stored_health
 
     idata.posterior.attrs.update({"world": str(world.attrs["roster"]), "seed": int(seed),

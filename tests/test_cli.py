@@ -121,7 +121,7 @@ def test_validate_checks_each_users_online_belief_against_nuts(env_dirs, capsys)
     import arviz as az
 
     argv = ["validate", "--world", "dev", "--seed", "2", "--policy", "coduel", "--arrivals", "12", "--users", "4",
-            "--chains", "2", "--warmup", "150", "--draws", "150", "--rounds", "6"]
+            "--chains", "2", "--warmup", "150", "--draws", "150", "--rounds", "6", "--holdout", "4"]
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "k-hat median" in out and "W1 / noise floor" in out and "after 6 clicks: k-hat median" in out
@@ -135,6 +135,8 @@ def test_validate_checks_each_users_online_belief_against_nuts(env_dirs, capsys)
     np.testing.assert_allclose(chk.exact_weights.values.sum(-1), 1.0)
     assert np.all((chk.weights_tv >= 0) & (chk.weights_tv <= 1))
     assert idata["checks_round_6"].khat.shape == (4,)
+    assert "held-out users' clicks under the online prior" in out
+    assert idata["population"]["log_pred_online"].shape == (4,)
     cal = idata["calibration"]
     assert int(cal.population_count.sum()) == 12 * 24 and 0 < cal.attrs["population_log_loss"] < 1
     report = [line for line in out.splitlines() if line.startswith("report ")][0].removeprefix("report ")

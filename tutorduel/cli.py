@@ -193,7 +193,8 @@ def cmd_validate(a) -> int:
     world = open_world(a.world, allow_test=a.allow_test, directory=a.worlds)
     rounds = tuple(int(t) for t in a.rounds.split(",")) if a.rounds else ()
     checks, idata, path = validate_users(world, a.seed, a.policy, RunStore(a.store), users=a.users, arrivals=a.arrivals,
-                                         chains=a.chains, warmup=a.warmup, draws=a.draws, rounds=rounds)
+                                         chains=a.chains, warmup=a.warmup, draws=a.draws, rounds=rounds,
+                                         holdout=a.holdout)
     table = pd.DataFrame({"k-hat": checks.khat, "max |mean error| (sd)": np.abs(checks.mean_error).max(1),
                           "min sd ratio": checks.sd_ratio.min(1), "max sd ratio": checks.sd_ratio.max(1),
                           "max W1 / floor": (checks.w1 / checks.w1_floor).max(1),
@@ -219,6 +220,16 @@ def cmd_validate(a) -> int:
         print(f"after {t} clicks: k-hat median {r['khat_median']:.2f}, max {r['khat_max']:.2f}, over 0.7: "
               f"{100 * r['share_khat_over_0.7']:.0f}%; mean |error| {r['mean_abs_error_sd']:.3f} sd; "
               f"sd ratio median {r['sd_ratio_median']:.3f}")
+    if "population" in idata.groups():
+        pop = idata["population"]
+        base = pop["log_pred_isotropic"].values
+        for name in ("online", "batch_em", "isotropic"):
+            if f"log_pred_{name}" in pop:
+                diff = pop[f"log_pred_{name}"].values - base
+                half = 1.96 * diff.std(ddof=1) / np.sqrt(len(diff))
+                print(f"held-out users' clicks under the {name} prior: {pop[f'log_pred_{name}'].values.mean():.3f} "
+                      f"nats per user ({diff.mean():+.3f} +- {half:.3f} against isotropic; "
+                      f"max k-hat {pop.attrs[f'max_khat_{name}']:.2f})")
     print(f"NUTS reference health: {idata.posterior.attrs['reference_health']}")
     report = write_report(idata, path.with_suffix(".html"))
     print(f"report {report}")
@@ -294,6 +305,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--arrivals", type=int, help="validate the run truncated to its first N arrivals")
     p.add_argument("--users", type=int, help="check only the first N users of the run")
     p.add_argument("--rounds", help="also check the beliefs after these many clicks, e.g. 6,12 (a NUTS fit each)")
+    p.add_argument("--holdout", type=int, default=0,
+                   help="also score the population prior on the run's last N arrivals (log predictive of their clicks)")
     p.add_argument("--chains", type=int, default=4)
     p.add_argument("--warmup", type=int, default=1000)
     p.add_argument("--draws", type=int, default=1000)

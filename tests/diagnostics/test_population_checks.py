@@ -1,0 +1,34 @@
+import numpy as np
+
+from diagnostics.population_checks import held_out_check, log_predictive
+from inference.laplace import laplace_fit_batch
+from inference.sbc import simulate_clicks
+from tdmodels.priors import MixturePrior, isotropic_prior
+
+
+def test_log_predictive_matches_laplace_evidence_and_prefers_the_true_prior():
+    rng = np.random.default_rng(0)
+    d, S, U = 3, 30, 20
+    centers = np.array([[3.0, 0, 0], [-3.0, 0, 0]])
+    theta = centers[rng.integers(2, size=U)] + 0.3 * rng.standard_normal((U, d))
+    z = rng.standard_normal((U, S, d))
+    y = simulate_clicks(theta, z, rng)
+    truth = MixturePrior(np.array([0.5, 0.5]), centers, np.stack([0.09 * np.eye(d)] * 2))
+    broad = isotropic_prior(d, 4.0)
+    lp_true, k1 = log_predictive(z, y, truth)
+    lp_broad, k2 = log_predictive(z, y, broad)
+    assert k1 < 0.7 and k2 < 0.7
+    assert np.mean(lp_true - lp_broad) > 1.0                     # the right population predicts new users better
+    _, _, ev = laplace_fit_batch(np.zeros((U, d)), np.broadcast_to(4.0 * np.eye(d), (U, d, d)).copy(), z, y)
+    np.testing.assert_allclose(lp_broad, ev, atol=0.3)          # Laplace is close for a unimodal logistic posterior
+
+
+def test_held_out_check_on_a_coduel_run(dev_world):
+    from online.replay import replay_logged
+
+    _, log = replay_logged(dev_world, 0, "coduel:greedy", arrivals=40)
+    out = held_out_check(log, holdout=10)
+    assert set(out.log_pred) == {"isotropic", "batch_em", "online"}
+    assert all(v.shape == (10,) and np.all(np.isfinite(v)) for v in out.log_pred.values())
+    s = out.summary()
+    assert s["isotropic"]["vs_isotropic"] == 0.0 and np.isfinite(s["online"]["ci95"])
