@@ -23,6 +23,7 @@ from diagnostics.posterior_checks import (PosteriorCheck, UserChecks, beliefs_at
                                           check_logged_users, check_posterior, exact_component_weights,
                                           sample_mixture, weights_distance)
 from inference.cell_fit import cell_click_log, fit_cell
+from inference.health import stored_health
 from inference.nuts import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_WARMUP
 from online.clicklog import save_click_log
 from online.registry import canonical_spec
@@ -126,8 +127,6 @@ def validate_users(world, seed: int, spec: str, store: RunStore, users: int | No
                                           coords={"heldout_user": ho.users},
                                           attrs={f"max_khat_{k}": v for k, v in ho.max_khat.items()})
     idata.add_groups(groups)
-    from inference.health import stored_health
-
     idata.posterior.attrs.update({"world": str(world.attrs["roster"]), "seed": int(seed),
                                   "policy": canonical_spec(spec), "users": int(U),
                                   "reference_health": stored_health(idata_ref).line()})
