@@ -25,21 +25,16 @@ from diagnostics.posterior_checks import (PosteriorCheck, UserChecks, beliefs_at
 from inference.cell_fit import cell_click_log, fit_cell
 from inference.health import stored_health
 from inference.nuts import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_WARMUP
-from online.clicklog import save_click_log
 from online.registry import canonical_spec
-from online.replay import arrivals_limit, replay_logged
+from online.replay import arrivals_limit
 from online.store import RunStore, atomic_save
 
 
 def _log_with_beliefs(world, seed, spec, store, arrivals):
-    log = cell_click_log(world, seed, spec, store, arrivals)
-    if log.beliefs is None:         # stored before beliefs were kept, or a policy without them
-        _, log = replay_logged(world, seed, spec, arrivals_limit(world, arrivals))
-        if log.beliefs is None:
-            raise ValueError(f"policy {canonical_spec(spec)!r} does not record its online beliefs; "
-                             "validation needs a policy that does (e.g. coduel)")
-        save_click_log(log, store.clicks_path(str(world.attrs["roster"]), seed, canonical_spec(spec),
-                                              arrivals_limit(world, arrivals)))
+    log = cell_click_log(world, seed, spec, store, arrivals)     # older log formats are recomputed there
+    if log.beliefs is None:
+        raise ValueError(f"policy {canonical_spec(spec)!r} does not record its online beliefs; "
+                         "validation needs a policy that does (e.g. coduel)")
     return log
 
 

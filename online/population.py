@@ -146,9 +146,10 @@ def surrogate_units(users, comps, lik_prec, lik_lin, lik_const, means, covs, eng
     return mode, cov, log_ev
 
 
-def fit_broad(pop: Population, Z, y, users, engine: str = "numba") -> Population:
+def fit_broad(pop: Population, Z, y, users, engine: str = "numba") -> tuple[Population, np.ndarray]:
     """Refit `users`' broad-prior Laplace fits (Newton warm-started at the stored mode) and their
-    likelihood surrogates; writes into pop's per-session buffers (callers own them)."""
+    likelihood surrogates; writes into pop's per-session buffers (callers own them). Returns the
+    population and the fits' covariances [len(users), d, d]."""
     users = np.asarray(users, dtype=np.int64)
     C = len(pop.weights)
     mode, cov, ev = fit_units(Z, y, users, np.full(len(users), C - 1), pop.means, pop.covs,
@@ -163,7 +164,7 @@ def fit_broad(pop: Population, Z, y, users, engine: str = "numba") -> Population
     # c_u makes the surrogate's evidence under the broad prior equal the exact Laplace evidence
     pop.lik_const[users] = ev + 0.5 * d * np.log(tau2) + 0.5 * logdet_H - 0.5 * np.einsum("bi,bi->b", mode,
                                                                                            pop.lik_lin[users])
-    return pop
+    return pop, cov
 
 
 def rebase(pop: Population, Z, y, engine: str = "numba") -> Population:
@@ -173,7 +174,7 @@ def rebase(pop: Population, Z, y, engine: str = "numba") -> Population:
         return pop
     pop = pop._replace(broad_modes=pop.broad_modes.copy(), lik_prec=pop.lik_prec.copy(),
                        lik_lin=pop.lik_lin.copy(), lik_const=pop.lik_const.copy())
-    return fit_broad(pop, Z, y, np.arange(pop.n), engine)
+    return fit_broad(pop, Z, y, np.arange(pop.n), engine)[0]
 
 
 def _floor_weights(learned: np.ndarray, broad: float, n: int, alpha: float) -> np.ndarray:
@@ -284,8 +285,8 @@ def refit_population(pop: Population, Z: np.ndarray, y: np.ndarray, alpha: float
         unit_covs=np.concatenate([pop.unit_covs, np.zeros((1, C, d, d))]),
         lik_prec=np.concatenate([pop.lik_prec, np.zeros((1, d, d))]), lik_lin=np.concatenate([pop.lik_lin, np.zeros((1, d))]),
         lik_const=np.concatenate([pop.lik_const, np.zeros(1)]), totals=tuple(t.copy() for t in pop.totals))
-    pop = fit_broad(pop, Z, y, [v], engine)
-    bm, bc = pop.broad_modes[v:], _factors(pop.lik_prec[v:] + np.eye(d) / pop.covs[-1, 0, 0], engine)[0]
+    pop, bc = fit_broad(pop, Z, y, [v], engine)
+    bm = pop.broad_modes[v:]
     pop, joint = _e_step(pop, Z, y, np.array([v]), engine, exact, exact_min)
     # birth from the newest session
     free = np.flatnonzero(~pop.active[:-1])

@@ -28,6 +28,7 @@ them). Both agree to rounding.
 """
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -175,7 +176,8 @@ def _refit_A(state: CODuelState, done: Completed) -> np.ndarray:
     under the current A, Newton warm-started at the previous fit."""
     s, pop = state.settings, state.pop
     n, S, d = done.Z.shape
-    init = np.concatenate([pop.broad_modes[:n], np.zeros((n - len(pop.broad_modes[:n]), d))])   # earlier fits warm-start
+    init = np.zeros((n, d))
+    init[:len(pop.broad_modes)] = pop.broad_modes        # earlier sessions' broad fits warm-start Newton
     theta, _, _ = fit_units(done.Z, done.y, np.arange(n), np.full(n, len(pop.weights) - 1), pop.means, pop.covs,
                             init, s.engine)
     K = state.A.shape[0]
@@ -285,7 +287,7 @@ class CODuel(Policy):
     def update(self, outcome):
         self.state = update(self.state, int(outcome))
         lp = self.state.last_logpred                       # P(first wins) as each learner predicted it
-        self._pred.append([np.exp(x) if outcome else -np.expm1(x) for x in lp])
+        self._pred.append([math.exp(x) if outcome else -math.expm1(x) for x in lp])
         if self.record:
             b = self.state.belief
             self._trace[-1][1].append((b.log_w, b.means, b.covs, self.state.gate.current))
