@@ -13,7 +13,7 @@ sampling estimate of p(y_u | k) (``inference.evidence``, PSIS k-hat checked).
 
 Two choices keep this fast without changing what is sampled:
 - each unit is sampled as theta = m + L xi with (m, L L^T) its batch-Laplace posterior,
-  an exact affine change of variables (``inference.nuts.AffineReparam``);
+  an exact affine change of variables, precomputed once (``inference.unit_model``);
 - components whose Laplace posterior weight for a user is below `prune` (default 1e-3)
   are not sampled for that user; the largest pruned Laplace mass is recorded.
 
@@ -37,8 +37,8 @@ from scipy.special import logsumexp
 from inference.evidence import MAX_KHAT, importance_log_evidence
 from inference.health import check_health, fit_health, record_health
 from inference.laplace import laplace_fit_batch
-from inference.nuts import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_WARMUP, preconditioned, run_nuts
-from tdmodels.click_model import user_utilities
+from inference.nuts import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_WARMUP, run_nuts
+from inference.unit_model import whiten_units, whitened_units
 from tdmodels.priors import MixturePrior, validate_prior
 
 DEFAULT_PRUNE = 1e-3
@@ -97,12 +97,11 @@ def fit_users(z, y, prior: MixturePrior, seed: int = 0, chains: int = DEFAULT_CH
     pruned_mass = np.where(keep, 0.0, r_lap).sum(1)
     uu, kk = np.nonzero(keep)
     sel = uu * K + kk
-    unit_prior = MixturePrior(np.ones((len(sel), 1)), flat(m)[sel][:, None], flat(C)[sel][:, None])
     log.info("per-user reference: %d users x %d components -> %d units after pruning at %g", U, K, len(sel), prune)
     t0 = time.perf_counter()
-    model = preconditioned(user_utilities, mode[sel], np.linalg.cholesky(cov[sel]))
-    idata = run_nuts(model, zz[sel], unit_prior, y=yy[sel], seed=seed, chains=chains, warmup=warmup, draws=draws,
-                     dims={"theta": ["unit", "dim"]}, drop=("theta_std",))
+    units = whiten_units(zz[sel], flat(m)[sel], flat(C)[sel], mode[sel], np.linalg.cholesky(cov[sel]))
+    idata = run_nuts(whitened_units, units, y=yy[sel], seed=seed, chains=chains, warmup=warmup, draws=draws,
+                     dims={"theta": ["unit", "dim"]}, drop=("xi",))
     log.info("NUTS over %d units: %.1f s", len(sel), time.perf_counter() - t0)
     idata.posterior = idata.posterior.assign_coords(unit_user=("unit", uu), unit_component=("unit", kk))
     health = check_health(fit_health(idata, ["theta"]), f"per-user NUTS reference ({len(sel)} units)", strict)

@@ -1,0 +1,129 @@
+"""The EM mixture prior against the NUTS posterior of the hierarchical population model.
+
+Component labels are exchangeable (and switch between NUTS chains), so the two fits are
+compared only on label-invariant quantities:
+
+- the density of a new user's theta at test points: for NUTS the posterior predictive
+  density, the mean over draws s of sum_k w_sk N(x; mu_sk, Sigma_sk); for EM its mixture;
+- the log predictive density of held-out users' clicks, log p(y_u | fit), importance-sampled
+  (``diagnostics.population_checks.log_predictive``); for NUTS under the predictive mixture
+  of `thin` posterior draws;
+- co-clustering of training users: P(u and v in the same component). NUTS: the mean over draws
+  of sum_k r_uk(s) r_vk(s), r_uk(s) ∝ w_sk N(theta_us; mu_sk, Sigma_sk); EM: sum_k r_uk r_vk
+  with its responsibilities. Both are set beside the truth of a simulated roster (the same
+  student behind both arrivals).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import arviz as az
+import numpy as np
+from scipy.special import logsumexp
+
+from diagnostics.posterior_checks import mixture_logpdf
+from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior
+
+
+class PopulationComparison(NamedTuple):
+    test_points: np.ndarray     # [P, d]
+    log_density: dict           # fit name -> [P] log density of a new user's theta at the test points
+    heldout_users: np.ndarray   # [H]
+    log_pred: dict              # fit name -> [H] log p(y_u | fit), nats
+    max_khat: dict              # fit name -> largest k-hat of its importance-sampled evidences
+    co_clustering: dict         # fit name -> [U, U] P(same component); "truth" -> same student (0/1)
+
+    def summary(self) -> dict:
+        """Label-invariant agreement figures of the NUTS and EM fits (and the online prior where given)."""
+        out = {}
+        nuts = self.log_density["nuts"]
+        for name, ld in self.log_density.items():
+            out[f"log_density_{name}_mean"] = float(ld.mean())
+            if name != "nuts":
+                out[f"log_density_{name}_vs_nuts_mean_abs"] = float(np.abs(ld - nuts).mean())
+        for name, lp in self.log_pred.items():
+            out[f"log_pred_{name}_mean"] = float(lp.mean())
+            if name != "nuts":
+                diff = lp - self.log_pred["nuts"]
+                out[f"log_pred_{name}_vs_nuts"] = float(diff.mean())
+                out[f"log_pred_{name}_vs_nuts_ci95"] = float(1.96 * diff.std(ddof=1) / np.sqrt(len(diff)))
+        iu = np.triu_indices(len(self.co_clustering["nuts"]), 1)
+        truth = self.co_clustering.get("truth")
+        for name, P in self.co_clustering.items():
+            if name == "truth":
+                continue
+            p = P[iu]
+            if name != "nuts":
+                out[f"co_clustering_{name}_vs_nuts_mean_abs"] = float(np.abs(p - self.co_clustering["nuts"][iu]).mean())
+            if truth is not None:
+                same = truth[iu] > 0.5
+                out[f"co_clustering_{name}_same_student"] = float(p[same].mean())
+                out[f"co_clustering_{name}_other_student"] = float(p[~same].mean())
+        return out
+
+
+def component_covariances(sd, L_corr):
+    """Sigma = diag(sd) R diag(sd) with R = L_corr L_corr^T; sd [..., d], L_corr [..., d, d]."""
+    L = sd[..., :, None] * L_corr
+    return L @ np.swapaxes(L, -1, -2)
+
+
+def predictive_mixture(idata: az.InferenceData, thin: int | None = None, broad_var: float = DEFAULT_PRIOR_VAR,
+                       seed: int = 0) -> MixturePrior:
+    """The posterior predictive of a new user's theta under a population NUTS fit, as one mixture
+    over (draw, slot): weights w_sk / n_draws. `thin` keeps that many draws, evenly spread."""
+    post = idata.posterior
+    stack = lambda v: post[v].values.reshape((-1,) + post[v].shape[2:])  # noqa: E731
+    w, mu, cov = stack("weights"), stack("mu"), component_covariances(stack("sd"), stack("L_corr"))
+    n, K, d = mu.shape
+    keep = np.arange(n) if thin is None or thin >= n else np.linspace(0, n - 1, thin).round().astype(int)
+    w, mu, cov = w[keep], mu[keep], cov[keep]
+    means = np.concatenate([mu, np.zeros((len(keep), 1, d))], 1)
+    covs = np.concatenate([cov, np.broadcast_to(broad_var * np.eye(d), (len(keep), 1, d, d))], 1)
+    return MixturePrior((w / len(keep)).reshape(-1), means.reshape(-1, d), covs.reshape(-1, d, d))
+
+
+def co_clustering_nuts(idata: az.InferenceData, thin: int = 400, broad_var: float = DEFAULT_PRIOR_VAR) -> np.ndarray:
+    """P(u and v in the same slot) [U, U] under a population NUTS fit, averaged over `thin` draws."""
+    post = idata.posterior
+    stack = lambda v: post[v].values.reshape((-1,) + post[v].shape[2:])  # noqa: E731
+    n = stack("weights").shape[0]
+    keep = np.linspace(0, n - 1, min(thin, n)).round().astype(int)
+    w, mu, th = stack("weights")[keep], stack("mu")[keep], stack("theta")[keep]
+    cov = component_covariances(stack("sd")[keep], stack("L_corr")[keep])
+    S, K, d = mu.shape
+    means = np.concatenate([mu, np.zeros((S, 1, d))], 1)
+    covs = np.concatenate([cov, np.broadcast_to(broad_var * np.eye(d), (S, 1, d, d))], 1)
+    L = np.linalg.cholesky(covs)                                        # [S, K+1, d, d]
+    diff = th[:, None] - means[:, :, None]                              # [S, K+1, U, d]
+    sol = np.linalg.solve(L[:, :, None], diff[..., None])[..., 0]
+    logn = -0.5 * (sol ** 2).sum(-1) - np.log(np.diagonal(L, axis1=-2, axis2=-1)).sum(-1)[..., None]
+    joint = np.log(np.maximum(w, 1e-300))[..., None] + logn              # [S, K+1, U]
+    r = np.exp(joint - logsumexp(joint, axis=1, keepdims=True))
+    return np.einsum("sku,skv->uv", r, r) / S
+
+
+def compare_population_fits(idata_nuts: az.InferenceData, em, z_test, y_test, test_points, online=None,
+                            students=None, thin: int = 50, seed: int = 0) -> PopulationComparison:
+    """Compare a population NUTS fit with an EM fit (``inference.mixture_em.EMResult``) of the same users.
+
+    z_test [H, S, d], y_test [H, S]: held-out users' clicks; test_points [P, d]; online: an optional
+    MixturePrior (e.g. the online prior at the first held-out arrival) scored beside them on
+    density and held-out clicks; students [U]: the student behind each training arrival, if known.
+    """
+    from diagnostics.population_checks import log_predictive
+
+    fits = {"nuts": predictive_mixture(idata_nuts, thin=None), "em": em.prior}
+    if online is not None:
+        fits["online"] = online
+    log_density = {name: mixture_logpdf(test_points, *f) for name, f in fits.items()}
+    fits["nuts"] = predictive_mixture(idata_nuts, thin=thin)
+    log_pred, khat = {}, {}
+    for name, f in fits.items():
+        log_pred[name], khat[name] = log_predictive(z_test, y_test, f, seed=seed)
+    em_r = em.responsibilities
+    co = {"nuts": co_clustering_nuts(idata_nuts), "em": em_r @ em_r.T}
+    if students is not None:
+        s = np.asarray(students)
+        co["truth"] = (s[:, None] == s[None]).astype(float)
+    return PopulationComparison(np.asarray(test_points), log_density, np.arange(len(y_test)), log_pred, khat, co)

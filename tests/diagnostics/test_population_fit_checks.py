@@ -1,0 +1,93 @@
+import arviz as az
+import numpy as np
+import pytest
+
+from diagnostics.population_fit_checks import (co_clustering_nuts, compare_population_fits, component_covariances,
+                                               predictive_mixture)
+from diagnostics.posterior_checks import mixture_logpdf
+from inference.mixture_em import EMResult
+from inference.sbc import simulate_clicks
+from tdmodels.priors import MixturePrior
+
+D = 2
+CENTERS = np.array([[3.0, 0.0], [-3.0, 0.0]])
+SD = np.array([[0.3, 0.5], [0.4, 0.3]])
+
+
+def _fake_nuts(theta, permute: bool, n_draws=40, seed=0):
+    """A population 'posterior' whose every draw is the same two-component mixture (plus the
+    broad slot), with component labels shuffled between draws when `permute`."""
+    rng = np.random.default_rng(seed)
+    K, d = CENTERS.shape
+    mu = np.repeat(CENTERS[None], n_draws, 0)
+    sd = np.repeat(SD[None], n_draws, 0)
+    Lc = np.repeat(np.eye(d)[None, None], n_draws, 0).repeat(K, 1)
+    w = np.repeat(np.array([[0.45, 0.45, 0.1]]), n_draws, 0)
+    if permute:
+        for s in range(n_draws):
+            p = rng.permutation(K)
+            mu[s], sd[s], Lc[s], w[s, :K] = mu[s, p], sd[s, p], Lc[s, p], w[s, p]
+    th = np.repeat(theta[None], n_draws, 0)
+    as_chain = lambda a: a[None]  # noqa: E731
+    return az.from_dict(posterior={"mu": as_chain(mu), "sd": as_chain(sd), "L_corr": as_chain(Lc),
+                                   "weights": as_chain(w), "theta": as_chain(th)})
+
+
+def _truth_prior():
+    covs = component_covariances(SD, np.repeat(np.eye(D)[None], 2, 0))
+    return MixturePrior(np.array([0.45, 0.45, 0.1]), np.concatenate([CENTERS, np.zeros((1, D))]),
+                        np.concatenate([covs, 4.0 * np.eye(D)[None]]))
+
+
+def test_component_covariances_are_diag_sd_R_diag_sd():
+    R = np.array([[1.0, 0.5], [0.5, 1.0]])
+    sd = np.array([2.0, 3.0])
+    np.testing.assert_allclose(component_covariances(sd, np.linalg.cholesky(R)), np.outer(sd, sd) * R)
+
+
+@pytest.mark.parametrize("permute", [False, True])
+def test_comparisons_are_label_invariant_and_exact_when_fits_agree(permute):
+    rng = np.random.default_rng(1)
+    U, H, S = 30, 12, 20
+    students = rng.integers(2, size=U)
+    theta = CENTERS[students] + 0.2 * rng.standard_normal((U, D))
+    idata = _fake_nuts(theta, permute)
+    prior = _truth_prior()
+    pred = predictive_mixture(idata)
+    pts = rng.normal(scale=2.0, size=(25, D))
+    np.testing.assert_allclose(mixture_logpdf(pts, *pred), mixture_logpdf(pts, *prior), atol=1e-10)
+
+    P = co_clustering_nuts(idata)
+    same = students[:, None] == students[None]
+    assert P[same].min() > 0.95 and P[~same].max() < 0.05     # separated clusters: co-clustering is the truth
+    np.testing.assert_allclose(P, P.T, atol=1e-12)
+
+    # EM responsibilities of the same fit give the same co-clustering, hence zero disagreement.
+    r = np.zeros((U, 3))
+    r[np.arange(U), students] = 1.0
+    em = EMResult(prior, r, 0.0, 1, True)
+    zt = rng.standard_normal((H, S, D))
+    yt = simulate_clicks(CENTERS[rng.integers(2, size=H)], zt, rng)
+    out = compare_population_fits(idata, em, zt, yt, pts, online=prior, students=students, thin=10)
+    s = out.summary()
+    assert s["log_density_em_vs_nuts_mean_abs"] < 1e-10
+    assert abs(s["log_pred_em_vs_nuts"]) < 0.05                 # same prior; importance-sampling noise only
+    assert s["co_clustering_em_vs_nuts_mean_abs"] < 0.05
+    assert s["co_clustering_nuts_same_student"] > 0.95 > 0.05 > s["co_clustering_nuts_other_student"]
+
+
+def test_a_wrong_em_fit_is_seen_on_every_quantity():
+    rng = np.random.default_rng(2)
+    U, H, S = 30, 12, 20
+    students = rng.integers(2, size=U)
+    theta = CENTERS[students] + 0.2 * rng.standard_normal((U, D))
+    idata = _fake_nuts(theta, permute=True)
+    wrong = MixturePrior(np.array([0.9, 0.1]), np.zeros((2, D)), np.stack([np.eye(D), 4.0 * np.eye(D)]))
+    em = EMResult(wrong, np.tile([0.9, 0.1], (U, 1)), 0.0, 1, True)
+    zt = rng.standard_normal((H, S, D))
+    yt = simulate_clicks(CENTERS[rng.integers(2, size=H)], zt, rng)
+    pts = CENTERS[rng.integers(2, size=20)] + 0.2 * rng.standard_normal((20, D))
+    s = compare_population_fits(idata, em, zt, yt, pts, students=students, thin=10).summary()
+    assert s["log_density_em_vs_nuts_mean_abs"] > 1.0
+    assert s["log_pred_em_vs_nuts"] < -0.5
+    assert s["co_clustering_em_vs_nuts_mean_abs"] > 0.3
