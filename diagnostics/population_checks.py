@@ -61,9 +61,9 @@ def log_predictive(z, y, prior: MixturePrior, draws: int = 200, seed: int = 0) -
         return logsumexp(np.log(w) + full.reshape(U, C), axis=1), float(np.max(khat))
 
 
-def held_out_check(log, holdout: int, seed: int = 0) -> HeldOut:
+def held_out_check(log, holdout: int, seed: int = 0, em=None) -> HeldOut:
     """The last `holdout` arrivals of a run, under the online prior each arrived under, a batch EM
-    fit to the earlier arrivals, and the broad prior."""
+    fit to the earlier arrivals (`em`, an ``EMResult``, or fitted here), and the broad prior."""
     from inference.mixture_em import fit_mixture_em
 
     N = log.n_users
@@ -71,8 +71,9 @@ def held_out_check(log, holdout: int, seed: int = 0) -> HeldOut:
         raise ValueError(f"holdout must lie in 1..{N - 1}, got {holdout}")
     z, y = log.recalibrated_design()
     train, test = np.arange(N - holdout), np.arange(N - holdout, N)
-    priors = {"isotropic": isotropic_prior(z.shape[-1], DEFAULT_PRIOR_VAR),
-              "batch_em": fit_mixture_em(z[train], y[train], seed=seed).prior}
+    if em is None:
+        em = fit_mixture_em(z[train], y[train], seed=seed)
+    priors = {"isotropic": isotropic_prior(z.shape[-1], DEFAULT_PRIOR_VAR), "batch_em": em.prior}
     if log.priors is not None:
         priors["online"] = MixturePrior(*(a[test] for a in log.priors))
     lp, kh = {}, {}

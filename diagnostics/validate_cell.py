@@ -80,16 +80,50 @@ def _checks_dataset(checks: UserChecks) -> xr.Dataset:
                       attrs={k: (str(v) if isinstance(v, tuple) else v) for k, v in checks.summary().items()})
 
 
+def population_fits(world, seed, spec, store, log, em, holdout, arrivals, chains, warmup, draws,
+                    check_seed: int = 0) -> xr.Dataset:
+    """The batch EM fit of the first N - holdout arrivals against the population model's NUTS posterior
+    on the same clicks (written as ``seed-NNNN.population-train.nc``), on the held-out arrivals' clicks, at
+    their broad-prior Laplace modes (test points) and by co-clustering of the training arrivals."""
+    from diagnostics.population_fit_checks import compare_population_fits
+    from inference.laplace import laplace_fit_batch
+    from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior
+
+    N = log.n_users
+    train, test = np.arange(N - holdout), np.arange(N - holdout, N)
+    out = store.fit_path(str(world.attrs["roster"]), seed, canonical_spec(spec), "population-train",
+                         arrivals_limit(world, arrivals))
+    idata_pop, _ = fit_cell(world, seed, spec, "population", store, arrivals=arrivals, chains=chains,
+                            warmup=warmup, draws=draws, users=N - holdout, out=out)
+    z, y = log.recalibrated_design()
+    d = z.shape[-1]
+    points, _, _ = laplace_fit_batch(np.zeros((holdout, d)), np.broadcast_to(DEFAULT_PRIOR_VAR * np.eye(d),
+                                                                           (holdout, d, d)).copy(), z[test], y[test])
+    online = MixturePrior(*(a[test[0]] for a in log.priors)) if log.priors is not None else None
+    cmp = compare_population_fits(idata_pop, em, z[test], y[test], points, online=online,
+                                  students=log.student[train], seed=check_seed)
+    data = {f"log_density_{k}": ("test_point", v) for k, v in cmp.log_density.items()}
+    data.update({f"log_pred_{k}": ("heldout_user", v) for k, v in cmp.log_pred.items()})
+    data.update({f"co_clustering_{k}": (("train_user", "train_user2"), v) for k, v in cmp.co_clustering.items()})
+    data["test_points"] = (("test_point", "dim"), cmp.test_points)
+    attrs = {**cmp.summary(), **{f"max_khat_{k}": v for k, v in cmp.max_khat.items()},
+             "population_nuts_health": stored_health(idata_pop).line()}
+    return xr.Dataset(data, coords={"heldout_user": test, "train_user": train, "train_user2": train}, attrs=attrs)
+
+
 def validate_users(world, seed: int, spec: str, store: RunStore, users: int | None = None,
                    arrivals: int | None = None, chains: int = DEFAULT_CHAINS, warmup: int = DEFAULT_WARMUP,
                    draws: int = DEFAULT_DRAWS, check_seed: int = 0, rounds: tuple[int, ...] = (),
-                   holdout: int = 0) -> tuple[UserChecks, az.InferenceData, Path]:
+                   holdout: int = 0, population_nuts: bool = False) -> tuple[UserChecks, az.InferenceData, Path]:
     """Check the first `users` users (default all) of a run at session end, and at each of `rounds`
     (clicks seen so far) against NUTS on that many clicks, and the population prior on the last
-    `holdout` arrivals (``diagnostics.population_checks``); returns (session-end checks,
-    InferenceData, path written)."""
+    `holdout` arrivals (``diagnostics.population_checks``); with `population_nuts`, also a batch EM
+    fit of the other arrivals against the hierarchical model's NUTS posterior on the same clicks
+    (``diagnostics.population_fit_checks``). Returns (session-end checks, InferenceData, path written)."""
     from inference.user_reference import user_draws
 
+    if population_nuts and not holdout:
+        raise ValueError("--population-nuts compares fits on held-out users: give --holdout N as well")
     log = _log_with_beliefs(world, seed, spec, store, arrivals)
     S = log.outcome.shape[1]
     bad = [t for t in rounds if not 0 < int(t) < S]
@@ -116,11 +150,18 @@ def validate_users(world, seed: int, spec: str, store: RunStore, users: int | No
               "calibration": click_calibration(log), **at_rounds}
     if holdout:
         from diagnostics.population_checks import held_out_check
+        from inference.mixture_em import fit_mixture_em
 
-        ho = held_out_check(log, holdout, seed=check_seed)
+        z, y = log.recalibrated_design()
+        train = np.arange(log.n_users - holdout)
+        em = fit_mixture_em(z[train], y[train], seed=check_seed)
+        ho = held_out_check(log, holdout, seed=check_seed, em=em)
         groups["population"] = xr.Dataset({f"log_pred_{k}": ("heldout_user", v) for k, v in ho.log_pred.items()},
                                           coords={"heldout_user": ho.users},
                                           attrs={f"max_khat_{k}": v for k, v in ho.max_khat.items()})
+        if population_nuts:
+            groups["population_fits"] = population_fits(world, seed, spec, store, log, em, holdout, arrivals,
+                                                        chains, warmup, draws, check_seed)
     idata.add_groups(groups)
     idata.posterior.attrs.update({"world": str(world.attrs["roster"]), "seed": int(seed),
                                   "policy": canonical_spec(spec), "users": int(U),

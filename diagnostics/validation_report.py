@@ -90,6 +90,27 @@ def _reliability_figure(cal):
     return fig
 
 
+def _population_figure(pf):
+    names = [k for k in ("nuts", "em", "truth") if f"co_clustering_{k}" in pf]
+    fig, axes = plt.subplots(1, len(names) + 1, figsize=(3.6 * (len(names) + 1), 3.4))
+    order = np.argsort(pf["co_clustering_truth"].values.argmax(1)) if "truth" in names else slice(None)
+    for ax, k in zip(axes, names):
+        P = pf[f"co_clustering_{k}"].values[np.ix_(order, order)] if "truth" in names else pf[f"co_clustering_{k}"].values
+        ax.imshow(P, vmin=0, vmax=1, cmap="Greys", interpolation="nearest")
+        ax.set(title={"nuts": "co-clustering, NUTS", "em": "co-clustering, EM", "truth": "same student"}[k],
+               xticks=[], yticks=[])
+    ax = axes[-1]
+    ref = pf["log_density_nuts"].values
+    for k, colour in (("em", "tab:blue"), ("online", "tab:orange")):
+        if f"log_density_{k}" in pf:
+            ax.scatter(ref, pf[f"log_density_{k}"].values, s=10, color=colour, label=k)
+    lim = [ref.min() - 0.5, ref.max() + 0.5]
+    ax.plot(lim, lim, color="grey", lw=1, ls=":")
+    ax.set(xlabel="log density, NUTS predictive", ylabel="log density", title="new user's theta at test points")
+    ax.legend(fontsize=8)
+    return fig
+
+
 def write_report(idata: az.InferenceData, path: str | Path, n_users: int = 3) -> Path:
     """Write the HTML report of a validation InferenceData to `path`."""
     post, online, chk = idata.posterior, idata["online"], idata["checks"]
@@ -112,6 +133,19 @@ def write_report(idata: az.InferenceData, path: str | Path, n_users: int = 3) ->
              "<h2>Pair plots (each user's two worst-matched coordinates)</h2>",
              _png(_pair_figure(post, online, chk, worst)),
              f"<h2>Rank plots of the NUTS chains (user {worst[0]})</h2>", _png(_rank_figure(idata, worst[0]))]
+    if "population" in idata.groups():
+        pop = idata["population"]
+        base = pop["log_pred_isotropic"].values
+        items = "".join(
+            f"<li>{html.escape(v.removeprefix('log_pred_'))} prior: {pop[v].values.mean():.3f} nats per user "
+            f"({(pop[v].values - base).mean():+.3f} against the broad prior)</li>" for v in pop.data_vars)
+        parts += [f"<h2>Held-out arrivals' clicks ({pop.sizes['heldout_user']} users): log predictive</h2>",
+                  f"<ul>{items}</ul>"]
+    if "population_fits" in idata.groups():
+        pf = idata["population_fits"]
+        items = "".join(f"<li>{html.escape(k)}: {html.escape(str(v))}</li>" for k, v in pf.attrs.items())
+        parts += ["<h2>Population: batch EM against the hierarchical model's NUTS posterior</h2>", f"<ul>{items}</ul>",
+                  _png(_population_figure(pf))]
     if "calibration" in idata.groups() and idata["calibration"].data_vars:
         parts += ["<h2>Calibration of click predictions</h2>", _png(_reliability_figure(idata["calibration"]))]
     parts += ["<h2>Per user</h2>", "<table border=1 cellpadding=3><tr><th>user</th><th>k-hat</th>"

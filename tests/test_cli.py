@@ -142,9 +142,30 @@ def test_validate_checks_each_users_online_belief_against_nuts(env_dirs, capsys)
     report = [line for line in out.splitlines() if line.startswith("report ")][0].removeprefix("report ")
     page = open(report).read()
     assert page.count("<img") == 5 and "k-hat per user" in page and "<td>3</td>" in page
+    assert "Held-out arrivals' clicks" in page
     from diagnostics.validation_report import write_report     # rebuilt from the netCDF alone
     again = write_report(idata, env_dirs / "again.html")
     assert again.read_text().count("<img") == 5
+
+
+@pytest.mark.slow
+def test_validate_compares_batch_em_with_the_population_models_nuts(env_dirs, capsys):
+    import arviz as az
+
+    argv = ["validate", "--world", "dev", "--seed", "2", "--policy", "coduel", "--arrivals", "12", "--users", "2",
+            "--chains", "2", "--warmup", "100", "--draws", "100", "--holdout", "4", "--population-nuts"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "population model NUTS" in out and "co-clustering: mean |EM - NUTS|" in out
+    idata = az.from_netcdf(out.strip().splitlines()[-1].removeprefix("wrote "))
+    pf = idata["population_fits"]
+    assert pf.co_clustering_nuts.shape == (8, 8) and pf.log_density_em.shape == (4,)
+    np.testing.assert_allclose(np.diag(pf.co_clustering_truth), 1.0)
+    assert np.all((pf.co_clustering_nuts >= 0) & (pf.co_clustering_nuts <= 1 + 1e-12))
+    assert np.all(np.isfinite(pf.log_pred_nuts)) and np.all(np.isfinite(pf.log_density_nuts))
+    report = [line for line in out.splitlines() if line.startswith("report ")][0].removeprefix("report ")
+    page = open(report).read()
+    assert page.count("<img") == 6 and "hierarchical model's NUTS posterior" in page
 
 
 def test_validate_needs_a_policy_that_records_beliefs(env_dirs, capsys):
@@ -154,3 +175,6 @@ def test_validate_needs_a_policy_that_records_beliefs(env_dirs, capsys):
     assert "'no-transfer' does not record its online beliefs" in capsys.readouterr().err
     rc = main(["validate", "--world", "dev", "--policy", "coduel", "--arrivals", "3", "--users", "2", "--rounds", "24"])
     assert rc != 0 and "rounds must lie in 1..23" in capsys.readouterr().err
+    rc = main(["validate", "--world", "dev", "--policy", "coduel", "--arrivals", "3", "--users", "2",
+               "--population-nuts"])
+    assert rc != 0 and "give --holdout N as well" in capsys.readouterr().err

@@ -194,7 +194,7 @@ def cmd_validate(a) -> int:
     rounds = tuple(int(t) for t in a.rounds.split(",")) if a.rounds else ()
     checks, idata, path = validate_users(world, a.seed, a.policy, RunStore(a.store), users=a.users, arrivals=a.arrivals,
                                          chains=a.chains, warmup=a.warmup, draws=a.draws, rounds=rounds,
-                                         holdout=a.holdout)
+                                         holdout=a.holdout, population_nuts=a.population_nuts)
     table = pd.DataFrame({"k-hat": checks.khat, "max |mean error| (sd)": np.abs(checks.mean_error).max(1),
                           "min sd ratio": checks.sd_ratio.min(1), "max sd ratio": checks.sd_ratio.max(1),
                           "max W1 / floor": (checks.w1 / checks.w1_floor).max(1),
@@ -230,6 +230,21 @@ def cmd_validate(a) -> int:
                 print(f"held-out users' clicks under the {name} prior: {pop[f'log_pred_{name}'].values.mean():.3f} "
                       f"nats per user ({diff.mean():+.3f} +- {half:.3f} against isotropic; "
                       f"max k-hat {pop.attrs[f'max_khat_{name}']:.2f})")
+    if "population_fits" in idata.groups():
+        pf = idata["population_fits"].attrs
+        print(f"population model NUTS ({pf['population_nuts_health']}) against batch EM on the same "
+              f"{idata['population_fits'].sizes['train_user']} arrivals:")
+        print(f"  log density of a new user's theta at {idata['population_fits'].sizes['test_point']} test points: "
+              f"NUTS {pf['log_density_nuts_mean']:.3f}, EM {pf['log_density_em_mean']:.3f} "
+              f"(mean |difference| {pf['log_density_em_vs_nuts_mean_abs']:.3f})")
+        print(f"  held-out clicks: NUTS {pf['log_pred_nuts_mean']:.3f}, EM {pf['log_pred_em_mean']:.3f} nats per user "
+              f"(EM - NUTS {pf['log_pred_em_vs_nuts']:+.3f} +- {pf['log_pred_em_vs_nuts_ci95']:.3f})")
+        line = (f"  co-clustering: mean |EM - NUTS| {pf['co_clustering_em_vs_nuts_mean_abs']:.3f}")
+        if "co_clustering_nuts_same_student" in pf:
+            line += "; P(same component) for arrivals of the same / another student: " + ", ".join(
+                f"{k} {pf[f'co_clustering_{k}_same_student']:.2f} / {pf[f'co_clustering_{k}_other_student']:.2f}"
+                for k in ("nuts", "em"))
+        print(line)
     print(f"NUTS reference health: {idata.posterior.attrs['reference_health']}")
     report = write_report(idata, path.with_suffix(".html"))
     print(f"report {report}")
@@ -307,6 +322,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rounds", help="also check the beliefs after these many clicks, e.g. 6,12 (a NUTS fit each)")
     p.add_argument("--holdout", type=int, default=0,
                    help="also score the population prior on the run's last N arrivals (log predictive of their clicks)")
+    p.add_argument("--population-nuts", action="store_true",
+                   help="with --holdout: also fit the hierarchical population model by NUTS on the other arrivals and "
+                        "compare a batch EM fit with it (density at test points, held-out clicks, co-clustering)")
     p.add_argument("--chains", type=int, default=4)
     p.add_argument("--warmup", type=int, default=1000)
     p.add_argument("--draws", type=int, default=1000)
