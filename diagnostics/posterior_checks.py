@@ -65,7 +65,7 @@ def mixture_logpdf(theta, weights, means, covs) -> np.ndarray:
     w, m, S = np.asarray(weights)[keep], np.asarray(means)[keep], np.asarray(covs)[keep]
     L = np.linalg.cholesky(S)                                           # [C, d, d]
     dev = np.asarray(theta)[..., None, :] - m                           # [..., C, d]
-    sol = np.linalg.solve(L, dev[..., None])[..., 0]                    # L^-1 (theta - m)
+    sol = np.einsum("cij,...cj->...ci", np.linalg.inv(L), dev)         # L^-1 (theta - m), no [..., C, d, d] copy
     d = m.shape[-1]
     logdet = 2 * np.log(np.diagonal(L, axis1=-2, axis2=-1)).sum(-1)
     comp = -0.5 * (np.sum(sol ** 2, -1) + logdet + d * np.log(2 * np.pi))

@@ -91,3 +91,19 @@ def test_a_wrong_em_fit_is_seen_on_every_quantity():
     assert s["log_density_em_vs_nuts_mean_abs"] > 1.0
     assert s["log_pred_em_vs_nuts"] < -0.5
     assert s["co_clustering_em_vs_nuts_mean_abs"] > 0.3
+
+
+def test_defensive_log_predictive_agrees_with_per_component_importance_sampling():
+    from diagnostics.population_checks import log_predictive
+    from diagnostics.population_fit_checks import mixture_log_predictive
+
+    rng = np.random.default_rng(3)
+    U, S = 8, 24
+    prior = _truth_prior()
+    theta = CENTERS[rng.integers(2, size=U)] + 0.3 * rng.standard_normal((U, D))
+    z = rng.standard_normal((U, S, D))
+    y = simulate_clicks(theta, z, rng)
+    lp, khat = mixture_log_predictive(z, y, prior, n=4000)
+    ref, _ = log_predictive(z, y, prior)
+    assert khat.shape == (U,) and np.all(np.isfinite(lp))
+    assert abs(np.mean(lp - ref)) < 0.03 and np.max(np.abs(lp - ref)) < 0.1   # both Monte Carlo estimates

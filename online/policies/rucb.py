@@ -1,0 +1,83 @@
+"""RUCB (Zoghi et al. 2014), pooled over all users, non-contextual: arms are the personas.
+
+    U_ij = W_ij / N_ij + sqrt(alpha ln t / N_ij),  N_ij = W_ij + W_ji  (U_ij = 1 where N_ij = 0,
+    U_ii = 1/2), t = comparisons so far + 1.
+
+Champion: an arm c with U_cj >= 1/2 for every j (the previous champion when it still
+qualifies, else one drawn at random among the candidates; a random arm when none does).
+Challenger: argmax_{j != c} U_jc (ties at random). The question's features are ignored,
+and the counts are never reset between users.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from online.protocol import Policy
+
+ALPHA = 0.51
+
+
+class RUCBState(NamedTuple):
+    wins: np.ndarray      # [K, K] wins[i, j]: times i beat j
+    champion: int         # previous champion, -1 before the first
+
+
+def init(K: int) -> RUCBState:
+    return RUCBState(np.zeros((K, K)), -1)
+
+
+def upper_bounds(wins: np.ndarray, alpha: float = ALPHA) -> np.ndarray:
+    """U [K, K] of the RUCB rule from the win counts."""
+    n = wins + wins.T
+    t = n.sum() / 2 + 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        U = np.where(n > 0, wins / n + np.sqrt(alpha * np.log(t) / n), 1.0)
+    np.fill_diagonal(U, 0.5)
+    return U
+
+
+def select(state: RUCBState, rng: np.random.Generator, alpha: float = ALPHA) -> tuple[tuple[int, int], RUCBState]:
+    U = upper_bounds(state.wins, alpha)
+    candidates = np.flatnonzero((U >= 0.5).all(1))
+    if state.champion in candidates:
+        c = state.champion
+    elif len(candidates):
+        c = int(rng.choice(candidates))
+    else:
+        c = int(rng.integers(len(U)))
+    col = U[:, c].copy()
+    col[c] = -np.inf
+    best = np.flatnonzero(col == col.max())
+    d = int(rng.choice(best)) if len(best) > 1 else int(best[0])
+    return (c, d), state._replace(champion=c)
+
+
+def update(state: RUCBState, pair: tuple[int, int], outcome: int) -> RUCBState:
+    i, j = pair if outcome else pair[::-1]
+    wins = state.wins.copy()
+    wins[i, j] += 1
+    return state._replace(wins=wins)
+
+
+class RUCB(Policy):
+    """Pooled, non-contextual RUCB over the personas. Settings: alpha (exploration, > 0.5; default 0.51)."""
+
+    name = "rucb"
+
+    def __init__(self, alpha: float = ALPHA):
+        if not alpha > 0.5:
+            raise ValueError(f"alpha must exceed 0.5, got {alpha!r}")
+        self.alpha = float(alpha)
+
+    def reset(self, rng, context):
+        super().reset(rng, context)
+        self.state = init(context["K"])
+
+    def select(self, Phi):
+        self._pair, self.state = select(self.state, self.rng, self.alpha)
+        return self._pair
+
+    def update(self, outcome):
+        self.state = update(self.state, self._pair, outcome)
