@@ -17,16 +17,22 @@ import json
 import re
 
 from online.policies.coduel import CODuel
+from online.policies.coldb import COLDB
+from online.policies.colstim import CoLSTIM
+from online.policies.hierarchical_ts import HierTS, MetaTS
 from online.policies.no_transfer import NoTransfer, Pooled
 from online.policies.random_pairs import RandomPairs
+from online.policies.rucb import RUCB
 
-REGISTRY = {"random": RandomPairs, "no-transfer": NoTransfer, "pooled": Pooled, "coduel": CODuel}
+REGISTRY = {"random": RandomPairs, "no-transfer": NoTransfer, "pooled": Pooled, "coduel": CODuel,
+            "rucb": RUCB, "colstim": CoLSTIM, "coldb": COLDB, "meta-ts": MetaTS, "hierts": HierTS}
 # Named ablations: an alias stands for its settings, so both spellings name the same store cell.
 ALIASES = {
     "coduel:no-population": ("coduel", {"population": False}),
     "coduel:no-recalibration": ("coduel", {"recalibration": False}),
     "coduel:greedy": ("coduel", {"lookahead": False}),
     "coduel:no-gate": ("coduel", {"gate": False}),
+    "coldb-lr": ("coldb", {"estimator": "least-squares"}),
 }
 _SPEC = re.compile(r"^\s*(?P<target>[A-Za-z0-9_.:\-]+)\s*(?:\[(?P<settings>.*)\])?\s*$")
 

@@ -1,0 +1,145 @@
+"""COLDB (Wang et al., ICML 2025, "Online Clustering of Dueling Bandits") and COLDB-LR.
+
+A CLUB-style user graph with a linear dueling learner per cluster:
+- each arrival joins connected to every earlier user;
+- per user: a ridge estimate theta_i of their own clicks and a count T_i;
+- in a round: V = the connected component of the current user; theta_V = the ridge estimate
+  pooled over V's clicks, M_V = lam I + sum z z^T over V;
+  first = argmax theta_V . x,  second = argmax_{j != first} theta_V . x_j + beta ||x_j - x_first||_{M_V^-1};
+- after the click: refit theta_i; delete the edge (i, l) when
+  ||theta_i - theta_l|| > f(T_i) + f(T_l),  f(T) = alpha sqrt((1 + ln(1 + T)) / (1 + T)).
+
+COLDB estimates by ridge logistic MLE (``online.estimators.ridge_logistic``, warm-started);
+COLDB-LR (not described publicly; ours) by ridge least squares of 2y - 1 on z, from
+sufficient statistics. beta = sqrt(d ln S) and alpha = 1 are ours (not tuned).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from online.estimators import ridge_least_squares, ridge_logistic
+from online.protocol import Policy
+
+RIDGE = 1.0
+ALPHA = 1.0
+ESTIMATORS = ("logistic", "least-squares")
+
+
+class COLDBState(NamedTuple):
+    Z: np.ndarray          # [N, S, d] every user's design rows (filled up to counts)
+    y: np.ndarray          # [N, S] clicks
+    counts: np.ndarray     # [N] T_i
+    theta: np.ndarray      # [N, d] each user's own estimate
+    gram: np.ndarray       # [N, d, d] sum z z^T per user
+    moment: np.ndarray     # [N, d] sum z (2y - 1) per user
+    adjacency: np.ndarray  # [N, N] bool user graph
+    user: int              # current user, -1 before the first
+    cluster: np.ndarray    # [n_V] users in the current user's component
+    theta_cluster: np.ndarray  # [d] last pooled estimate (warm start)
+
+
+def init(N: int, S: int, d: int) -> COLDBState:
+    return COLDBState(np.zeros((N, S, d)), np.zeros((N, S)), np.zeros(N, dtype=int), np.zeros((N, d)),
+                      np.zeros((N, d, d)), np.zeros((N, d)), np.zeros((N, N), dtype=bool), -1,
+                      np.zeros(0, dtype=int), np.zeros(d))
+
+
+def component(adjacency: np.ndarray, u: int, n: int) -> np.ndarray:
+    """Users in u's connected component among the first n users (breadth-first, dense)."""
+    seen = np.zeros(n, dtype=bool)
+    seen[u] = True
+    frontier = seen.copy()
+    while frontier.any():
+        reach = adjacency[:n, :n][frontier].any(0) & ~seen
+        seen |= reach
+        frontier = reach
+    return np.flatnonzero(seen)
+
+
+def start_session(state: COLDBState) -> COLDBState:
+    u = state.user + 1
+    adj = state.adjacency.copy()
+    adj[u, :u] = adj[:u, u] = True
+    return state._replace(user=u, adjacency=adj, cluster=component(adj, u, u + 1))
+
+
+def cluster_estimate(state: COLDBState, lam: float, estimator: str) -> tuple[np.ndarray, np.ndarray]:
+    """(theta_V [d], M_V [d, d]) pooled over the current cluster."""
+    V = state.cluster
+    d = state.theta.shape[1]
+    M = lam * np.eye(d) + state.gram[V].sum(0)
+    if estimator == "least-squares":
+        return ridge_least_squares(M - lam * np.eye(d), state.moment[V].sum(0), lam), M
+    seen = (np.arange(state.y.shape[1]) < state.counts[V][:, None]).ravel()
+    rows, ys = state.Z[V].reshape(-1, d)[seen], state.y[V].ravel()[seen]
+    return ridge_logistic(rows, ys, lam, init=state.theta_cluster, iters=8), M
+
+
+def select(state: COLDBState, Phi: np.ndarray, beta: float, lam: float, estimator: str
+           ) -> tuple[tuple[int, int], COLDBState]:
+    theta, M = cluster_estimate(state, lam, estimator)
+    u = Phi @ theta
+    first = int(np.argmax(u))
+    D = Phi - Phi[first]
+    score = u + beta * np.sqrt(np.maximum(np.einsum("kd,de,ke->k", D, np.linalg.inv(M), D), 0.0))
+    score[first] = -np.inf
+    return (first, int(np.argmax(score))), state._replace(theta_cluster=theta)
+
+
+def _f(T, alpha):
+    return alpha * np.sqrt((1.0 + np.log1p(T)) / (1.0 + T))
+
+
+def update(state: COLDBState, z: np.ndarray, y: int, lam: float, alpha: float, estimator: str) -> COLDBState:
+    i, t = state.user, int(state.counts[state.user])
+    Z, Y, counts = state.Z.copy(), state.y.copy(), state.counts.copy()
+    gram, moment, theta = state.gram.copy(), state.moment.copy(), state.theta.copy()
+    Z[i, t], Y[i, t] = z, y
+    counts[i] = t + 1
+    gram[i] += np.outer(z, z)
+    moment[i] += z * (2.0 * y - 1.0)
+    if estimator == "least-squares":
+        theta[i] = ridge_least_squares(gram[i], moment[i], lam)
+    else:
+        theta[i] = ridge_logistic(Z[i, :t + 1], Y[i, :t + 1], lam, init=theta[i])
+    n = i + 1
+    adj = state.adjacency.copy()
+    nb = np.flatnonzero(adj[i, :n])
+    cut = nb[np.linalg.norm(theta[nb] - theta[i], axis=1) > _f(counts[i], alpha) + _f(counts[nb], alpha)]
+    adj[i, cut] = adj[cut, i] = False
+    return state._replace(Z=Z, y=Y, counts=counts, gram=gram, moment=moment, theta=theta, adjacency=adj,
+                          cluster=component(adj, i, n))
+
+
+class COLDB(Policy):
+    """COLDB over users. Settings: estimator ("logistic" | "least-squares"; COLDB-LR is the latter),
+    lam (ridge, 1.0), beta (confidence width, default sqrt(d ln S)), alpha (edge-deletion scale, 1.0)."""
+
+    name = "coldb"
+
+    def __init__(self, estimator: str = "logistic", lam: float = RIDGE, beta: float | None = None,
+                 alpha: float = ALPHA):
+        if estimator not in ESTIMATORS:
+            raise ValueError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
+        if not lam > 0 or not alpha > 0 or (beta is not None and not beta >= 0):
+            raise ValueError(f"lam and alpha must be positive and beta non-negative; got {lam!r}, {alpha!r}, {beta!r}")
+        self.estimator, self.lam, self.beta_setting, self.alpha = estimator, float(lam), beta, float(alpha)
+
+    def reset(self, rng, context):
+        super().reset(rng, context)
+        self.beta = (float(self.beta_setting) if self.beta_setting is not None
+                     else float(np.sqrt(context["d"] * np.log(context["S"]))))
+        self.state = init(context["N"], context["S"], context["d"])
+
+    def start_student(self):
+        self.state = start_session(self.state)
+
+    def select(self, Phi):
+        (i, j), self.state = select(self.state, Phi, self.beta, self.lam, self.estimator)
+        self._z = Phi[i] - Phi[j]
+        return i, j
+
+    def update(self, outcome):
+        self.state = update(self.state, self._z, outcome, self.lam, self.alpha, self.estimator)

@@ -1,0 +1,125 @@
+"""Meta-TS (Kveton et al., ICML 2021) and HierTS (Hong et al., AISTATS 2022): Thompson sampling
+per user under a Gaussian prior whose mean is learned across users.
+
+Model: mu ~ N(mu_q, Sigma_q) (the meta-posterior Q, from completed users), theta_u ~ N(mu, Sigma_0).
+- Meta-TS: each new user draws mu ~ Q and runs TS under N(mu, Sigma_0);
+- HierTS: TS under the exact marginal N(mu_q, Sigma_q + Sigma_0) (drawing mu then theta_u each
+  round is drawing theta_u from this marginal's posterior).
+Within a session the user's belief takes one Laplace step per click (``inference.laplace``).
+At session end the user's clicks are read off as a Gaussian likelihood site in information
+form, P = S^-1 - S0^-1 and h = S^-1 m - S0^-1 m0 (posterior N(m, S) under prior N(m0, S0)),
+and folded into Q exactly: integrating theta_u ~ N(mu, Sigma_0) against the site gives
+precision Lambda = P (I + Sigma_0 P)^-1 and linear term (I + P Sigma_0)^-1 h in mu (valid for
+singular P).
+Pair (double TS, ours): first = argmax of a sampled theta, second = argmax over the other
+personas of a second, independent sample. Settings (ours): Sigma_0 = s0_var I, Q starts at
+N(0, q_var I); the defaults 1 + 3 give the no-transfer learner's N(0, 4 I) before any user.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from inference.laplace import laplace_update
+from online.protocol import Policy
+
+S0_VAR, Q_VAR = 1.0, 3.0
+VARIANTS = ("meta", "hier")
+
+
+class HierTSState(NamedTuple):
+    q_prec: np.ndarray     # [d, d] precision of Q
+    q_lin: np.ndarray      # [d] Q's precision times mean
+    sigma0: np.ndarray     # [d, d] users' spread around mu
+    prior_mean: np.ndarray  # [d] the current user's prior
+    prior_cov: np.ndarray  # [d, d]
+    mean: np.ndarray       # [d] the current user's posterior
+    cov: np.ndarray        # [d, d]
+
+
+def init(d: int, s0_var: float = S0_VAR, q_var: float = Q_VAR) -> HierTSState:
+    z = np.zeros(d)
+    return HierTSState(np.eye(d) / q_var, z, s0_var * np.eye(d), z, (q_var + s0_var) * np.eye(d), z,
+                       (q_var + s0_var) * np.eye(d))
+
+
+def meta_posterior(state: HierTSState) -> tuple[np.ndarray, np.ndarray]:
+    """Q as (mean [d], covariance [d, d])."""
+    cov = np.linalg.inv(state.q_prec)
+    return cov @ state.q_lin, cov
+
+
+def start_session(state: HierTSState, variant: str, rng: np.random.Generator) -> HierTSState:
+    mq, Sq = meta_posterior(state)
+    if variant == "meta":
+        m0, S0 = rng.multivariate_normal(mq, Sq), state.sigma0
+    else:
+        m0, S0 = mq, Sq + state.sigma0
+    return state._replace(prior_mean=m0, prior_cov=S0, mean=m0, cov=S0)
+
+
+def select(state: HierTSState, Phi: np.ndarray, rng: np.random.Generator) -> tuple[int, int]:
+    L = np.linalg.cholesky(state.cov + 1e-12 * np.eye(len(state.mean)))
+    draws = state.mean + rng.standard_normal((2, len(state.mean))) @ L.T
+    first = int(np.argmax(Phi @ draws[0]))
+    u = Phi @ draws[1]
+    u[first] = -np.inf
+    return first, int(np.argmax(u))
+
+
+def update(state: HierTSState, z: np.ndarray, y: int) -> HierTSState:
+    m, S, _ = laplace_update(state.mean, state.cov, z, y)
+    return state._replace(mean=m, cov=S)
+
+
+def end_session(state: HierTSState) -> HierTSState:
+    """Fold the finished user's likelihood site into Q."""
+    Pi, P0 = np.linalg.inv(state.cov), np.linalg.inv(state.prior_cov)
+    P = 0.5 * ((Pi - P0) + (Pi - P0).T)
+    h = Pi @ state.mean - P0 @ state.prior_mean
+    I = np.eye(len(h))
+    lam = P @ np.linalg.inv(I + state.sigma0 @ P)
+    eta = np.linalg.solve(I + P @ state.sigma0, h)
+    return state._replace(q_prec=state.q_prec + 0.5 * (lam + lam.T), q_lin=state.q_lin + eta)
+
+
+class _HierarchicalTS(Policy):
+    """The shared shell; subclasses fix the variant. Settings: s0_var, q_var."""
+
+    variant = "hier"
+
+    def __init__(self, s0_var: float = S0_VAR, q_var: float = Q_VAR):
+        if not s0_var > 0 or not q_var > 0:
+            raise ValueError(f"s0_var and q_var must be positive, got {s0_var!r}, {q_var!r}")
+        self.s0_var, self.q_var = float(s0_var), float(q_var)
+
+    def reset(self, rng, context):
+        super().reset(rng, context)
+        self.state = init(context["d"], self.s0_var, self.q_var)
+
+    def start_student(self):
+        self.state = start_session(self.state, self.variant, self.rng)
+
+    def select(self, Phi):
+        i, j = select(self.state, Phi, self.rng)
+        self._z = Phi[i] - Phi[j]
+        return i, j
+
+    def update(self, outcome):
+        self.state = update(self.state, self._z, outcome)
+
+    def end_student(self):
+        self.state = end_session(self.state)
+
+
+class HierTS(_HierarchicalTS):
+    """HierTS: TS under the marginal N(mu_q, Sigma_q + Sigma_0). Settings: s0_var (1.0), q_var (3.0)."""
+
+    name, variant = "hierts", "hier"
+
+
+class MetaTS(_HierarchicalTS):
+    """Meta-TS: each user draws mu ~ Q, then TS under N(mu, Sigma_0). Settings: s0_var (1.0), q_var (3.0)."""
+
+    name, variant = "meta-ts", "meta"
