@@ -178,3 +178,34 @@ def test_validate_needs_a_policy_that_records_beliefs(env_dirs, capsys):
     rc = main(["validate", "--world", "dev", "--policy", "coduel", "--arrivals", "3", "--users", "2",
                "--population-nuts"])
     assert rc != 0 and "give --holdout N as well" in capsys.readouterr().err
+
+
+def test_leaderboard_runs_resumes_and_compares_with_the_published_scores(env_dirs, capsys):
+    out_dir = env_dirs / "lb"
+    argv = ["leaderboard", "--rosters", "dev", "--seeds", "0-1", "--policies", "random,no-transfer,rucb",
+            "--out", str(out_dir)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "dev: 6 cells computed, 0 already stored" in out
+    md = (out_dir / "leaderboard.md").read_text()
+    assert "| rucb |" in md and "(37)" in md and "(29)" in md          # published dev scores beside ours
+    assert "*per-user linear oracle*" in md and "(85)" in md
+    assert "per-user linear oracle" in md.split("## Findings")[1]
+    assert (out_dir / "curves-dev.png").stat().st_size > 1000
+    page = (out_dir / "leaderboard.html").read_text()
+    assert "<img" in page and "rucb" in page
+    assert main(argv) == 0                                              # resumes: nothing recomputed
+    assert "dev: 0 cells computed, 6 already stored" in capsys.readouterr().out
+    rc = main(["leaderboard", "--rosters", "dev,composite", "--seeds", "0", "--out", str(out_dir)])
+    assert rc != 0 and "need --allow-test" in capsys.readouterr().err
+
+
+def test_stats_prints_final_quarter_and_writes_curves(env_dirs, capsys):
+    assert main(["replay", "--world", "dev", "--seeds", "0-2", "--policies", "random,no-transfer",
+                 "--arrivals", "40"]) == 0
+    capsys.readouterr()
+    assert main(["stats", "--world", "dev", "--arrivals", "40", "--against", "random",
+                 "--curves", str(env_dirs / "c")]) == 0
+    out = capsys.readouterr().out
+    assert "final quarter (last 10 arrivals)" in out and "no-transfer:" in out and "against random" in out
+    assert (env_dirs / "c" / "curves-dev.png").exists()

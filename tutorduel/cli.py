@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 DEFAULT_POLICIES = "random,no-transfer"
 
@@ -43,13 +44,12 @@ def cmd_replay(a) -> int:
     return 0
 
 
-def _print_stats(store, world_name, allow_test, worlds_dir, against, arrivals=None):
-    from diagnostics.stats import format_table, leaderboard, paired_gain
+def _stored_rows(store, world, arrivals=None) -> list[dict]:
+    """The store's rows of `world` for one truncation, warning about (and leaving out) damaged rows
+    and rows run on another version of the world."""
     from online.replay import arrivals_limit
-    from tdmodels.rosters import open_world
     from tdmodels.world import world_digest
 
-    world = open_world(world_name, allow_test=allow_test, directory=worlds_dir)
     name, limit, digest = str(world.attrs["roster"]), arrivals_limit(world, arrivals), world_digest(world)
     rows, problems = store.scan(name)
     for p in problems:
@@ -60,6 +60,17 @@ def _print_stats(store, world_name, allow_test, worlds_dir, against, arrivals=No
         print(f"warning: {len(stale)} stored row(s) of {name!r} were run on another version of this world; "
               f"left out (tutorduel replay recomputes them)", file=sys.stderr)
         rows = [r for r in rows if r.get("world_digest") == digest]
+    return rows
+
+
+def _print_stats(store, world_name, allow_test, worlds_dir, against, arrivals=None, curves=None):
+    from diagnostics.stats import format_table, leaderboard, paired_gain
+    from online.replay import arrivals_limit
+    from tdmodels.rosters import open_world
+
+    world = open_world(world_name, allow_test=allow_test, directory=worlds_dir)
+    name, limit = str(world.attrs["roster"]), arrivals_limit(world, arrivals)
+    rows = _stored_rows(store, world, arrivals)
     cut = f", first {limit} arrivals" if limit is not None else ""
     if not rows:
         print(f"no stored runs for world {name!r}{cut} in {store.root}")
@@ -81,6 +92,17 @@ def _print_stats(store, world_name, allow_test, worlds_dir, against, arrivals=No
                 continue
             g = paired_gain([d[s] for s in common], [by[against][s] for s in common])
             print(f"  {spec}: {100 * g['gain']:+.1f}% [{100 * g['lo']:+.1f}, {100 * g['hi']:+.1f}] over {g['n']} seeds")
+    _print_final_quarter(rows, against)
+    if curves:
+        from diagnostics.learning_curves import learning_curve, plot_learning_curves
+
+        by = {}
+        for r in rows:
+            by.setdefault(r["policy"], []).append(r)
+        Path(curves).mkdir(parents=True, exist_ok=True)
+        path = Path(curves) / f"curves-{name}.png"
+        plot_learning_curves({k: learning_curve(v) for k, v in by.items()}, f"{name}: excess regret per user", path)
+        print(f"\nlearning curves: {path}")
     failed = store.failures(name)
     if failed:
         print(f"\n{len(failed)} failed cell(s) recorded for {name}:")
@@ -88,13 +110,83 @@ def _print_stats(store, world_name, allow_test, worlds_dir, against, arrivals=No
             print(f"  seed {f['seed']} {f['policy']}: {f['error'].splitlines()[0]}")
 
 
+def _print_final_quarter(rows, against=None):
+    import numpy as np
+
+    from diagnostics.learning_curves import final_quarter_table
+
+    by = {}
+    for r in rows:
+        by.setdefault(r["policy"], []).append(r)
+    print(f"\nfinal quarter (last {len(rows[0]['per_user']['regret']) // 4} arrivals), summed excess regret:")
+    for ln in final_quarter_table(by, against):
+        m, se = ln["final_quarter"]
+        g = ln.get("gain")
+        extra = (f"; against {against} {100 * g['gain']:+.1f}% [{100 * g['lo']:+.1f}, {100 * g['hi']:+.1f}]"
+                 if g else "")
+        print(f"  {ln['name']}: {m:.1f}" + (f" ± {se:.1f}" if np.isfinite(se) else "") + f" over {ln['n']} seeds{extra}")
+
+
 def cmd_stats(a) -> int:
     from online.store import RunStore
 
     store = RunStore(a.store)
     for w in a.world.split(","):
-        _print_stats(store, w.strip(), a.allow_test, a.worlds, a.against, a.arrivals)
+        _print_stats(store, w.strip(), a.allow_test, a.worlds, a.against, a.arrivals, a.curves)
     return 0
+
+
+def cmd_leaderboard(a) -> int:
+    from diagnostics.leaderboard_report import POLICIES, PUBLISHED_ROSTERS, SEEDS, fidelity_table, findings, write_page
+    from diagnostics.learning_curves import learning_curve, plot_learning_curves
+    from diagnostics.stats import leaderboard
+    from online.registry import canonical_spec, split_specs
+    from online.store import RunStore
+    from online.sweep import parse_seeds, run_sweep
+    from tdmodels.rosters import open_world
+    from tdmodels.simulator import ROSTERS
+
+    rosters = [r.strip() for r in a.rosters.split(",")] if a.rosters else list(PUBLISHED_ROSTERS)
+    held = [r for r in rosters if r in ROSTERS and ROSTERS[r].held_out]
+    if held and not a.allow_test:
+        if a.rosters:
+            raise CLIError(f"held-out roster(s) {', '.join(held)} need --allow-test (evaluation only; never tune on them)")
+        print(f"note: held-out rosters {', '.join(held)} left out (pass --allow-test to evaluate on them)")
+        rosters = [r for r in rosters if r not in held]
+    specs = [canonical_spec(s) for s in split_specs(a.policies)] if a.policies else list(POLICIES)
+    store, out = RunStore(a.store), Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    lines_by_roster, figures, failed = {}, {}, 0
+    for roster in rosters:
+        seeds = parse_seeds(a.seeds) if a.seeds else list(range(SEEDS.get(roster, 32)))
+        res = run_sweep([roster], seeds, specs, store, jobs=a.jobs, allow_test=a.allow_test, worlds_dir=a.worlds)
+        failed += len(res.failed)
+        print(f"{roster}: {len(res.done)} cells computed, {len(res.cached)} already stored, {len(res.failed)} failed")
+        world = open_world(roster, allow_test=a.allow_test, directory=a.worlds)
+        rows = [r for r in _stored_rows(store, world) if r["policy"] in specs and int(r["seed"]) in set(seeds)]
+        if not rows:
+            continue
+        lines_by_roster[roster] = leaderboard(rows, world)
+        by = {}
+        for r in rows:
+            by.setdefault(r["policy"], []).append(r)
+        figures[roster] = out / f"curves-{roster}.png"
+        plot_learning_curves({k: learning_curve(v) for k, v in by.items()}, f"{roster}: excess regret per user",
+                             figures[roster])
+    table = fidelity_table(lines_by_roster)
+    found = findings(lines_by_roster)
+    md = ["# TutorDuel leaderboard", "", "Score, mean ± s.e. over seeds [seeds] (published score in brackets); "
+          "reference rows in italics.", "", table, "", "## Findings of the paper on this simulator", ""]
+    md += [f"- {x}" for x in found]
+    (out / "leaderboard.md").write_text("\n".join(md) + "\n")
+    page = write_page(out / "leaderboard.html", table, found, figures)
+    print()
+    print(table)
+    print()
+    for x in found:
+        print(f"- {x}")
+    print(f"\nwrote {out / 'leaderboard.md'}, {page} and {len(figures)} curve plot(s)")
+    return 1 if failed else 0
 
 
 def cmd_worlds(a) -> int:
@@ -278,8 +370,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--world", default="dev")
     p.add_argument("--against", metavar="SPEC", help="also print paired excess-regret reductions against this policy")
     p.add_argument("--arrivals", type=int, help="show the runs truncated to the first N arrivals (default: full runs)")
+    p.add_argument("--curves", metavar="DIR", help="write the learning curves (centred 25-arrival means, 95%% bands) "
+                                                   "as DIR/curves-WORLD.png")
     _common(p)
     p.set_defaults(fn=cmd_stats)
+
+    p = sub.add_parser("leaderboard", help="every policy over the evaluation rosters, resumable, with the published "
+                                          "scores beside ours, learning curves and an HTML page")
+    p.add_argument("--rosters", help="comma-separated rosters (default: dev and, with --allow-test, the four held-out)")
+    p.add_argument("--seeds", help="seed range for every roster (default: the paper's counts, 32 or 64)")
+    p.add_argument("--policies", help="comma-separated specs (default: CODuel, no-transfer and the seven competitors, "
+                                      "random)")
+    p.add_argument("--jobs", type=int, default=1)
+    p.add_argument("--out", default="leaderboard", help="folder for leaderboard.md, leaderboard.html and the curves")
+    _common(p)
+    p.set_defaults(fn=cmd_leaderboard)
 
     p = sub.add_parser("worlds", help="build, list, describe and import worlds")
     wsub = p.add_subparsers(dest="action", required=True)

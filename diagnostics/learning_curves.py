@@ -1,0 +1,96 @@
+"""Learning curves and final-quarter figures of a policy over seeds, from stored run rows.
+
+A run row keeps each arrival's regret and floor (``per_user``), so the excess regret of
+arrival n is regret_n - floor_n. The learning curve of one seed is its centred moving mean
+over `window` arrivals (arrivals n - window//2 .. n + window//2, only where the window fits);
+the curve plotted is the mean over seeds with a 95% band (1.96 standard errors across seeds).
+The final quarter is the summed excess regret of the last quarter of arrivals, per seed.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from diagnostics.stats import mean_se, paired_gain
+
+WINDOW = 25
+
+
+class Curve(NamedTuple):
+    arrival: np.ndarray   # [M] arrival index at the centre of each window
+    mean: np.ndarray      # [M] mean over seeds of the centred moving mean of excess regret per user
+    lo: np.ndarray        # [M] 95% band
+    hi: np.ndarray
+    n_seeds: int
+
+
+def per_user_excess(row: dict) -> np.ndarray:
+    """Excess regret [N] of each arrival of a run row."""
+    pu = row["per_user"]
+    return np.asarray(pu["regret"], dtype=float) - np.asarray(pu["floor"], dtype=float)
+
+
+def moving_mean(x: np.ndarray, window: int = WINDOW) -> np.ndarray:
+    """Centred moving mean over `window` entries, where the window fits: [len(x) - window + 1]."""
+    c = np.concatenate([[0.0], np.cumsum(x)])
+    return (c[window:] - c[:-window]) / window
+
+
+def learning_curve(rows: list[dict], window: int = WINDOW) -> Curve:
+    """The curve of one policy on one roster over the seeds of `rows` (all full runs of equal length)."""
+    if not rows:
+        raise ValueError("no run rows to draw a learning curve from")
+    lengths = {len(r["per_user"]["regret"]) for r in rows}
+    if len(lengths) != 1:
+        raise ValueError(f"runs of different lengths {sorted(lengths)}: compare runs over the same arrivals")
+    N = lengths.pop()
+    w = min(window, N)
+    curves = np.stack([moving_mean(per_user_excess(r), w) for r in rows])
+    mean = curves.mean(0)
+    se = curves.std(0, ddof=1) / np.sqrt(len(rows)) if len(rows) > 1 else np.zeros_like(mean)
+    return Curve(np.arange(len(mean)) + (w - 1) / 2, mean, mean - 1.96 * se, mean + 1.96 * se, len(rows))
+
+
+def final_quarter(rows: list[dict]) -> np.ndarray:
+    """Summed excess regret of the last quarter of arrivals, one entry per row (seed)."""
+    out = []
+    for r in rows:
+        ex = per_user_excess(r)
+        out.append(ex[len(ex) - len(ex) // 4:].sum())
+    return np.asarray(out)
+
+
+def final_quarter_table(by_policy: dict[str, list[dict]], against: str | None = None) -> list[dict]:
+    """Per policy: mean +- s.e. of the final quarter's excess over seeds and, with `against`, the paired
+    gain (relative reduction of the final quarter's excess) on the seeds both share."""
+    lines = []
+    base = {int(r["seed"]): r for r in by_policy.get(against, [])} if against else {}
+    for name, rows in sorted(by_policy.items()):
+        fq = final_quarter(rows)
+        line = {"name": name, "n": len(rows), "final_quarter": mean_se(fq)}
+        if base and name != against:
+            common = sorted(set(base) & {int(r["seed"]) for r in rows})
+            if len(common) >= 2:
+                mine = {int(r["seed"]): r for r in rows}
+                line["gain"] = paired_gain(final_quarter([mine[s] for s in common]),
+                                           final_quarter([base[s] for s in common]))
+        lines.append(line)
+    return lines
+
+
+def plot_learning_curves(curves: dict[str, Curve], title: str, path) -> None:
+    """One PNG: each policy's curve with its 95% band."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for name, c in sorted(curves.items(), key=lambda kv: -kv[1].mean[-1]):
+        line, = ax.plot(c.arrival, c.mean, lw=1.4, label=f"{name} ({c.n_seeds} seeds)")
+        ax.fill_between(c.arrival, c.lo, c.hi, color=line.get_color(), alpha=0.18, lw=0)
+    ax.set(xlabel="arrival", ylabel="excess regret per user (centred 25-arrival mean)", title=title)
+    ax.legend(fontsize=7, ncol=2)
+    fig.savefig(path, dpi=100, bbox_inches="tight")
+    plt.close(fig)
