@@ -153,7 +153,7 @@ def cmd_leaderboard(a) -> int:
             raise CLIError(f"held-out roster(s) {', '.join(held)} need --allow-test (evaluation only; never tune on them)")
         print(f"note: held-out rosters {', '.join(held)} left out (pass --allow-test to evaluate on them)")
         rosters = [r for r in rosters if r not in held]
-    specs = [canonical_spec(s) for s in split_specs(a.policies)] if a.policies else list(POLICIES)
+    specs = [canonical_spec(s) for s in (split_specs(a.policies) if a.policies else POLICIES.values())]
     store, out = RunStore(a.store), Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     lines_by_roster, figures, failed = {}, {}, 0

@@ -59,13 +59,18 @@ def start_session(state: HierTSState, variant: str, rng: np.random.Generator) ->
     return state._replace(prior_mean=m0, prior_cov=S0, mean=m0, cov=S0)
 
 
-def select(state: HierTSState, Phi: np.ndarray, rng: np.random.Generator) -> tuple[int, int]:
-    L = np.linalg.cholesky(state.cov + 1e-12 * np.eye(len(state.mean)))
-    draws = state.mean + rng.standard_normal((2, len(state.mean))) @ L.T
+def thompson_pair(mean: np.ndarray, cov: np.ndarray, Phi: np.ndarray, rng: np.random.Generator) -> tuple[int, int]:
+    """Double Thompson sampling from N(mean [d], cov [d, d]) for features Phi [K, d]."""
+    L = np.linalg.cholesky(cov + 1e-12 * np.eye(len(mean)))
+    draws = mean + rng.standard_normal((2, len(mean))) @ L.T
     first = int(np.argmax(Phi @ draws[0]))
     u = Phi @ draws[1]
     u[first] = -np.inf
     return first, int(np.argmax(u))
+
+
+def select(state: HierTSState, Phi: np.ndarray, rng: np.random.Generator) -> tuple[int, int]:
+    return thompson_pair(state.mean, state.cov, Phi, rng)
 
 
 def update(state: HierTSState, z: np.ndarray, y: int) -> HierTSState:

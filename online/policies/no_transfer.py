@@ -96,11 +96,28 @@ class NoTransfer(Policy):
 class Pooled(NoTransfer):
     """One Bayesian logistic learner shared by every user, never reset (a single population theta).
 
-    The 'Pooled' row of the reference leaderboard: greedy pairs on the shared posterior mean.
-    Settings: prior_var, as for NoTransfer.
+    The 'Pooled' row of the reference leaderboard. Settings: prior_var, as for NoTransfer; rule:
+    "greedy" (top two posterior-mean utilities) or "thompson" (first = argmax of a posterior draw,
+    second = argmax over the others of an independent draw).
     """
 
     name = "pooled"
+    RULES = ("greedy", "thompson")
+
+    def __init__(self, prior_var: float = DEFAULT_PRIOR_VAR, rule: str = "greedy"):
+        super().__init__(prior_var)
+        if rule not in self.RULES:
+            raise ValueError(f"rule must be one of {self.RULES}, got {rule!r}")
+        self.rule = rule
 
     def start_student(self):
         pass
+
+    def select(self, Phi):
+        if self.rule == "greedy":
+            return super().select(Phi)
+        from online.policies.hierarchical_ts import thompson_pair
+
+        i, j = thompson_pair(self.state.mean, self.state.cov, Phi, self.rng)
+        self._z = Phi[i] - Phi[j]
+        return i, j

@@ -92,7 +92,7 @@ def test_thompson_pairs_are_distinct_and_follow_a_certain_belief():
     assert hierarchical_ts.select(s, PHI, np.random.default_rng(0)) == (0, 3)
 
 
-COMPETITORS = ["rucb", "colstim", "coldb", "coldb-lr", "meta-ts", "hierts", "pooled"]
+COMPETITORS = ["rucb", "colstim", "coldb", "coldb-lr", "meta-ts", "hierts", "pooled", 'pooled[rule="thompson"]']
 
 
 @pytest.mark.parametrize("spec", COMPETITORS)
@@ -122,3 +122,13 @@ def test_bad_settings_are_refused():
             make_policy(spec)
     with pytest.raises(PolicySpecError):
         make_policy("coldb-lr[estimator=\"logistic\"]")
+
+
+def test_leaderboard_names_map_specs_to_published_rows():
+    from diagnostics.leaderboard_report import display_name, published
+
+    assert display_name('pooled[rule="thompson"]') == "pooled"
+    assert display_name('coldb[estimator="least-squares"]') == "coldb-lr"
+    assert display_name("coldb") == "coldb" and display_name("my:Policy") == "my:Policy"
+    assert published("coldb-lr", "dev") == 40 and published('coldb[estimator="least-squares"]', "composite") == 34
+    assert published("coduel", "scrambled") is None
