@@ -109,7 +109,7 @@ def findings(lines_by_roster: dict[str, list[dict]]) -> list[str]:
                                f"{'holds' if ok else 'does not hold'} ({', '.join(f'{n} {s[n]:.1f}' for n in sharing)})")
         oracle = s.get("per-user linear oracle")
         if oracle is not None:
-            out.append(f"{r}: per-user linear oracle {oracle:.1f} (published 81-85: "
+            out.append(f"{r}: per-user linear oracle {oracle:.1f} (published 81-85; within 2 points: "
                        f"{'holds' if 81 - 2 <= oracle <= 85 + 2 else 'does not hold'})")
     return out
 
