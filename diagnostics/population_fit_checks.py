@@ -20,10 +20,10 @@ from typing import NamedTuple
 
 import arviz as az
 import numpy as np
-from scipy.special import gammaln, logsumexp
+from scipy.special import logsumexp
 
 from diagnostics.posterior_checks import mixture_logpdf, sample_mixture
-from inference.evidence import T_DOF, _mvt_sample_logpdf
+from inference.evidence import mvt_logpdf, mvt_sample
 from inference.laplace import laplace_fit_batch
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior
 
@@ -65,16 +65,6 @@ class PopulationComparison(NamedTuple):
         return out
 
 
-def _mvt_logpdf(x, mean, cov, nu=T_DOF):
-    """log density [U, n] of multivariate t(nu, mean [U, d], cov [U, d, d]) at x [U, n, d]."""
-    d = mean.shape[-1]
-    L = np.linalg.cholesky(cov)
-    sol = np.einsum("uij,unj->uni", np.linalg.inv(L), x - mean[:, None])
-    logdet = np.log(np.diagonal(L, axis1=-2, axis2=-1)).sum(-1)[:, None]
-    return (gammaln((nu + d) / 2) - gammaln(nu / 2) - 0.5 * d * np.log(nu * np.pi) - logdet
-            - 0.5 * (nu + d) * np.log1p(np.sum(sol ** 2, -1) / nu))
-
-
 def mixture_log_predictive(z, y, prior: MixturePrior, n: int = 4000,
                            seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """log p(y_u | prior) [U] of clicks y [U, S] on designs z [U, S, d] under a shared Gaussian-mixture
@@ -90,12 +80,12 @@ def mixture_log_predictive(z, y, prior: MixturePrior, n: int = 4000,
     rng = np.random.default_rng(seed)
     mode, cov, _ = laplace_fit_batch(np.zeros((U, d)), np.broadcast_to(DEFAULT_PRIOR_VAR * np.eye(d), (U, d, d)).copy(),
                                      z, y)
-    x_t, _ = _mvt_sample_logpdf(rng, mode, 1.5 * cov, n // 2)
+    x_t, _ = mvt_sample(rng, mode, 1.5 * cov, n // 2)
     x_p = np.stack([sample_mixture(rng, *prior, n - n // 2) for _ in range(U)])
     x = np.concatenate([x_t, x_p], 1)                                               # [U, n, d]
     chunk = max(1, int(2e7 // (U * np.size(prior.weights) * d)))     # about 160 MB of temporaries
     logprior = np.concatenate([mixture_logpdf(x[:, lo:lo + chunk], *prior) for lo in range(0, n, chunk)], 1)
-    logq = np.logaddexp(_mvt_logpdf(x, mode, 1.5 * cov), logprior) - np.log(2.0)
+    logq = np.logaddexp(mvt_logpdf(x, mode, 1.5 * cov), logprior) - np.log(2.0)
     eta = np.einsum("usd,und->uns", z, x)
     loglik = -np.sum(y[:, None] * np.logaddexp(0.0, -eta) + (1 - y[:, None]) * np.logaddexp(0.0, eta), -1)
     logw = loglik + logprior - logq

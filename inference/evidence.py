@@ -18,19 +18,24 @@ T_DOF = 5.0
 MAX_KHAT = 0.7
 
 
-def _mvt_sample_logpdf(rng, mean, cov, n, nu=T_DOF):
+def mvt_logpdf(x, mean, cov, nu=T_DOF):
+    """log density [B, n] of multivariate t(nu, mean [B, d], cov [B, d, d]) at x [B, n, d]."""
+    d = mean.shape[-1]
+    L = np.linalg.cholesky(cov)
+    sol = np.einsum("bij,bnj->bni", np.linalg.inv(L), x - mean[:, None])
+    logdet = np.sum(np.log(np.diagonal(L, axis1=-2, axis2=-1)), -1)[:, None]
+    return (gammaln((nu + d) / 2) - gammaln(nu / 2) - 0.5 * d * np.log(nu * np.pi) - logdet
+            - 0.5 * (nu + d) * np.log1p(np.sum(sol ** 2, -1) / nu))
+
+
+def mvt_sample(rng, mean, cov, n, nu=T_DOF):
     """n draws [B, n, d] of multivariate t(nu, mean [B, d], cov [B, d, d]) and their log densities [B, n]."""
     B, d = mean.shape
     L = np.linalg.cholesky(cov)
     g = rng.standard_normal((B, n, d))
     w = rng.chisquare(nu, size=(B, n, 1)) / nu
     x = mean[:, None] + np.einsum("bij,bnj->bni", L, g) / np.sqrt(w)
-    sol = np.linalg.solve(L[:, None], (x - mean[:, None])[..., None])[..., 0]
-    maha = np.sum(sol ** 2, -1)
-    logdet = np.sum(np.log(np.diagonal(L, axis1=-2, axis2=-1)), -1)[:, None]
-    logq = (gammaln((nu + d) / 2) - gammaln(nu / 2) - 0.5 * d * np.log(nu * np.pi) - logdet
-            - 0.5 * (nu + d) * np.log1p(maha / nu))
-    return x, logq
+    return x, mvt_logpdf(x, mean, cov, nu)
 
 
 def log_joint(theta, prior_means, prior_covs, Z, y):
@@ -57,7 +62,7 @@ def importance_log_evidence(draws: np.ndarray, prior_means: np.ndarray, prior_co
         mean = draws[sl].mean(1)
         cov = np.einsum("bmi,bmj->bij", draws[sl] - mean[:, None], draws[sl] - mean[:, None]) / draws.shape[1]
         cov = cov + 1e-9 * np.eye(d)
-        x, logq = _mvt_sample_logpdf(rng, mean, cov, n)
+        x, logq = mvt_sample(rng, mean, cov, n)
         logw = log_joint(x, prior_means[sl], prior_covs[sl], Z[sl], y[sl]) - logq
         out[sl] = logsumexp(logw, axis=-1) - np.log(n)
         with warnings.catch_warnings():
