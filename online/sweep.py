@@ -1,12 +1,18 @@
-"""Sweeps: every (world, seed, policy spec) cell, skipping finished ones, in local processes.
+"""Sweeps: every (world, seed, policy spec) cell, skipping finished ones, in local processes
+or on a Dask distributed cluster.
 
 A cell counts as finished when its row is stored, readable and was run on the current
 version of the world (same content digest); a row of an older world is recomputed.
 
-Workers compute rows and send them back; the parent alone writes the store, so there is
-never more than one writer. A cell that raises is reported and recorded as failed, never
-stored as done, and the other cells go on. The result lists computed, cached, stale,
-failed cells and damaged rows met on the way.
+Workers compute rows and send them back; the parent (the Dask client) alone writes the
+store, so there is never more than one writer. A cell that raises, or whose Dask task is
+lost, is reported and recorded as failed, never stored as done, and the other cells go on.
+The result lists computed, cached, stale, failed cells and damaged rows met on the way.
+
+Executors: `jobs` local processes (default 1: in this process); `dask_workers=N` starts a
+LocalCluster of N single-threaded worker processes; `scheduler="tcp://HOST:PORT"` joins a
+running cluster. On Dask, each world is sent to the workers once (scattered, broadcast), so
+workers need this package installed but not the world files or the store.
 """
 from __future__ import annotations
 
@@ -62,14 +68,17 @@ def parse_seeds(text: str) -> list[int]:
     return sorted(seeds)
 
 
-def _worker(world_path: str, seed: int, spec: str, arrivals, keep_clicks: bool = False):
-    """Compute one cell's row (and click log) in a worker; the parent already enforced the held-out lock."""
+def _worker(world, seed: int, spec: str, arrivals, keep_clicks: bool = False):
+    """Compute one cell's row (and click log) in a worker; `world` is a world file's path or the
+    world itself. The parent already enforced the held-out lock."""
     try:
-        if world_path not in _WORLDS:
-            _WORLDS[world_path] = open_world(world_path, allow_test=True)
+        if isinstance(world, str):
+            if world not in _WORLDS:
+                _WORLDS[world] = open_world(world, allow_test=True)
+            world = _WORLDS[world]
         if keep_clicks:
-            return "ok", replay_logged(_WORLDS[world_path], seed, spec, arrivals)
-        return "ok", (replay(_WORLDS[world_path], seed, spec, arrivals), None)
+            return "ok", replay_logged(world, seed, spec, arrivals)
+        return "ok", (replay(world, seed, spec, arrivals), None)
     except (PolicyOutputError, PolicySpecError) as exc:
         return "error", str(exc)
     except Exception as exc:  # a researcher's policy can raise anything; report, keep the sweep going
@@ -98,18 +107,21 @@ class Progress:
 
 def run_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: RunStore, jobs: int = 1,
               allow_test: bool = False, arrivals: int | None = None, worlds_dir=None, progress: bool = True,
-              keep_clicks: bool = False) -> SweepResult:
-    """Compute every missing cell of worlds x seeds x specs and store its row (and click log with keep_clicks)."""
+              keep_clicks: bool = False, scheduler: str | None = None, dask_workers: int | None = None) -> SweepResult:
+    """Compute every missing cell of worlds x seeds x specs and store its row (and click log with keep_clicks),
+    in `jobs` local processes, or on Dask (`scheduler` address, or a LocalCluster of `dask_workers`)."""
+    if scheduler and dask_workers:
+        raise ValueError("give either a scheduler address to join or a number of Dask workers to start, not both")
     specs = [canonical_spec(s) for s in specs]
     for spec in specs:
         make_policy(spec)          # an unknown policy or setting stops the sweep before any work
     res = SweepResult()
     todo = []
-    paths = {}
+    paths, datasets = {}, {}
     for w in worlds:
         ds = open_world(w, allow_test=allow_test, directory=worlds_dir)   # validates, builds, enforces the lock
         name, digest, limit = str(ds.attrs["roster"]), world_digest(ds), arrivals_limit(ds, arrivals)
-        paths[name] = str(world_file(w, worlds_dir).resolve())
+        paths[name], datasets[name] = str(world_file(w, worlds_dir).resolve()), ds
         for seed in seeds:
             for spec in specs:
                 cell = Cell(name, seed, spec, limit)
@@ -142,7 +154,9 @@ def run_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: RunS
         if bar:
             bar.step(cell, note)
 
-    if jobs <= 1:
+    if scheduler or dask_workers:
+        _run_on_dask(todo, datasets, keep_clicks, finish, scheduler, dask_workers)
+    elif jobs <= 1:
         for cell in todo:
             finish(cell, *_worker(paths[cell.world], cell.seed, cell.policy, cell.arrivals, keep_clicks))
     else:
@@ -151,3 +165,30 @@ def run_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: RunS
             for fut in as_completed(futs):
                 finish(futs[fut], *fut.result())
     return res
+
+
+def _run_on_dask(todo, datasets, keep_clicks, finish, scheduler=None, n_workers=None):
+    """Cells as Dask tasks; results come back to this process (the only store writer) as they finish."""
+    if not todo:
+        return
+    from distributed import Client, LocalCluster
+    from distributed import as_completed as dask_completed
+
+    cluster = None if scheduler else LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                                                  dashboard_address=None)
+    try:
+        with Client(scheduler or cluster) as client:
+            worlds = {name: client.scatter(ds, broadcast=True) for name, ds in datasets.items()
+                      if any(c.world == name for c in todo)}
+            futs = {client.submit(_worker, worlds[c.world], c.seed, c.policy, c.arrivals, keep_clicks,
+                                  key=f"cell-{c.world}-{c.seed}-{c.policy}-{c.arrivals}", pure=False): c for c in todo}
+            for fut in dask_completed(futs):
+                try:
+                    status, payload = fut.result()
+                except Exception as exc:     # the task itself was lost (a worker died, a cancelled future)
+                    status, payload = "error", f"Dask task failed: {type(exc).__name__}: {exc}"
+                finish(futs[fut], status, payload)
+                fut.release()
+    finally:
+        if cluster is not None:
+            cluster.close()

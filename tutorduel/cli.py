@@ -19,6 +19,12 @@ def _common(p, store=True):
         p.add_argument("--store", metavar="PATH", help="run store (default: $TUTORDUEL_STORE or ./runs)")
 
 
+def _dask_options(p):
+    p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run the cells on this Dask cluster (the client "
+                   "alone writes the store; workers need tutorduel installed, not the worlds)")
+    p.add_argument("--dask-workers", type=int, metavar="N", help="start a Dask LocalCluster of N worker processes")
+
+
 def cmd_replay(a) -> int:
     from online.registry import split_specs
     from online.store import RunStore
@@ -28,7 +34,7 @@ def cmd_replay(a) -> int:
     worlds = [w.strip() for w in a.world.split(",")]
     res = run_sweep(worlds, parse_seeds(a.seeds), split_specs(a.policies), store, jobs=a.jobs,
                     allow_test=a.allow_test, arrivals=a.arrivals, worlds_dir=a.worlds,
-                    keep_clicks=a.keep_clicks)
+                    keep_clicks=a.keep_clicks, scheduler=a.scheduler, dask_workers=a.dask_workers)
     print(f"{len(res.done)} cells computed, {len(res.cached)} already stored, {len(res.failed)} failed (store: {store.root})")
     if res.stale:
         print(f"note: {len(res.stale)} stored row(s) came from another version of the world and were recomputed", file=sys.stderr)
@@ -159,7 +165,8 @@ def cmd_leaderboard(a) -> int:
     lines_by_roster, figures, failed = {}, {}, 0
     for roster in rosters:
         seeds = parse_seeds(a.seeds) if a.seeds else list(range(SEEDS.get(roster, 32)))
-        res = run_sweep([roster], seeds, specs, store, jobs=a.jobs, allow_test=a.allow_test, worlds_dir=a.worlds)
+        res = run_sweep([roster], seeds, specs, store, jobs=a.jobs, allow_test=a.allow_test, worlds_dir=a.worlds,
+                        scheduler=a.scheduler, dask_workers=a.dask_workers)
         failed += len(res.failed)
         print(f"{roster}: {len(res.done)} cells computed, {len(res.cached)} already stored, {len(res.failed)} failed")
         world = open_world(roster, allow_test=a.allow_test, directory=a.worlds)
@@ -363,6 +370,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=1, help="local worker processes (default 1)")
     p.add_argument("--arrivals", type=int, help="truncate each run to the first N arrivals (quick checks)")
     p.add_argument("--keep-clicks", action="store_true", help="also store each run's click log (for tutorduel fit)")
+    _dask_options(p)
     _common(p)
     p.set_defaults(fn=cmd_replay)
 
@@ -383,6 +391,7 @@ def build_parser() -> argparse.ArgumentParser:
                                       "random)")
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--out", default="leaderboard", help="folder for leaderboard.md, leaderboard.html and the curves")
+    _dask_options(p)
     _common(p)
     p.set_defaults(fn=cmd_leaderboard)
 
