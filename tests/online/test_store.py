@@ -135,3 +135,52 @@ def test_sigkill_mid_sweep_then_resume(env_dirs):
     fresh = {(s, p): replay(open_world("dev"), s, p)["regret"] for s in (0, 9) for p in ("random", "no-transfer")}
     assert all(ref[k] == v for k, v in fresh.items())
     assert 0 < counts[0] and done_before < 20, counts
+
+
+def _without_timing(row):
+    return {k: v for k, v in row.items() if k not in ("wall_s", "versions")}
+
+
+def test_rows_are_identical_under_one_and_two_jobs(env_dirs):
+    specs = ["random", "no-transfer", "coduel:greedy"]
+    one, two = RunStore(env_dirs / "one"), RunStore(env_dirs / "two")
+    run_sweep(["dev"], [0, 1], specs, one, arrivals=8, progress=False, jobs=1)
+    run_sweep(["dev"], [0, 1], specs, two, arrivals=8, progress=False, jobs=2)
+    again = RunStore(env_dirs / "again")
+    run_sweep(["dev"], [0, 1], specs, again, arrivals=8, progress=False, jobs=1)
+    from online.registry import canonical_spec
+
+    for s in (0, 1):
+        for p in map(canonical_spec, specs):
+            a = _without_timing(one.get("dev", s, p, 8))
+            assert a == _without_timing(two.get("dev", s, p, 8)) == _without_timing(again.get("dev", s, p, 8))
+
+
+@pytest.mark.slow
+def test_twenty_sigkills_then_resume_equal_an_uninterrupted_sweep(env_dirs):
+    """SIGKILL a sweep at random points 20 times; the final store holds every cell exactly once and
+    every row equals the row of an uninterrupted sweep (timing aside)."""
+    open_world("dev")
+    seeds, specs = "0-9", "random,no-transfer,coduel:greedy"
+    cmd = [sys.executable, "-m", "tutorduel.cli", "replay", "--world", "dev", "--seeds", seeds, "--policies", specs]
+    st = RunStore()
+    rng, kills = random.Random(1), 0
+    for _ in range(20):
+        before = len(list(st.rows("dev")))
+        if before == 30:
+            break
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        time.sleep(rng.uniform(1.0, 4.0))          # a random point: start-up, a cell, or a store write
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            kills += 1
+        proc.wait()
+    assert subprocess.run(cmd, capture_output=True).returncode == 0
+    cells = [(r["seed"], r["policy"]) for r in st.rows("dev")]
+    assert len(cells) == len(set(cells)) == 30 and not st.scan("dev")[1]
+    assert len(list((st.root / "dev").rglob("seed-*.json"))) == 30
+    clean = RunStore(env_dirs / "clean")
+    run_sweep(["dev"], parse_seeds(seeds), specs.split(","), clean, progress=False)   # rows hold canonical specs
+    for r in st.rows("dev"):
+        assert _without_timing(r) == _without_timing(clean.get("dev", r["seed"], r["policy"]))
+    assert kills >= 10, kills
