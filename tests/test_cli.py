@@ -209,3 +209,11 @@ def test_stats_prints_final_quarter_and_writes_curves(env_dirs, capsys):
     out = capsys.readouterr().out
     assert "final quarter (last 10 arrivals)" in out and "no-transfer:" in out and "against random" in out
     assert (env_dirs / "c" / "curves-dev.png").exists()
+
+
+def test_prefdisco_prints_the_three_conditions(capsys):
+    assert main(["prefdisco", "--seeds", "0-1", "--questions", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "| answer-now | " in out and "| 0.00 ± 0.00 |" in out and "ask-top-weight - ask-random" in out
+    assert "NormAlign by domain" in out
+    assert main(["prefdisco", "--seeds", "0", "--policies", "ask-all"]) == 2

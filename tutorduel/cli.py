@@ -196,6 +196,57 @@ def cmd_leaderboard(a) -> int:
     return 1 if failed else 0
 
 
+def cmd_prefdisco(a) -> int:
+    import numpy as np
+
+    from online.prefdisco_run import MAX_TURNS, POLICIES, run_world
+    from online.sweep import parse_seeds
+    from tdmodels.prefdisco_world import DOMAINS, build_prefdisco_world
+
+    seeds = parse_seeds(a.seeds)
+    policies = [p.strip() for p in a.policies.split(",")] if a.policies else list(POLICIES)
+    bad = [p for p in policies if p not in POLICIES]
+    if bad:
+        raise CLIError(f"unknown PrefDisco policy {bad[0]!r}; choose from {', '.join(POLICIES)}")
+    if not 0 <= a.questions <= MAX_TURNS:
+        raise CLIError(f"--questions must lie in 0..{MAX_TURNS}, got {a.questions}")
+
+    def ci(x):
+        x = np.asarray(x, float)
+        half = 1.96 * x.std(ddof=1) / np.sqrt(len(x)) if len(x) > 1 else float("nan")
+        return f"{x.mean():.2f} ± {half:.2f}"
+
+    worlds = {s: build_prefdisco_world(seed=s) for s in seeds}
+    res = {(p, s): run_world(worlds[s], p, a.questions, seed=s, answer_noise=a.answer_noise)
+           for p in policies for s in seeds}
+    print(f"PrefDisco, simulated: {len(seeds)} world seeds, {a.questions} question(s) at most, "
+          f"answer noise {a.answer_noise}; mean over seeds ± 95% interval")
+    print("| policy | baseline | oracle | discovery | NormAlign | share NormAlign < 0 |\n|---|---|---|---|---|---|")
+    per_seed = {}
+    for p in policies:
+        r = [res[p, s] for s in seeds]
+        na = [np.nanmean(x["norm_align"]) for x in r]
+        neg = [np.mean(x["norm_align"][~np.isnan(x["norm_align"])] < 0) for x in r]
+        per_seed[p] = np.array(na)
+        print(f"| {p} | {ci([x['baseline'].mean() for x in r])} | {ci([x['oracle'].mean() for x in r])} | "
+              f"{ci([x['discovery'].mean() for x in r])} | {ci(na)} | {ci(neg)} |")
+    if "ask-top-weight" in per_seed and "ask-random" in per_seed and len(seeds) > 1:
+        print(f"\npaired, ask-top-weight - ask-random NormAlign: {ci(per_seed['ask-top-weight'] - per_seed['ask-random'])}")
+    print("\nNormAlign by domain:")
+    for p in policies:
+        parts = []
+        for d, name in enumerate(DOMAINS):
+            parts.append(f"{name} {np.mean([np.nanmean(res[p, s]['norm_align'][res[p, s]['domain'] == d]) for s in seeds]):.1f}")
+        print(f"  {p}: " + ", ".join(parts))
+    if a.curve:
+        print("\nNormAlign against the number of questions asked (mean over seeds):")
+        for p in policies:
+            vals = [np.mean([np.nanmean(run_world(worlds[s], p, q, seed=s, answer_noise=a.answer_noise)["norm_align"])
+                             for s in seeds]) for q in range(MAX_TURNS + 1)]
+            print(f"  {p}: " + ", ".join(f"{q}: {v:.1f}" for q, v in enumerate(vals)))
+    return 0
+
+
 def cmd_worlds(a) -> int:
     from tdmodels.rosters import known_worlds, open_world, world_file
     from tdmodels.simulator import ROSTERS
@@ -394,6 +445,14 @@ def build_parser() -> argparse.ArgumentParser:
     _dask_options(p)
     _common(p)
     p.set_defaults(fn=cmd_leaderboard)
+
+    p = sub.add_parser("prefdisco", help="simulated PrefDisco: baseline, oracle and discovery PrefAlign and NormAlign")
+    p.add_argument("--seeds", default="0-7", help="world seeds (default 0-7)")
+    p.add_argument("--policies", help="comma-separated: answer-now, ask-random, ask-top-weight (default: all)")
+    p.add_argument("--questions", type=int, default=3, help="questions each asking policy asks (0-5, default 3)")
+    p.add_argument("--answer-noise", type=float, default=0.0, help="sd of the noise on stated values")
+    p.add_argument("--curve", action="store_true", help="also NormAlign against 0-5 questions")
+    p.set_defaults(fn=cmd_prefdisco)
 
     p = sub.add_parser("worlds", help="build, list, describe and import worlds")
     wsub = p.add_subparsers(dest="action", required=True)

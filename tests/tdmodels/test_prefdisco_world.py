@@ -36,7 +36,7 @@ def test_pref_align_in_range_and_oracle_dominates(world):
         for t in range(5):
             a = pref_align(world, p, t)
             assert np.all((a >= 0) & (a <= 1))
-            s = scenario_scores(world, p, t, baseline_response(world, t))
+            s = scenario_scores(world, p, t, baseline_response(world, p, t))
             assert s["oracle"] >= s["baseline"] and s["oracle"] >= s["discovery"]
             assert s["norm_align"] == 0.0 or np.isnan(s["norm_align"])    # answering at once: 0 by construction
             best = int(np.argmax(a))
@@ -56,3 +56,19 @@ def test_norm_align_and_bad_worlds():
         validate_prefdisco_world(w.drop_vars("styles"))
     with pytest.raises(ValueError, match="profile_size"):
         build_prefdisco_world(profile_size=9, n_relevant=6)
+
+
+def test_asking_then_answering(world):
+    from online.prefdisco_run import run_scenario, run_world
+
+    rng = np.random.default_rng(0)
+    now = run_world(world, "answer-now", 3)
+    assert np.all((now["norm_align"] == 0) | np.isnan(now["norm_align"]))      # 0 by construction
+    asked = run_world(world, "ask-top-weight", 5)
+    assert np.nanmean(asked["norm_align"]) > 10 and np.all(asked["discovery"] <= asked["oracle"] + 1e-12)
+    s = run_scenario(world, 0, 0, "ask-random", 2, rng)
+    assert s["asked"] == 2
+    with pytest.raises(ValueError, match="questions"):
+        run_scenario(world, 0, 0, "ask-random", 6, rng)
+    with pytest.raises(ValueError, match="unknown PrefDisco policy"):
+        run_scenario(world, 0, 0, "ask-everything", 2, rng)
