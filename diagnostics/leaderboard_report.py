@@ -91,9 +91,10 @@ def findings(lines_by_roster: dict[str, list[dict]]) -> list[str]:
     out = []
     score = {r: {(display_name(ln["name"]) if ln["kind"] == "policy" else ln["name"]): ln["score"][0] for ln in lines}
              for r, lines in lines_by_roster.items()}
+    policies = {r: {display_name(ln["name"]): ln["score"][0] for ln in lines if ln["kind"] == "policy"}
+                for r, lines in lines_by_roster.items()}
     for r, s in score.items():
-        pol = {n: v for n, v in s.items() if n in PUBLISHED and n not in ("random",) and
-               not n.startswith(("best", "per-user"))}
+        pol = {n: v for n, v in policies[r].items() if n != "random"}
         if "coduel" in pol:
             best = max(pol, key=pol.get)
             out.append(f"{r}: CODuel first among policies: {'yes' if best == 'coduel' else f'no ({best} {pol[best]:.1f})'}"

@@ -31,7 +31,6 @@ from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior
 class PopulationComparison(NamedTuple):
     test_points: np.ndarray     # [P, d]
     log_density: dict           # fit name -> [P] log density of a new user's theta at the test points
-    heldout_users: np.ndarray   # [H]
     log_pred: dict              # fit name -> [H] log p(y_u | fit), nats
     max_khat: dict              # fit name -> largest k-hat of its importance-sampled evidences
     co_clustering: dict         # fit name -> [U, U] P(same component); "truth" -> same student (0/1)
@@ -159,4 +158,4 @@ def compare_population_fits(idata_nuts: az.InferenceData, em, z_test, y_test, te
     if students is not None:
         s = np.asarray(students)
         co["truth"] = (s[:, None] == s[None]).astype(float)
-    return PopulationComparison(np.asarray(test_points), log_density, np.arange(len(y_test)), log_pred, khat, co)
+    return PopulationComparison(np.asarray(test_points), log_density, log_pred, khat, co)

@@ -25,7 +25,6 @@ from inference.laplace import laplace_update
 from online.protocol import Policy
 
 S0_VAR, Q_VAR = 1.0, 3.0
-VARIANTS = ("meta", "hier")
 
 
 class HierTSState(NamedTuple):
