@@ -9,16 +9,20 @@ question that is the baseline's answer, so answering at once has NormAlign 0.
 
 Policies (the question order): "answer-now" (no question), "ask-random" (attributes of F(i)
 in random order), "ask-top-weight" (in decreasing population mean weight). Each asks
-`questions` of them (at most `turns`).
+`questions` of them (at most `turns`). "ask-bayes" (``online.prefdisco_bayes``) asks at most
+`questions`, each chosen by expected gain in PrefAlign under a learned population model, and
+stops when no question is worth `cost`; it answers by its own model's expected PrefAlign.
 """
 from __future__ import annotations
 
 import numpy as np
 import xarray as xr
 
+from online.prefdisco_bayes import COST, elicit, scenario_model
 from online.prefdisco_scoring import expected_align, scenario_scores
 
-POLICIES = ("answer-now", "ask-random", "ask-top-weight")
+POLICIES = ("answer-now", "ask-random", "ask-top-weight", "ask-bayes")
+FIXED_ORDER = POLICIES[:3]
 MAX_TURNS = 5
 
 
@@ -37,19 +41,27 @@ def question_order(world: xr.Dataset, persona: int, task: int, policy: str, rng:
 
 
 def run_scenario(world: xr.Dataset, persona: int, task: int, policy: str, questions: int,
-                 rng: np.random.Generator, answer_noise: float = 0.0) -> dict:
-    """Ask `questions` (<= MAX_TURNS) questions in the policy's order, answer, and score the scenario."""
+                 rng: np.random.Generator, answer_noise: float = 0.0, cost: float = COST) -> dict:
+    """Ask at most `questions` (<= MAX_TURNS) questions, answer, and score the scenario."""
     if not 0 <= questions <= MAX_TURNS:
         raise ValueError(f"questions must lie in 0..{MAX_TURNS}, got {questions}")
-    order = question_order(world, persona, task, policy, rng)[:questions]
     values = world["values"].values[persona, task]
-    answers = {int(j): float(np.clip(values[j] + answer_noise * rng.standard_normal(), 0.0, 1.0)) for j in order}
+
+    def answer(j: int) -> float:          # the passive simulated user states its value
+        return float(np.clip(values[j] + answer_noise * rng.standard_normal(), 0.0, 1.0))
+
+    if policy == "ask-bayes":
+        model = scenario_model(world, persona, task)
+        response, asked, _ = elicit(model, answer, questions, cost=cost, answer_noise=answer_noise)
+        return {**scenario_scores(world, persona, task, response), "asked": len(asked)}
+    order = question_order(world, persona, task, policy, rng)[:questions]
+    answers = {int(j): answer(int(j)) for j in order}
     response = int(np.argmax(expected_align(world, persona, task, answers)))
     return {**scenario_scores(world, persona, task, response), "asked": len(answers)}
 
 
 def run_world(world: xr.Dataset, policy: str, questions: int, seed: int = 0, scenarios: int | None = None,
-              answer_noise: float = 0.0) -> dict:
+              answer_noise: float = 0.0, cost: float = COST) -> dict:
     """Every (persona, task) scenario of a world (or `scenarios` of them drawn at random): arrays of
     baseline, oracle, discovery PrefAlign and NormAlign, and the task's domain."""
     rng = np.random.default_rng(seed)
@@ -57,7 +69,7 @@ def run_world(world: xr.Dataset, policy: str, questions: int, seed: int = 0, sce
     pairs = [(p, t) for p in range(P) for t in range(T)]
     if scenarios is not None and scenarios < len(pairs):
         pairs = [pairs[k] for k in np.sort(rng.choice(len(pairs), scenarios, replace=False))]
-    rows = [run_scenario(world, p, t, policy, questions, rng, answer_noise) for p, t in pairs]
-    out = {k: np.array([r[k] for r in rows]) for k in ("baseline", "oracle", "discovery", "norm_align")}
+    rows = [run_scenario(world, p, t, policy, questions, rng, answer_noise, cost) for p, t in pairs]
+    out = {k: np.array([r[k] for r in rows]) for k in ("baseline", "oracle", "discovery", "norm_align", "asked")}
     out["domain"] = world["task_domain"].values[[t for _, t in pairs]]
     return out
