@@ -52,10 +52,22 @@ def logit_noise_var(answer, answer_noise: float):
     return (answer_noise / (a * (1.0 - a))) ** 2
 
 
-def elicit(model: ScenarioModel, answer_fn, questions: int, cost: float = COST, answer_noise: float = 0.0):
-    """Ask up to `questions` questions by expected gain; returns (chosen response, asked attribute
-    indices, the gains at each asked turn). `answer_fn(attribute index) -> stated value in [0, 1]`."""
-    belief, asked, gains_at = model.belief, [], []
+class Elicitation(NamedTuple):
+    """One scenario's questions and answer: coordinates asked (indices into F(i)) in order, the
+    answers as logits with their logit-scale noise variances, the expected gain when each was
+    asked, the final belief and the chosen response."""
+    asked: np.ndarray        # [J] int
+    answers: np.ndarray      # [J]
+    noise_var: np.ndarray    # [J]
+    gains: np.ndarray        # [J]
+    belief: ProfileBelief
+    response: int
+
+
+def elicit(model: ScenarioModel, answer_fn, questions: int, cost: float = COST, answer_noise: float = 0.0) -> Elicitation:
+    """Ask up to `questions` questions by expected gain, stop when none is worth `cost`, answer.
+    `answer_fn(attribute index) -> stated value in [0, 1]`."""
+    belief, asked, answers, noise, gains_at = model.belief, [], [], [], []
     for _ in range(questions):
         free = np.setdiff1d(np.arange(len(model.attributes)), asked)
         if free.size == 0:
@@ -67,8 +79,12 @@ def elicit(model: ScenarioModel, answer_fn, questions: int, cost: float = COST, 
             break
         j = int(free[k])
         stated = float(answer_fn(int(model.attributes[j])))
-        belief = condition(belief, j, float(to_logit(stated)), float(logit_noise_var(stated, answer_noise)))
+        a, nv = float(to_logit(stated)), float(logit_noise_var(stated, answer_noise))
+        belief = condition(belief, j, a, nv)
         asked.append(j)
+        answers.append(a)
+        noise.append(nv)
         gains_at.append(float(gains[k]))
     response = int(np.argmax(expected_pref_align(belief, model.styles)))
-    return response, model.attributes[np.asarray(asked, dtype=int)], gains_at
+    return Elicitation(np.asarray(asked, dtype=int), np.asarray(answers), np.asarray(noise), np.asarray(gains_at),
+                       belief, response)

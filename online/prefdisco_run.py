@@ -52,8 +52,8 @@ def run_scenario(world: xr.Dataset, persona: int, task: int, policy: str, questi
 
     if policy == "ask-bayes":
         model = scenario_model(world, persona, task)
-        response, asked, _ = elicit(model, answer, questions, cost=cost, answer_noise=answer_noise)
-        return {**scenario_scores(world, persona, task, response), "asked": len(asked)}
+        e = elicit(model, answer, questions, cost=cost, answer_noise=answer_noise)
+        return {**scenario_scores(world, persona, task, e.response), "asked": len(e.asked)}
     order = question_order(world, persona, task, policy, rng)[:questions]
     answers = {int(j): answer(int(j)) for j in order}
     response = int(np.argmax(expected_align(world, persona, task, answers)))

@@ -99,8 +99,11 @@ def expected_pref_align(belief: ProfileBelief, styles: np.ndarray) -> np.ndarray
 
 def question_gains(belief: ProfileBelief, styles: np.ndarray, candidates, noise_var=0.0, nodes: int = 16) -> np.ndarray:
     """Expected gain [J] in the best expected PrefAlign from asking each candidate value coordinate:
-    E_answer[max_r E[PA(r) | answer]] - max_r E[PA(r)], the answer at `nodes` quantiles of its
-    predictive t. noise_var: scalar or [J] (the logit-scale variance each answer would carry)."""
+    E_answer[max_r E[PA(r) | answer]] - max_r E_answer[E[PA(r) | answer]], the answer at `nodes`
+    quantiles of its predictive t. Both terms average over the same nodes, so the gain is >= 0
+    and exactly 0 when no answer changes the best response (taking max_r E[PA(r)] from the
+    belief itself instead differs by quadrature error: -0.003 seen on a random belief).
+    noise_var: scalar or [J] (the logit-scale variance each answer would carry)."""
     cand = np.asarray(candidates, dtype=int)
     if cand.size == 0:
         return np.zeros(0)
@@ -113,4 +116,4 @@ def question_gains(belief: ProfileBelief, styles: np.ndarray, candidates, noise_
     mean = m + col[:, None, :] * (r / s[:, None])[..., None]            # [J, n, D]
     scale2 = scale[..., None] * (np.diag(S) - col ** 2 / s[:, None])[:, None, :]
     after = _pref_align(mean, np.maximum(scale2, 0.0), df + 1.0, styles)           # [J, n, R]
-    return after.max(-1).mean(-1) - expected_pref_align(belief, styles).max()
+    return after.max(-1).mean(-1) - after.mean(-2).max(-1)

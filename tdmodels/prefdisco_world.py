@@ -21,8 +21,13 @@ Stored as an xarray Dataset (netCDF like the TutorDuel worlds).
 """
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import numpy as np
 import xarray as xr
+
+from tdmodels.world import WorldFormatError
 
 ATTRIBUTES = ("expertise_level", "jargon", "analogies", "step_by_step", "empathy", "brevity", "formality",
               "examples", "encouragement", "visual_description", "rigor", "humor", "real_world_context",
@@ -80,23 +85,59 @@ def build_prefdisco_world(seed: int = 0, n_tasks_per_domain: int = 12, n_persona
                "profile_size": int(profile_size), "n_relevant": int(n_relevant)})
 
 
-def validate_prefdisco_world(ds: xr.Dataset) -> xr.Dataset:
-    """Check a PrefDisco world's variables, dims and ranges; ValueError naming the field."""
+def validate_prefdisco_world(ds: xr.Dataset, source: str = "<memory>") -> xr.Dataset:
+    """Check a PrefDisco world's variables, dims and ranges; WorldFormatError naming the file and field."""
+    def fail(field, problem):
+        raise WorldFormatError(f"PrefDisco world {source}: field {field!r}: {problem}")
+
+    if ds.attrs.get("kind") != "prefdisco":
+        fail("attrs.kind", f"expected 'prefdisco', got {ds.attrs.get('kind')!r}")
     need = {"relevant": ("task", "attribute"), "task_domain": ("task",), "weights": ("persona", "task", "attribute"),
             "values": ("persona", "task", "attribute"), "styles": ("task", "response", "attribute")}
     for name, dims in need.items():
         if name not in ds:
-            raise ValueError(f"PrefDisco world: field {name!r}: missing variable")
+            fail(name, "missing variable")
         if ds[name].dims != dims:
-            raise ValueError(f"PrefDisco world: field {name!r}: dims {ds[name].dims}, expected {dims}")
+            fail(name, f"dims {ds[name].dims}, expected {dims}")
     rel = ds["relevant"].values.astype(bool)
+    dom = ds["task_domain"].values
+    if "domain" in ds.coords and (np.any(dom < 0) or np.any(dom >= ds.sizes["domain"])):
+        fail("task_domain", f"indices must lie in 0..{ds.sizes['domain'] - 1}")
     w = ds["weights"].values
+    if not np.all(np.isfinite(w)):
+        bad = tuple(int(i) for i in np.argwhere(~np.isfinite(w))[0])
+        fail("weights", f"non-finite value at (persona, task, attribute) = {bad}")
     if np.any(w < 0) or not np.allclose(w.sum(-1), 1.0) or np.any(w[:, ~rel] > 0):
-        raise ValueError("PrefDisco world: field 'weights': must be >= 0, sum to 1 per (persona, task), "
-                         "and vanish outside the task's relevant attributes")
+        fail("weights", "must be >= 0, sum to 1 per (persona, task), and vanish outside the task's relevant attributes")
     for name in ("values", "styles"):
         v = ds[name].values
         inside = v[..., rel] if name == "values" else np.moveaxis(v, 1, -1)[rel]
         if not np.all(np.isfinite(inside)) or np.any((inside < 0) | (inside > 1)):
-            raise ValueError(f"PrefDisco world: field {name!r}: relevant entries must lie in [0, 1]")
+            fail(name, "relevant entries must be finite and lie in [0, 1]")
     return ds
+
+
+def save_prefdisco_world(ds: xr.Dataset, path: str | os.PathLike) -> Path:
+    """Validate and write atomically as netCDF (h5netcdf, zlib), like ``tdmodels.world.save_world``."""
+    validate_prefdisco_world(ds, str(path))
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    enc = {v: {"zlib": True, "complevel": 4} for v in ds.data_vars if ds[v].dtype.kind in "fiu"}
+    ds.to_netcdf(tmp, engine="h5netcdf", encoding=enc)
+    os.replace(tmp, path)
+    return path
+
+
+def load_prefdisco_world(path: str | os.PathLike) -> xr.Dataset:
+    """Read and validate a PrefDisco world file; any problem raises WorldFormatError naming it."""
+    path = Path(path)
+    if not path.exists():
+        raise WorldFormatError(f"PrefDisco world {path}: no such file")
+    try:
+        with xr.open_dataset(path, engine="h5netcdf") as ds:
+            ds = ds.load()
+    except Exception as exc:  # h5py/xarray raise many types for damaged files
+        raise WorldFormatError(f"PrefDisco world {path}: not a readable netCDF file ({type(exc).__name__}: {exc})") from None
+    ds["relevant"] = ds["relevant"].astype(bool)
+    return validate_prefdisco_world(ds, str(path))

@@ -211,9 +211,23 @@ def test_stats_prints_final_quarter_and_writes_curves(env_dirs, capsys):
     assert (env_dirs / "c" / "curves-dev.png").exists()
 
 
-def test_prefdisco_prints_the_three_conditions(capsys):
-    assert main(["prefdisco", "--seeds", "0-1", "--questions", "2"]) == 0
+def test_prefdisco_prints_the_three_conditions(capsys, tmp_path):
+    assert main(["prefdisco", "--seeds", "0-1", "--questions", "2", "--scenarios", "150", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "| answer-now | " in out and "| 0.00 ± 0.00 |" in out and "ask-top-weight - ask-random" in out
-    assert "NormAlign by domain" in out
+    assert "| answer-now | " in out and "| 0.0 ± 0.0 |" in out and "| ask-bayes minus |" in out
+    assert "| ask-top-weight | " in out and "NormAlign by domain" in out
+    import xarray as xr
+    with xr.open_dataset(tmp_path / "prefdisco-q2.nc", engine="h5netcdf") as ds:
+        assert ds.sizes == {"policy": 4, "seed": 2, "scenario": 150}
+        assert float(abs(ds["norm_align"].sel(policy="answer-now")).max()) == 0.0
     assert main(["prefdisco", "--seeds", "0", "--policies", "ask-all"]) == 2
+    assert main(["prefdisco", "--seeds", "0", "--questions", "6"]) == 2
+    assert main(["prefdisco", "--seeds", "0", "--cost", "-1"]) == 2
+
+
+def test_prefdisco_curve_and_plot(capsys, tmp_path):
+    assert main(["prefdisco", "--seeds", "0-1", "--scenarios", "40", "--policies", "ask-top-weight,ask-bayes",
+                 "--curve", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "| at most 0 |" in out and "| at most 5 |" in out
+    assert (tmp_path / "prefdisco-curve.png").stat().st_size > 1000

@@ -197,11 +197,10 @@ def cmd_leaderboard(a) -> int:
 
 
 def cmd_prefdisco(a) -> int:
-    import numpy as np
-
-    from online.prefdisco_run import MAX_TURNS, POLICIES, run_world
+    from diagnostics import prefdisco_report as rep
+    from online.prefdisco_run import MAX_TURNS, POLICIES
     from online.sweep import parse_seeds
-    from tdmodels.prefdisco_world import DOMAINS, build_prefdisco_world
+    from tdmodels.prefdisco_world import DOMAINS
 
     seeds = parse_seeds(a.seeds)
     policies = [p.strip() for p in a.policies.split(",")] if a.policies else list(POLICIES)
@@ -210,40 +209,53 @@ def cmd_prefdisco(a) -> int:
         raise CLIError(f"unknown PrefDisco policy {bad[0]!r}; choose from {', '.join(POLICIES)}")
     if not 0 <= a.questions <= MAX_TURNS:
         raise CLIError(f"--questions must lie in 0..{MAX_TURNS}, got {a.questions}")
+    if a.answer_noise < 0 or (a.cost is not None and a.cost < 0):
+        raise CLIError("--answer-noise and --cost must be >= 0")
 
-    def ci(x):
-        x = np.asarray(x, float)
-        half = 1.96 * x.std(ddof=1) / np.sqrt(len(x)) if len(x) > 1 else float("nan")
-        return f"{x.mean():.2f} ± {half:.2f}"
-
-    worlds = {s: build_prefdisco_world(seed=s) for s in seeds}
-    res = {(p, s): run_world(worlds[s], p, a.questions, seed=s, answer_noise=a.answer_noise)
-           for p in policies for s in seeds}
-    print(f"PrefDisco, simulated: {len(seeds)} world seeds, {a.questions} question(s) at most, "
-          f"answer noise {a.answer_noise}; mean over seeds ± 95% interval")
-    print("| policy | baseline | oracle | discovery | NormAlign | share NormAlign < 0 |\n|---|---|---|---|---|---|")
-    per_seed = {}
-    for p in policies:
-        r = [res[p, s] for s in seeds]
-        na = [np.nanmean(x["norm_align"]) for x in r]
-        neg = [np.mean(x["norm_align"][~np.isnan(x["norm_align"])] < 0) for x in r]
-        per_seed[p] = np.array(na)
-        print(f"| {p} | {ci([x['baseline'].mean() for x in r])} | {ci([x['oracle'].mean() for x in r])} | "
-              f"{ci([x['discovery'].mean() for x in r])} | {ci(na)} | {ci(neg)} |")
-    if "ask-top-weight" in per_seed and "ask-random" in per_seed and len(seeds) > 1:
-        print(f"\npaired, ask-top-weight - ask-random NormAlign: {ci(per_seed['ask-top-weight'] - per_seed['ask-random'])}")
-    print("\nNormAlign by domain:")
-    for p in policies:
-        parts = []
-        for d, name in enumerate(DOMAINS):
-            parts.append(f"{name} {np.mean([np.nanmean(res[p, s]['norm_align'][res[p, s]['domain'] == d]) for s in seeds]):.1f}")
-        print(f"  {p}: " + ", ".join(parts))
+    res = rep.run_grid(seeds, policies, a.questions, a.answer_noise, a.cost, a.scenarios, a.jobs)
+    n_scen = res.sizes["scenario"]
+    print(f"PrefDisco, simulated: {len(seeds)} world seeds x {n_scen} scenarios, at most {a.questions} question(s), "
+          f"answer noise {a.answer_noise}, ask-bayes cost {res.attrs['cost']} per question; mean over seeds ± 95% t-interval\n")
+    print(rep.summary_table(res))
+    if "ask-bayes" in policies and len(policies) > 1 and len(seeds) > 1:
+        print("\nPaired over world seeds:\n")
+        print(rep.paired_table(res, "ask-bayes"))
+    print("\nNormAlign by domain:\n")
+    print(rep.domain_table(res, DOMAINS))
+    if a.out:
+        out = Path(a.out)
+        rep.save_results(res, out / f"prefdisco-q{a.questions}.nc")
     if a.curve:
-        print("\nNormAlign against the number of questions asked (mean over seeds):")
-        for p in policies:
-            vals = [np.mean([np.nanmean(run_world(worlds[s], p, q, seed=s, answer_noise=a.answer_noise)["norm_align"])
-                             for s in seeds]) for q in range(MAX_TURNS + 1)]
-            print(f"  {p}: " + ", ".join(f"{q}: {v:.1f}" for q, v in enumerate(vals)))
+        curves = {q: (res if q == a.questions else
+                      rep.run_grid(seeds, policies, q, a.answer_noise, a.cost, a.scenarios, a.jobs))
+                  for q in range(MAX_TURNS + 1)}
+        print("\nNormAlign against the question budget (mean over seeds ± 95%; mean questions asked):\n")
+        print(rep.curve_table(curves))
+        if a.out:
+            for q, r in curves.items():
+                rep.save_results(r, Path(a.out) / f"prefdisco-q{q}.nc")
+            print(f"\nplot: {rep.plot_curves(curves, Path(a.out) / 'prefdisco-curve.png')}")
+    if a.out:
+        print(f"results: {a.out}/prefdisco-q*.nc")
+    return 0
+
+
+def cmd_prefdisco_validate(a) -> int:
+    import inference.nuts  # noqa: F401  (first: sets the host device count before JAX starts)
+    from diagnostics.prefdisco_validate import summary_lines, validate_prefdisco
+    from tdmodels.prefdisco_world import build_prefdisco_world, load_prefdisco_world
+
+    if a.scenarios < 1:
+        raise CLIError("--scenarios must be >= 1")
+    world = load_prefdisco_world(a.world) if a.world else build_prefdisco_world(seed=a.seed)
+    idata = validate_prefdisco(world, a.scenarios, a.questions, a.answer_noise, seed=a.seed,
+                               warmup=a.warmup, draws=a.draws, **({"cost": a.cost} if a.cost is not None else {}))
+    print("\n".join(summary_lines(idata)))
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"prefdisco-validate-seed-{a.seed:04d}.nc"
+    idata.to_netcdf(str(path))
+    print(f"written: {path}")
     return 0
 
 
@@ -448,11 +460,29 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("prefdisco", help="simulated PrefDisco: baseline, oracle and discovery PrefAlign and NormAlign")
     p.add_argument("--seeds", default="0-7", help="world seeds (default 0-7)")
-    p.add_argument("--policies", help="comma-separated: answer-now, ask-random, ask-top-weight (default: all)")
-    p.add_argument("--questions", type=int, default=3, help="questions each asking policy asks (0-5, default 3)")
+    p.add_argument("--policies", help="comma-separated: answer-now, ask-random, ask-top-weight, ask-bayes (default: all)")
+    p.add_argument("--questions", type=int, default=3, help="question budget of each asking policy (0-5, default 3)")
     p.add_argument("--answer-noise", type=float, default=0.0, help="sd of the noise on stated values")
-    p.add_argument("--curve", action="store_true", help="also NormAlign against 0-5 questions")
+    p.add_argument("--cost", type=float,
+                   help="ask-bayes stops when no question's expected PrefAlign gain reaches this "
+                        "(default online.prefdisco_bayes.COST, 0.002)")
+    p.add_argument("--scenarios", type=int, help="scenarios drawn per world (default: every persona x task)")
+    p.add_argument("--jobs", type=int, default=1, help="world seeds run in parallel processes")
+    p.add_argument("--out", help="folder for the results (netCDF) and the curve plot")
+    p.add_argument("--curve", action="store_true", help="also NormAlign against budgets of 0-5 questions")
     p.set_defaults(fn=cmd_prefdisco)
+
+    p = sub.add_parser("prefdisco-validate", help="ask-bayes's beliefs against NUTS and against the simulated truth")
+    p.add_argument("--seed", type=int, default=0, help="world seed (and the seed of the checks)")
+    p.add_argument("--world", help="a PrefDisco world file (netCDF) instead of the seed's world")
+    p.add_argument("--scenarios", type=int, default=8, help="scenarios checked against NUTS (default 8)")
+    p.add_argument("--questions", type=int, default=3)
+    p.add_argument("--answer-noise", type=float, default=0.0)
+    p.add_argument("--cost", type=float)
+    p.add_argument("--warmup", type=int, default=500)
+    p.add_argument("--draws", type=int, default=500)
+    p.add_argument("--out", default="prefdisco-validation")
+    p.set_defaults(fn=cmd_prefdisco_validate)
 
     p = sub.add_parser("worlds", help="build, list, describe and import worlds")
     wsub = p.add_subparsers(dest="action", required=True)

@@ -72,3 +72,26 @@ def test_asking_then_answering(world):
         run_scenario(world, 0, 0, "ask-random", 6, rng)
     with pytest.raises(ValueError, match="unknown PrefDisco policy"):
         run_scenario(world, 0, 0, "ask-everything", 2, rng)
+
+
+def test_save_load_and_damaged_files(tmp_path):
+    from tdmodels.prefdisco_world import load_prefdisco_world, save_prefdisco_world
+    from tdmodels.world import WorldFormatError
+
+    w = build_prefdisco_world(seed=4, n_tasks_per_domain=2, n_personas=5)
+    path = save_prefdisco_world(w, tmp_path / "pd.nc")
+    assert load_prefdisco_world(path).identical(w)
+    (tmp_path / "cut.nc").write_bytes(path.read_bytes()[:400])
+    with pytest.raises(WorldFormatError, match="cut.nc: not a readable netCDF"):
+        load_prefdisco_world(tmp_path / "cut.nc")
+    with pytest.raises(WorldFormatError, match="no such file"):
+        load_prefdisco_world(tmp_path / "none.nc")
+    bad = w.copy(deep=True)
+    bad["weights"].values[1, 2, int(np.flatnonzero(w["relevant"].values[2])[0])] = np.nan
+    with pytest.raises(WorldFormatError, match=r"'weights': non-finite value at \(persona, task, attribute\) = \(1, 2,"):
+        save_prefdisco_world(bad, tmp_path / "bad.nc")
+    assert not (tmp_path / "bad.nc").exists()
+    other = w.copy()
+    other.attrs["kind"] = "tutorduel"
+    with pytest.raises(WorldFormatError, match="attrs.kind"):
+        validate_prefdisco_world(other)
