@@ -49,8 +49,9 @@ def truth_calibration(world: xr.Dataset, questions: int, answer_noise: float = 0
 
 def validate_prefdisco(world: xr.Dataset, scenarios: int, questions: int = 3, answer_noise: float = 0.0,
                        cost: float = COST, seed: int = 0, warmup: int = 500, draws: int = 500,
-                       chains: int = 4) -> az.InferenceData:
-    """NUTS references and checks for `scenarios` random scenarios of the world, plus the truth PITs."""
+                       chains: int = 4, truth_scenarios: int | None = None) -> az.InferenceData:
+    """NUTS references and checks for `scenarios` random scenarios of the world, plus the truth
+    PITs over `truth_scenarios` random scenarios (default: all)."""
     rng = np.random.default_rng(seed)
     P, T = world.sizes["persona"], world.sizes["task"]
     picks = rng.choice(P * T, scenarios, replace=False)
@@ -87,7 +88,7 @@ def validate_prefdisco(world: xr.Dataset, scenarios: int, questions: int = 3, an
     for f in ("max_rhat", "min_ess_bulk", "min_ess_tail", "divergences"):
         chk[f] = ("scenario", np.array([getattr(h, f) for h in health]))
     chk = chk.assign_coords(persona=("scenario", picks // T), task=("scenario", picks % T))
-    truth = truth_calibration(world, questions, answer_noise, cost, seed)
+    truth = truth_calibration(world, questions, answer_noise, cost, seed, truth_scenarios)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         out = az.InferenceData(posterior=post, online=online, checks=chk, truth=truth)

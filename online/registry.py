@@ -17,6 +17,7 @@ import json
 import re
 
 from online.policies.coduel import CODuel
+from online.policies.coduel_ask import CODuelAsk
 from online.policies.coldb import COLDB
 from online.policies.colstim import CoLSTIM
 from online.policies.hierarchical_ts import HierTS, MetaTS
@@ -25,7 +26,8 @@ from online.policies.random_pairs import RandomPairs
 from online.policies.rucb import RUCB
 
 REGISTRY = {"random": RandomPairs, "no-transfer": NoTransfer, "pooled": Pooled, "coduel": CODuel,
-            "rucb": RUCB, "colstim": CoLSTIM, "coldb": COLDB, "meta-ts": MetaTS, "hierts": HierTS}
+            "rucb": RUCB, "colstim": CoLSTIM, "coldb": COLDB, "meta-ts": MetaTS, "hierts": HierTS,
+            "coduel-ask": CODuelAsk}
 # Named ablations: an alias stands for its settings, so both spellings name the same store cell.
 ALIASES = {
     "coduel:no-population": ("coduel", {"population": False}),

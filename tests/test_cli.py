@@ -231,3 +231,22 @@ def test_prefdisco_curve_and_plot(capsys, tmp_path):
     out = capsys.readouterr().out
     assert "| at most 0 |" in out and "| at most 5 |" in out
     assert (tmp_path / "prefdisco-curve.png").stat().st_size > 1000
+
+
+def test_combined_mode_cli(capsys):
+    assert main(["combined", "--seeds", "0-1", "--arrivals", "15", "--policies", "no-transfer,coduel-ask"]) == 0
+    out = capsys.readouterr().out
+    assert "| coduel-ask |" in out and "paired against no-transfer" in out and "questions per user" in out
+    assert main(["combined", "--world", "composite", "--seeds", "0"]) == 2          # held out without --allow-test
+    assert main(["combined", "--seeds", "0", "--policies", "nope"]) == 2
+
+
+@pytest.mark.slow
+def test_prefdisco_validate_cli(capsys, tmp_path):
+    assert main(["prefdisco-validate", "--seed", "3", "--scenarios", "2", "--truth-scenarios", "100",
+                 "--warmup", "200", "--draws", "200", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "belief vs NUTS" in out and "90% interval coverage" in out
+    import arviz as az
+    idata = az.from_netcdf(tmp_path / "prefdisco-validate-seed-0003.nc")
+    assert idata.checks.sizes["scenario"] == 2 and idata.truth.sizes["scenario"] == 100

@@ -249,13 +249,69 @@ def cmd_prefdisco_validate(a) -> int:
         raise CLIError("--scenarios must be >= 1")
     world = load_prefdisco_world(a.world) if a.world else build_prefdisco_world(seed=a.seed)
     idata = validate_prefdisco(world, a.scenarios, a.questions, a.answer_noise, seed=a.seed,
-                               warmup=a.warmup, draws=a.draws, **({"cost": a.cost} if a.cost is not None else {}))
+                               warmup=a.warmup, draws=a.draws, truth_scenarios=a.truth_scenarios,
+                               **({"cost": a.cost} if a.cost is not None else {}))
     print("\n".join(summary_lines(idata)))
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"prefdisco-validate-seed-{a.seed:04d}.nc"
     idata.to_netcdf(str(path))
     print(f"written: {path}")
+    return 0
+
+
+def _combined_seed(args):
+    from online.combined_replay import replay_combined
+    from tdmodels.rosters import open_world
+
+    world_name, seed, specs, arrivals, noise, allow_test, worlds_dir = args
+    world = open_world(world_name, allow_test=allow_test, directory=worlds_dir)
+    return {spec: replay_combined(world, seed, spec, arrivals, noise) for spec in specs}
+
+
+def cmd_combined(a) -> int:
+    from concurrent.futures import ProcessPoolExecutor
+
+    import numpy as np
+
+    from diagnostics.prefdisco_report import interval
+    from online.registry import canonical_spec, make_policy, split_specs
+    from online.sweep import parse_seeds
+    from tdmodels.rosters import open_world
+
+    open_world(a.world, allow_test=a.allow_test, directory=a.worlds)      # refuse held-out worlds early
+    specs = [canonical_spec(s) for s in split_specs(a.policies)]
+    for s in specs:
+        make_policy(s)
+    if a.answer_noise < 0:
+        raise CLIError("--answer-noise must be >= 0")
+    seeds = parse_seeds(a.seeds)
+    tasks = [(a.world, s, specs, a.arrivals, a.answer_noise, a.allow_test, a.worlds) for s in seeds]
+    if a.jobs > 1:
+        with ProcessPoolExecutor(a.jobs) as pool:
+            runs = list(pool.map(_combined_seed, tasks))
+    else:
+        runs = [_combined_seed(t) for t in tasks]
+    print(f"combined mode on {a.world}: {len(seeds)} seeds, answer noise sd {a.answer_noise} logits; "
+          "an asked round is charged a random pair's regret; mean ± 95% t-interval over seeds\n")
+    print("| policy | score | excess regret | questions per user |\n|---|---|---|---|")
+    for s in specs:
+        sc = [r[s]["score"] for r in runs]
+        ex = [r[s]["excess"] for r in runs]
+        q = [r[s]["asked_per_user"].mean() for r in runs]
+        m, h = interval(sc)
+        me, he = interval(ex)
+        print(f"| {s} | {m:.1f} ± {h:.1f} | {me:.1f} ± {he:.1f} | {np.mean(q):.2f} |")
+    if len(specs) > 1 and len(seeds) > 1:
+        base = specs[0]
+        print(f"\npaired against {base} (95%):")
+        for s in specs[1:]:
+            d = np.array([r[s]["score"] - r[base]["score"] for r in runs])
+            red = np.array([100 * (r[base]["excess"] - r[s]["excess"]) / r[base]["excess"] for r in runs])
+            m, h = interval(d)
+            mr, hr = interval(red)
+            print(f"  {s}: score {m:+.2f} [{m - h:+.2f}, {m + h:+.2f}]; excess regret reduction "
+                  f"{mr:+.1f}% [{mr - hr:+.1f}, {mr + hr:+.1f}]")
     return 0
 
 
@@ -476,6 +532,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="world seed (and the seed of the checks)")
     p.add_argument("--world", help="a PrefDisco world file (netCDF) instead of the seed's world")
     p.add_argument("--scenarios", type=int, default=8, help="scenarios checked against NUTS (default 8)")
+    p.add_argument("--truth-scenarios", type=int, help="scenarios checked against the simulated truth (default: all)")
     p.add_argument("--questions", type=int, default=3)
     p.add_argument("--answer-noise", type=float, default=0.0)
     p.add_argument("--cost", type=float)
@@ -483,6 +540,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--draws", type=int, default=500)
     p.add_argument("--out", default="prefdisco-validation")
     p.set_defaults(fn=cmd_prefdisco_validate)
+
+    p = sub.add_parser("combined", help="TutorDuel sessions where a policy may ask a direct question instead of a pair")
+    p.add_argument("--world", default="dev")
+    p.add_argument("--seeds", default="0-7")
+    p.add_argument("--policies", default="coduel,coduel-ask,coduel-ask[max_questions=2]",
+                   help="comma-separated specs; the first is the reference of the paired figures")
+    p.add_argument("--answer-noise", type=float, default=0.5, help="sd of the students' answers, logits (default 0.5)")
+    p.add_argument("--arrivals", type=int, help="only the first N arrivals")
+    p.add_argument("--jobs", type=int, default=1)
+    _common(p, store=False)
+    p.set_defaults(fn=cmd_combined)
 
     p = sub.add_parser("worlds", help="build, list, describe and import worlds")
     wsub = p.add_subparsers(dest="action", required=True)

@@ -66,3 +66,26 @@ BAD_VALUES = {
     "scalar": (4, "expected a pair"),
     "none": (None, "expected a pair"),
 }
+
+
+class AskEveryRound(Policy):
+    """Asks `value` on round `round` of every session, else shows pair (0, 1); for the combined-mode tests."""
+
+    def __init__(self, value=0, round=0):
+        self.value, self.round = value, round
+
+    def start_student(self):
+        self.t = 0
+
+    def ask(self, Phi):
+        k = self.value if self.t == self.round else None
+        if k is not None:
+            self.t += 1
+        return k
+
+    def answer(self, k, value):
+        self.answers = getattr(self, "answers", []) + [(k, value)]
+
+    def select(self, Phi):
+        self.t += 1
+        return (0, 1)

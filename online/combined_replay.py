@@ -1,0 +1,88 @@
+"""The combined mode: a TutorDuel replay in which a policy may spend a round asking the student
+one direct question instead of showing a pair.
+
+Protocol addition (optional): ``ask(Phi) -> k or None`` is called before ``select`` each round;
+for a persona index k the runner calls ``answer(k, value)`` instead of ``select``/``update``.
+The simulated student answers c_k . theta* + N(0, answer_noise^2), theta* the student's
+hindsight BTL fit on this session's questions (the best linear summary of their own
+preferences, as the per-user linear oracle uses) and c_k persona k's indicator minus the mean
+indicator (``online.direct_questions``). An asked round shows the student no chosen pair: it
+is charged the expected regret of a uniformly random pair on that question. Policies without
+``ask`` play exactly as in ``online.replay`` (same schedule, same click draws).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import xarray as xr
+
+from diagnostics.references import fit_btl_hindsight
+from online.direct_questions import persona_contrast
+from online.protocol import PolicyOutputError, check_pair
+from online.registry import canonical_spec, make_policy
+from online.replay import POLICY_STREAM, arrivals_limit, policy_context
+from online.schedule import make_schedule, session_utilities
+from online.scoring import benchmark_score, floor_regret, random_regret, strong_regret
+from tdmodels.bradley_terry import order_averaged
+
+ANSWER_STREAM = 7
+
+
+def student_thetas(world: xr.Dataset, sched) -> np.ndarray:
+    """theta* [N, d]: each arrival's hindsight BTL fit on its session's questions."""
+    Phi = world["features"].values[sched.question]
+    P = world["probs"].values[sched.student[:, None], sched.question]
+    return fit_btl_hindsight(Phi, order_averaged(P))
+
+
+def replay_combined(world: xr.Dataset, seed: int, spec: str, arrivals: int | None = None,
+                    answer_noise: float = 0.5) -> dict:
+    """One run; returns score, regrets, the persona asked about per round (-1: a pair was shown)
+    and the stated answers [N, S] (NaN where none)."""
+    arrivals = arrivals_limit(world, arrivals)
+    spec = canonical_spec(spec)
+    policy = make_policy(spec)
+    sched = make_schedule(world, seed, arrivals)
+    N, S = sched.question.shape
+    feats = world["features"].values.copy()
+    feats.flags.writeable = False
+    probs = world["probs"].values
+    U = session_utilities(world, sched)
+    K, d = feats.shape[-2:]
+    theta = student_thetas(world, sched)
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), POLICY_STREAM]))
+    answer_rng = np.random.default_rng(np.random.SeedSequence([int(seed), ANSWER_STREAM]))
+    pairs = np.zeros((N, S, 2), dtype=np.int64)
+    asked = np.full((N, S), -1, dtype=np.int64)
+    answers = np.full((N, S), np.nan)
+    can_ask = callable(getattr(policy, "ask", None))
+    t0 = time.perf_counter()
+    policy.reset(rng, policy_context(world, N))
+    for a in range(N):
+        s = sched.student[a]
+        policy.start_student()
+        for t in range(S):
+            q = sched.question[a, t]
+            k = policy.ask(feats[q]) if can_ask else None
+            if k is not None:
+                if type(k) not in (int, np.int64) or not 0 <= k < K:
+                    raise PolicyOutputError(f"policy {spec!r} at arrival {a}, round {t}: ask returned {k!r}, "
+                                            f"expected None or a persona index in 0..{K - 1}")
+                value = float(persona_contrast(K, d, int(k)) @ theta[a] + answer_noise * answer_rng.standard_normal())
+                policy.answer(int(k), value)
+                asked[a, t], answers[a, t] = k, value
+                continue
+            i, j = check_pair(policy.select(feats[q]), K, spec, a, t)
+            y = int(sched.uniform[a, t] < probs[s, q, i, j])
+            policy.update(y)
+            pairs[a, t] = i, j
+        policy.end_student()
+    wall = time.perf_counter() - t0
+    Rr, G = random_regret(U), floor_regret(U)
+    r = np.where(asked >= 0, Rr, strong_regret(U, pairs[..., 0], pairs[..., 1]))
+    R_sum, G_sum, Rr_sum = float(r.sum()), float(G.sum()), float(Rr.sum())
+    return {"world": str(world.attrs["roster"]), "seed": int(seed), "policy": spec, "arrivals": N,
+            "answer_noise": answer_noise, "regret": R_sum, "floor": G_sum, "random": Rr_sum,
+            "excess": R_sum - G_sum, "score": float(benchmark_score(R_sum, G_sum, Rr_sum)),
+            "asked_per_user": (asked >= 0).sum(1), "asked": asked, "answers": answers, "per_user_excess": (r - G).sum(1), "wall_s": wall}

@@ -1,0 +1,74 @@
+"""CODuel that may spend a round asking the student one direct question (the combined mode).
+
+Each round, before choosing a pair, the policy may ask about one persona's style
+(``online.direct_questions``); the answer enters the session's belief (the population
+learner's mixture and the no-transfer learner's Gaussian alike). It asks, at most
+`max_questions` times a session, when the best question's expected gain on this question's
+utilities times the rounds left after it is at least the plug-in price of the round
+(``pair_cost``): early in a session under a broad belief asking is cheap, under a confident
+population prior it is not. An asked round is stored as a click with no information (the
+same persona on both sides: a zero design, a constant likelihood), so the session's record,
+the population refit, recalibration and the gate read it as nothing; the population refit
+therefore learns from clicks only, not from answers.
+
+Settings: max_questions (default 1), answer_sd (the answer noise sd the policy assumes, in
+logits, default 0.5), and every CODuel setting.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from online import kernels as kn
+from online.direct_questions import observe_linear, pair_cost, persona_contrast, question_gains
+from online.policies.coduel import CODuel, CODuelState, recalibrate
+
+
+def choose_question(state: CODuelState, Phi: np.ndarray, asked: int, max_questions: int, noise_var: float):
+    """The persona to ask about this round, or None (show a pair)."""
+    if asked >= max_questions:
+        return None
+    P = kn.recalibrated(np.asarray(Phi, dtype=float), state.A) if state.settings.engine == "numba" \
+        else recalibrate(Phi, state.A)
+    b = state.belief if state.transfer else state.alone
+    gains = question_gains(b, P, noise_var)
+    k = int(np.argmax(gains))
+    remaining = state.S - state.t - 1
+    return k if gains[k] * remaining >= pair_cost(b, P) else None
+
+
+def answer(state: CODuelState, k: int, value: float, noise_var: float, Phi: np.ndarray) -> CODuelState:
+    """Fold the answer about persona k into both learners' beliefs; record a no-information round."""
+    K, d = Phi.shape
+    c = persona_contrast(K, d, k)
+    f, sc, r, cl = state.session
+    return state._replace(belief=observe_linear(state.belief, c, value, noise_var),
+                          alone=observe_linear(state.alone, c, value, noise_var), t=state.t + 1, pending=(),
+                          session=(f + [k], sc + [k], r + [Phi[:, -1].copy()], cl + [0]))
+
+
+class CODuelAsk(CODuel):
+    name = "coduel-ask"
+
+    def __init__(self, max_questions: int = 1, answer_sd: float = 0.5, **coduel_settings):
+        if int(max_questions) < 0 or not float(answer_sd) > 0:
+            raise ValueError(f"max_questions >= 0 and answer_sd > 0 are required, got {max_questions}, {answer_sd}")
+        super().__init__(**coduel_settings)
+        self.max_questions, self.noise_var = int(max_questions), float(answer_sd) ** 2
+
+    def start_student(self):
+        super().start_student()
+        self._asked = 0
+
+    def ask(self, Phi):
+        """A persona index to ask about this round, or None to show a pair."""
+        k = choose_question(self.state, Phi, self._asked, self.max_questions, self.noise_var)
+        self._phi = Phi
+        return k
+
+    def answer(self, k, value):
+        self.state = answer(self.state, int(k), float(value), self.noise_var, self._phi)
+        self._asked += 1
+        self._pred.append([0.5, 0.5])               # no click was predicted this round
+        if self.record:
+            b = self.state.belief
+            self._trace[-1][1].append((b.log_w, b.means, b.covs, self.state.gate.current))
