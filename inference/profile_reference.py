@@ -16,13 +16,16 @@ def profile_nuts(population: np.ndarray, answer_index, answers, answer_sd=None, 
     """NUTS on the profile model; posterior holds "z_new" [chain, draw, coord] (and Sigma, mu).
     Health (R-hat, ESS, divergences, E-BFMI over every sampled site) is stored in sample_stats attrs."""
     D = population.shape[-1]
-    exact = answer_sd is None or np.all(np.asarray(answer_sd) == 0)
-    idata = run_nuts(profile_population, np.asarray(population, dtype=float), np.asarray(answer_index, dtype=int),
-                     np.asarray(answers, dtype=float), None if exact else np.asarray(answer_sd, dtype=float), prior,
+    asked = len(answer_index) > 0
+    exact = asked and (answer_sd is None or np.all(np.asarray(answer_sd) == 0))
+    idata = run_nuts(profile_population, np.asarray(population, dtype=float),
+                     np.asarray(answer_index, dtype=int) if asked else None,
+                     np.asarray(answers, dtype=float) if asked else None,
+                     None if exact or not asked else np.asarray(answer_sd, dtype=float), prior,
                      seed=seed, chains=chains, warmup=warmup, draws=draws,
                      coords={"coord": np.arange(D), "coord_row": np.arange(D), "coord_col": np.arange(D)},
                      dims={"z_new": ["coord"], "mu": ["coord"], "Sigma": ["coord_row", "coord_col"]})
-    sampled = ["mu", "z_free"] if exact and len(answer_index) < D else ["mu", "z_new"] if not exact else ["mu"]
+    sampled = ["Sigma", "mu"] + (["z_free"] if len(answer_index) < D else []) if exact else ["Sigma", "mu", "z_new"]
     record_health(idata, fit_health(idata, [v for v in sampled if v in idata.posterior]))
     return idata
 
