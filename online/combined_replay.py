@@ -20,9 +20,7 @@ import xarray as xr
 from diagnostics.references import fit_btl_hindsight
 from online.direct_questions import persona_contrast
 from online.protocol import PolicyOutputError, check_pair
-from online.registry import canonical_spec, make_policy
-from online.replay import POLICY_STREAM, arrivals_limit, policy_context
-from online.schedule import make_schedule, session_utilities
+from online.replay import prepare_run
 from online.scoring import benchmark_score, floor_regret, random_regret, strong_regret
 from tdmodels.bradley_terry import order_averaged
 
@@ -40,25 +38,17 @@ def replay_combined(world: xr.Dataset, seed: int, spec: str, arrivals: int | Non
                     answer_noise: float = 0.5) -> dict:
     """One run; returns score, regrets, the persona asked about per round (-1: a pair was shown)
     and the stated answers [N, S] (NaN where none)."""
-    arrivals = arrivals_limit(world, arrivals)
-    spec = canonical_spec(spec)
-    policy = make_policy(spec)
-    sched = make_schedule(world, seed, arrivals)
+    _, spec, policy, sched, feats, probs, U, ctx, rng = prepare_run(world, seed, spec, arrivals)
     N, S = sched.question.shape
-    feats = world["features"].values.copy()
-    feats.flags.writeable = False
-    probs = world["probs"].values
-    U = session_utilities(world, sched)
     K, d = feats.shape[-2:]
     theta = student_thetas(world, sched)
-    rng = np.random.default_rng(np.random.SeedSequence([int(seed), POLICY_STREAM]))
     answer_rng = np.random.default_rng(np.random.SeedSequence([int(seed), ANSWER_STREAM]))
     pairs = np.zeros((N, S, 2), dtype=np.int64)
     asked = np.full((N, S), -1, dtype=np.int64)
     answers = np.full((N, S), np.nan)
     can_ask = callable(getattr(policy, "ask", None))
     t0 = time.perf_counter()
-    policy.reset(rng, policy_context(world, N))
+    policy.reset(rng, ctx)
     for a in range(N):
         s = sched.student[a]
         policy.start_student()

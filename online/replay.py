@@ -10,6 +10,7 @@ from __future__ import annotations
 import platform
 import time
 from importlib import metadata
+from typing import NamedTuple
 
 import numpy as np
 import xarray as xr
@@ -63,20 +64,37 @@ def replay_logged(world: xr.Dataset, seed: int, spec: str, arrivals: int | None 
     return _play(world, seed, spec, arrivals, keep_log=True)
 
 
-def _play(world: xr.Dataset, seed: int, spec: str, arrivals: int | None, keep_log: bool) -> tuple[dict, ClickLog | None]:
+class RunSetup(NamedTuple):
+    """What a run needs before its first round."""
+    arrivals: int | None     # the arrivals limit as given (None: all)
+    spec: str                # canonical
+    policy: object
+    sched: object            # online.schedule.Schedule
+    feats: np.ndarray        # [Q, K, d] read-only
+    probs: np.ndarray        # [students, Q, K, K]
+    U: np.ndarray            # [N, S, K]
+    ctx: dict
+    rng: np.random.Generator
+
+
+def prepare_run(world: xr.Dataset, seed: int, spec: str, arrivals: int | None) -> RunSetup:
+    """Schedule, utilities, read-only features, the policy and its random stream for one run."""
     arrivals = arrivals_limit(world, arrivals)
     spec = canonical_spec(spec)
-    target, settings = parse_spec(spec)
     policy = make_policy(spec)
     sched = make_schedule(world, seed, arrivals)
-    N, S = sched.question.shape
     feats = world["features"].values.copy()
     feats.flags.writeable = False
-    probs = world["probs"].values
-    U = session_utilities(world, sched)                              # [N, S, K]
-    K = U.shape[-1]
-    ctx = policy_context(world, N)
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), POLICY_STREAM]))
+    return RunSetup(arrivals, spec, policy, sched, feats, world["probs"].values, session_utilities(world, sched),
+                    policy_context(world, sched.question.shape[0]), rng)
+
+
+def _play(world: xr.Dataset, seed: int, spec: str, arrivals: int | None, keep_log: bool) -> tuple[dict, ClickLog | None]:
+    arrivals, spec, policy, sched, feats, probs, U, ctx, rng = prepare_run(world, seed, spec, arrivals)
+    target, settings = parse_spec(spec)
+    N, S = sched.question.shape
+    K = U.shape[-1]
     pairs = np.empty((N, S, 2), dtype=np.int64)
     clicks = np.empty((N, S), dtype=np.int8)
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from tdmodels.world import WorldFormatError
+from tdmodels.world import WorldFormatError, read_world_file, write_world_file
 
 ATTRIBUTES = ("expertise_level", "jargon", "analogies", "step_by_step", "empathy", "brevity", "formality",
               "examples", "encouragement", "visual_description", "rigor", "humor", "real_world_context",
@@ -120,24 +120,12 @@ def validate_prefdisco_world(ds: xr.Dataset, source: str = "<memory>") -> xr.Dat
 def save_prefdisco_world(ds: xr.Dataset, path: str | os.PathLike) -> Path:
     """Validate and write atomically as netCDF (h5netcdf, zlib), like ``tdmodels.world.save_world``."""
     validate_prefdisco_world(ds, str(path))
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    enc = {v: {"zlib": True, "complevel": 4} for v in ds.data_vars if ds[v].dtype.kind in "fiu"}
-    ds.to_netcdf(tmp, engine="h5netcdf", encoding=enc)
-    os.replace(tmp, path)
-    return path
+    return write_world_file(ds, path)
 
 
 def load_prefdisco_world(path: str | os.PathLike) -> xr.Dataset:
     """Read and validate a PrefDisco world file; any problem raises WorldFormatError naming it."""
-    path = Path(path)
-    if not path.exists():
-        raise WorldFormatError(f"PrefDisco world {path}: no such file")
-    try:
-        with xr.open_dataset(path, engine="h5netcdf") as ds:
-            ds = ds.load()
-    except Exception as exc:  # h5py/xarray raise many types for damaged files
-        raise WorldFormatError(f"PrefDisco world {path}: not a readable netCDF file ({type(exc).__name__}: {exc})") from None
-    ds["relevant"] = ds["relevant"].astype(bool)
+    ds = read_world_file(path, "PrefDisco world")
+    if "relevant" in ds:
+        ds["relevant"] = ds["relevant"].astype(bool)
     return validate_prefdisco_world(ds, str(path))

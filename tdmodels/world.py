@@ -190,9 +190,8 @@ def world_digest(ds: xr.Dataset) -> str:
     return h.hexdigest()[:16]
 
 
-def save_world(ds: xr.Dataset, path: str | os.PathLike) -> Path:
-    """Validate and write atomically as netCDF (h5netcdf engine, zlib-compressed)."""
-    validate_world(ds, str(path))
+def write_world_file(ds: xr.Dataset, path: str | os.PathLike) -> Path:
+    """Write atomically as netCDF (h5netcdf engine, zlib-compressed numeric variables); no validation."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + f".tmp{os.getpid()}")
@@ -202,14 +201,24 @@ def save_world(ds: xr.Dataset, path: str | os.PathLike) -> Path:
     return path
 
 
-def load_world(path: str | os.PathLike) -> xr.Dataset:
-    """Read and validate a world file; any problem raises WorldFormatError naming it."""
+def read_world_file(path: str | os.PathLike, label: str = "world") -> xr.Dataset:
+    """Read a netCDF file into memory; a missing or damaged file raises WorldFormatError naming it."""
     path = Path(path)
     if not path.exists():
-        raise WorldFormatError(f"world {path}: no such file")
+        raise WorldFormatError(f"{label} {path}: no such file")
     try:
         with xr.open_dataset(path, engine="h5netcdf") as ds:
-            ds = ds.load()
+            return ds.load()
     except Exception as exc:  # h5py/xarray raise many types for damaged files
-        raise WorldFormatError(f"world {path}: not a readable netCDF file ({type(exc).__name__}: {exc})") from None
-    return validate_world(ds, str(path))
+        raise WorldFormatError(f"{label} {path}: not a readable netCDF file ({type(exc).__name__}: {exc})") from None
+
+
+def save_world(ds: xr.Dataset, path: str | os.PathLike) -> Path:
+    """Validate and write atomically as netCDF (h5netcdf engine, zlib-compressed)."""
+    validate_world(ds, str(path))
+    return write_world_file(ds, path)
+
+
+def load_world(path: str | os.PathLike) -> xr.Dataset:
+    """Read and validate a world file; any problem raises WorldFormatError naming it."""
+    return validate_world(read_world_file(path), str(path))
