@@ -1,0 +1,5 @@
+"""The command line's error: a message for the user, exit status 2."""
+
+
+class CLIError(Exception):
+    pass
