@@ -16,13 +16,8 @@ from diagnostics.profile_checks import check_belief, checks_dataset, marginal_pi
 from inference.health import stored_health
 from inference.profile_reference import profile_nuts, z_new_draws
 from online.prefdisco_bayes import COST, elicit, scenario_model
+from online.prefdisco_run import passive_user
 from tdmodels.profile_model import profile_coordinates
-
-
-def _answer_fn(values, answer_noise, rng):
-    def answer(j: int) -> float:
-        return float(np.clip(values[j] + answer_noise * rng.standard_normal(), 0.0, 1.0))
-    return answer
 
 
 def truth_calibration(world: xr.Dataset, questions: int, answer_noise: float = 0.0, cost: float = COST,
@@ -37,7 +32,7 @@ def truth_calibration(world: xr.Dataset, questions: int, answer_noise: float = 0
     pits = []
     for p, t in pairs:
         m = scenario_model(world, p, t)
-        e = elicit(m, _answer_fn(world["values"].values[p, t], answer_noise, rng), questions, cost, answer_noise)
+        e = elicit(m, passive_user(world["values"].values[p, t], answer_noise, rng), questions, cost, answer_noise)
         truth = profile_coordinates(world["values"].values[p, t, m.attributes], world["weights"].values[p, t, m.attributes])
         free = np.setdiff1d(np.arange(len(truth)), e.asked) if answer_noise == 0 else np.arange(len(truth))
         pit = np.full(len(truth), np.nan)
@@ -59,7 +54,7 @@ def validate_prefdisco(world: xr.Dataset, scenarios: int, questions: int = 3, an
     for k, flat in enumerate(picks):
         p, t = divmod(int(flat), T)
         m = scenario_model(world, p, t)
-        e = elicit(m, _answer_fn(world["values"].values[p, t], answer_noise, rng), questions, cost, answer_noise)
+        e = elicit(m, passive_user(world["values"].values[p, t], answer_noise, rng), questions, cost, answer_noise)
         others = np.arange(P) != p
         pop = profile_coordinates(world["values"].values[others, t][:, m.attributes],
                                   world["weights"].values[others, t][:, m.attributes])

@@ -85,11 +85,12 @@ def coverage(pit: np.ndarray, prob: float = 0.9) -> float:
 
 
 def sbc_profile(prior: ProfilePrior, n_population: int, n_answered: int, sims: int, rng: np.random.Generator,
-                answer_sd: float = 0.0) -> np.ndarray:
+                answer_sd: float = 0.0, fit_prior: ProfilePrior | None = None) -> np.ndarray:
     """SBC of the conjugate belief: per simulation draw Sigma ~ IW, mu, a population and a new user
-    from the model, answer the first `n_answered` coordinates (exactly when answer_sd is 0),
-    and return the PIT [sims, D] of the new user's true coordinates under the updated belief
-    (answered coordinates NaN when exact). Uniform PIT = calibrated."""
+    from the model under `prior`, answer the first `n_answered` coordinates (exactly when
+    answer_sd is 0), and return the PIT [sims, D] of the new user's true coordinates under the
+    belief updated with `fit_prior` (default: the same prior); answered coordinates are NaN
+    when exact. Uniform PIT = calibrated; a wrong fit_prior should show."""
     D = len(prior.mu0)
     out = np.full((sims, D), np.nan)
     for s in range(sims):
@@ -97,7 +98,7 @@ def sbc_profile(prior: ProfilePrior, n_population: int, n_answered: int, sims: i
         mu = rng.multivariate_normal(prior.mu0, Sigma / prior.kappa0)
         pop = rng.multivariate_normal(mu, Sigma, n_population)
         z = rng.multivariate_normal(mu, Sigma)
-        b = population_belief(pop, prior)
+        b = population_belief(pop, fit_prior or prior)
         for j in range(n_answered):
             b = condition(b, j, z[j] + answer_sd * rng.standard_normal(), answer_sd ** 2)
         free = np.arange(n_answered if answer_sd == 0 else 0, D)

@@ -40,16 +40,19 @@ def question_order(world: xr.Dataset, persona: int, task: int, policy: str, rng:
     raise ValueError(f"unknown PrefDisco policy {policy!r}; choose from {', '.join(POLICIES)}")
 
 
+def passive_user(values: np.ndarray, answer_noise: float, rng: np.random.Generator):
+    """The simulated user: asked about attribute j, states clip(v_j + N(0, answer_noise^2), 0, 1)."""
+    def answer(j: int) -> float:
+        return float(np.clip(values[j] + answer_noise * rng.standard_normal(), 0.0, 1.0))
+    return answer
+
+
 def run_scenario(world: xr.Dataset, persona: int, task: int, policy: str, questions: int,
                  rng: np.random.Generator, answer_noise: float = 0.0, cost: float = COST) -> dict:
     """Ask at most `questions` (<= MAX_TURNS) questions, answer, and score the scenario."""
     if not 0 <= questions <= MAX_TURNS:
         raise ValueError(f"questions must lie in 0..{MAX_TURNS}, got {questions}")
-    values = world["values"].values[persona, task]
-
-    def answer(j: int) -> float:          # the passive simulated user states its value
-        return float(np.clip(values[j] + answer_noise * rng.standard_normal(), 0.0, 1.0))
-
+    answer = passive_user(world["values"].values[persona, task], answer_noise, rng)
     if policy == "ask-bayes":
         model = scenario_model(world, persona, task)
         e = elicit(model, answer, questions, cost=cost, answer_noise=answer_noise)

@@ -92,11 +92,12 @@ def test_sbc_of_the_conjugate_belief_is_uniform():
     assert np.all(np.isnan(pit[:, :2]))
     for c in (2, 3):
         assert stats.kstest(pit[:, c], "uniform").pvalue > 0.001
-    # A belief that ignores the population is visibly miscalibrated on the same draws.
-    bad = sbc_profile(ProfilePrior(np.zeros(4), 0.5, 8.0, 300.0 * np.eye(4)), 0, 0, 400, np.random.default_rng(1))
-    prior_pit = sbc_profile(prior, 0, 0, 400, np.random.default_rng(1))
-    assert stats.kstest(prior_pit[:, 0], "uniform").pvalue > 0.001
-    assert bad.shape == (400, 4)
+    # A belief fitted under a prior 100 times too wide, with no population to correct it, is
+    # visibly miscalibrated on the same kind of draws (PITs pile up near 1/2).
+    bad = sbc_profile(prior, 0, 0, 400, np.random.default_rng(1), fit_prior=prior._replace(psi0=300.0 * np.eye(4)))
+    assert stats.kstest(bad[:, 0], "uniform").pvalue < 1e-6
+    good = sbc_profile(prior, 0, 0, 400, np.random.default_rng(1))
+    assert stats.kstest(good[:, 0], "uniform").pvalue > 0.001
 
 
 def test_profile_coordinates():
