@@ -14,7 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import xarray as xr
-from scipy import stats
+
+from diagnostics.stats import t_interval
 
 FIELDS = ("baseline", "oracle", "discovery", "norm_align", "asked")
 
@@ -58,16 +59,8 @@ def save_results(ds: xr.Dataset, path: str | os.PathLike) -> Path:
     return path
 
 
-def interval(x, level: float = 0.95) -> tuple[float, float]:
-    """Mean and half-width of the t-interval of per-seed figures x [S] (NaN half-width for one seed)."""
-    x = np.asarray(x, dtype=float)
-    if len(x) < 2:
-        return float(x.mean()), float("nan")
-    return float(x.mean()), float(stats.t.ppf(0.5 + level / 2, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x)))
-
-
 def fmt(x, digits: int = 2) -> str:
-    m, h = interval(x)
+    m, h = t_interval(x)
     return f"{m:.{digits}f} ± {h:.{digits}f}"
 
 
@@ -103,7 +96,7 @@ def paired_table(ds: xr.Dataset, policy: str) -> str:
             continue
         d = s["norm_align"].sel(policy=policy) - s["norm_align"].sel(policy=p)
         dd = s["discovery"].sel(policy=policy) - s["discovery"].sel(policy=p)
-        m, h = interval(d)
+        m, h = t_interval(d)
         lines.append(f"| {p} | {m:+.1f} [{m - h:+.1f}, {m + h:+.1f}] | {fmt(dd, 4)} | {int((d > 0).sum())} of {d.size} |")
     return "\n".join(lines)
 
@@ -146,7 +139,7 @@ def plot_curves(curves: dict[int, xr.Dataset], path: str | os.PathLike) -> Path:
         x, y, h = [], [], []
         for q in budgets:
             s = per_seed(curves[q]).sel(policy=p)
-            m, hw = interval(s["norm_align"])
+            m, hw = t_interval(s["norm_align"])
             x.append(float(s["asked"].mean()))
             y.append(m)
             h.append(0.0 if np.isnan(hw) else hw)

@@ -12,7 +12,7 @@ import arviz as az
 import numpy as np
 import xarray as xr
 
-from diagnostics.profile_checks import check_belief, checks_dataset, marginal_pit
+from diagnostics.profile_checks import check_belief, checks_dataset, coverage, marginal_pit
 from inference.health import stored_health
 from inference.profile_reference import profile_nuts, z_new_draws
 from online.prefdisco_bayes import COST, elicit, scenario_model
@@ -100,8 +100,7 @@ def summary_lines(idata: az.InferenceData) -> list[str]:
     sr = c["sd_ratio"].values
     K = t.sizes["coord"] // 2
     pit = t["pit"].values
-    cov_v = np.nanmean((pit[:, :K] >= 0.05) & (pit[:, :K] <= 0.95), where=~np.isnan(pit[:, :K]))
-    cov_w = np.nanmean((pit[:, K:] >= 0.05) & (pit[:, K:] <= 0.95), where=~np.isnan(pit[:, K:]))
+    cov_v, cov_w = (coverage(x[~np.isnan(x)], 0.9) for x in (pit[:, :K], pit[:, K:]))
     return [
         f"{c.sizes['scenario']} scenarios against NUTS: NUTS max R-hat {float(c['max_rhat'].max()):.3f}, "
         f"min ESS bulk {float(c['min_ess_bulk'].min()):.0f}, divergences {int(c['divergences'].sum())}",

@@ -26,6 +26,13 @@ def mean_se(x) -> tuple[float, float]:
     return float(x.mean()), se
 
 
+def t_interval(x, level: float = 0.95) -> tuple[float, float]:
+    """Mean and half-width of the t-interval of per-seed figures x [S] (NaN half-width for one seed)."""
+    m, se = mean_se(x)
+    n = len(np.asarray(x))
+    return m, (float(sps.t.ppf(0.5 + level / 2, n - 1) * se) if n > 1 else float("nan"))
+
+
 def paired_gain(excess_a, excess_b, level: float = 0.95) -> dict:
     """Relative excess-regret reduction of A against B over the same seeds, 1 - sum A / sum B,
     with a t interval on the per-seed differences propagated by the delta method."""

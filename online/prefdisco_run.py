@@ -3,13 +3,13 @@
 A scenario is one (persona, task). The policy knows the task's relevant attributes F(i) and
 the other personas' profiles of the task (the population), never the user's. Each turn it
 asks about one attribute of F(i), and the passive simulated user states its value (plus
-N(0, answer_noise^2), clipped to [0, 1]); after at most `turns` questions it answers with
+N(0, answer_noise^2), clipped to [0, 1]); after at most MAX_TURNS questions it answers with
 the response of largest expected PrefAlign given the answers (``expected_align``); with no
 question that is the baseline's answer, so answering at once has NormAlign 0.
 
 Policies (the question order): "answer-now" (no question), "ask-random" (attributes of F(i)
 in random order), "ask-top-weight" (in decreasing population mean weight). Each asks
-`questions` of them (at most `turns`). "ask-bayes" (``online.prefdisco_bayes``) asks at most
+`questions` of them (at most MAX_TURNS). "ask-bayes" (``online.prefdisco_bayes``) asks at most
 `questions`, each chosen by expected gain in PrefAlign under a learned population model, and
 stops when no question is worth `cost`; it answers by its own model's expected PrefAlign.
 """

@@ -84,7 +84,7 @@ def cmd_combined(a) -> int:
 
     import numpy as np
 
-    from diagnostics.prefdisco_report import interval
+    from diagnostics.stats import paired_gain, t_interval
     from online.registry import canonical_spec, make_policy, split_specs
     from online.sweep import parse_seeds
     from tdmodels.rosters import open_world
@@ -109,17 +109,17 @@ def cmd_combined(a) -> int:
         sc = [r[s]["score"] for r in runs]
         ex = [r[s]["excess"] for r in runs]
         q = [r[s]["asked_per_user"].mean() for r in runs]
-        m, h = interval(sc)
-        me, he = interval(ex)
+        m, h = t_interval(sc)
+        me, he = t_interval(ex)
         print(f"| {s} | {m:.1f} ± {h:.1f} | {me:.1f} ± {he:.1f} | {np.mean(q):.2f} |")
     if len(specs) > 1 and len(seeds) > 1:
         base = specs[0]
         print(f"\npaired against {base} (95%):")
         for s in specs[1:]:
             d = np.array([r[s]["score"] - r[base]["score"] for r in runs])
-            red = np.array([100 * (r[base]["excess"] - r[s]["excess"]) / r[base]["excess"] for r in runs])
-            m, h = interval(d)
-            mr, hr = interval(red)
+            g = paired_gain([r[s]["excess"] for r in runs], [r[base]["excess"] for r in runs])
+            m, h = t_interval(d)
+            mr, hr = 100 * g["gain"], 100 * (g["hi"] - g["gain"])
             print(f"  {s}: score {m:+.2f} [{m - h:+.2f}, {m + h:+.2f}]; excess regret reduction "
                   f"{mr:+.1f}% [{mr - hr:+.1f}, {mr + hr:+.1f}]")
     return 0
