@@ -73,7 +73,8 @@ def leaderboard(rows: list[dict], world=None, arrivals: int | None = None) -> li
     for spec, seeds in sorted(by.items()):
         sc, ex = mean_se([r["score"] for r in seeds.values()]), mean_se([r["excess"] for r in seeds.values()])
         lines.append({"name": spec, "kind": "policy", "n": len(seeds), "score": sc, "excess": ex,
-                      "seeds": sorted(seeds), "wall_s": float(np.mean([r["wall_s"] for r in seeds.values()]))})
+                      "seeds": sorted(seeds), "wall_s": float(np.mean([r["wall_s"] for r in seeds.values()])),
+                      "code": ",".join(sorted({r["code"]["digest"] for r in seeds.values() if "code" in r}))})
     if world is not None and by:
         all_seeds = sorted(set().union(*[set(s) for s in by.values()]))
         refs = reference_table(world, all_seeds, arrivals)
@@ -81,18 +82,18 @@ def leaderboard(rows: list[dict], world=None, arrivals: int | None = None) -> li
             vals = refs[name].values()
             lines.append({"name": REFERENCE_LABELS[name], "kind": "reference", "n": len(all_seeds),
                           "score": mean_se([v["score"] for v in vals]), "excess": mean_se([v["excess"] for v in vals]),
-                          "seeds": all_seeds, "wall_s": float("nan")})
+                          "seeds": all_seeds, "wall_s": float("nan"), "code": ""})
     return lines
 
 
 def format_table(lines: list[dict], title: str = "") -> str:
     """Markdown table; reference rows in italics."""
     out = [f"### {title}", ""] if title else []
-    out += ["| policy | seeds | score | excess regret R - G |", "|---|---|---|---|"]
+    out += ["| policy | seeds | score | excess regret R - G | code |", "|---|---|---|---|---|"]
     for ln in sorted(lines, key=lambda x: (x["kind"] == "reference", -x["score"][0])):
         s, e = ln["score"], ln["excess"]
         se_s = f" ± {s[1]:.1f}" if np.isfinite(s[1]) and s[1] > 0 else ""
         se_e = f" ± {e[1]:.1f}" if np.isfinite(e[1]) and e[1] > 0 else ""
         name = f"*{ln['name']}*" if ln["kind"] == "reference" else ln["name"]
-        out.append(f"| {name} | {ln['n']} | {s[0]:.1f}{se_s} | {e[0]:.1f}{se_e} |")
+        out.append(f"| {name} | {ln['n']} | {s[0]:.1f}{se_s} | {e[0]:.1f}{se_e} | {ln.get('code', '')} |")
     return "\n".join(out)

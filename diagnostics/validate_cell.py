@@ -22,11 +22,11 @@ from diagnostics.calibration import calibration_table, reliability
 from diagnostics.posterior_checks import (PosteriorCheck, UserChecks, beliefs_at_round, btl_log_posterior,
                                           check_logged_users, check_posterior, exact_component_weights,
                                           sample_mixture, weights_distance)
-from inference.cell_fit import cell_click_log, fit_cell
+from inference.cell_fit import cell_click_log, check_users, fit_cell
 from inference.health import stored_health
 from inference.nuts import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_WARMUP
 from online.registry import canonical_spec
-from online.replay import arrivals_limit
+from online.replay import run_key
 from online.store import RunStore, atomic_save
 
 
@@ -91,8 +91,7 @@ def population_fits(world, seed, spec, store, log, em, holdout, arrivals, chains
 
     N = log.n_users
     train, test = np.arange(N - holdout), np.arange(N - holdout, N)
-    out = store.fit_path(str(world.attrs["roster"]), seed, canonical_spec(spec), "population-train",
-                         arrivals_limit(world, arrivals))
+    out = store.fit_path(run_key(world, seed, spec, arrivals), "population-train")
     idata_pop, _ = fit_cell(world, seed, spec, "population", store, arrivals=arrivals, chains=chains,
                             warmup=warmup, draws=draws, users=N - holdout, out=out)
     z, y = log.recalibrated_design()
@@ -125,6 +124,9 @@ def validate_users(world, seed: int, spec: str, store: RunStore, users: int | No
     if population_nuts and not holdout:
         raise ValueError("--population-nuts compares fits on held-out users: give --holdout N as well")
     log = _log_with_beliefs(world, seed, spec, store, arrivals)
+    check_users(users, log.n_users)
+    if holdout and not 0 < holdout < log.n_users:
+        raise ValueError(f"--holdout {holdout}: must lie in 1..{log.n_users - 1} (the run has {log.n_users} arrivals)")
     S = log.outcome.shape[1]
     bad = [t for t in rounds if not 0 < int(t) < S]
     if bad:
@@ -166,6 +168,5 @@ def validate_users(world, seed: int, spec: str, store: RunStore, users: int | No
     idata.posterior.attrs.update({"world": str(world.attrs["roster"]), "seed": int(seed),
                                   "policy": canonical_spec(spec), "users": int(U),
                                   "reference_health": stored_health(idata_ref).line()})
-    path = store.fit_path(str(world.attrs["roster"]), seed, canonical_spec(spec), "validate",
-                          arrivals_limit(world, arrivals))
+    path = store.fit_path(run_key(world, seed, spec, arrivals), "validate")
     return checks, idata, atomic_save(path, lambda tmp: idata.to_netcdf(str(tmp)))

@@ -13,7 +13,7 @@ import arviz as az
 from inference.nuts import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_WARMUP
 from online.clicklog import ClickLog, ClickLogError, load_click_log, save_click_log
 from online.registry import canonical_spec, parse_spec
-from online.replay import arrivals_limit, replay_logged
+from online.replay import replay_logged, run_key
 from online.store import RunStore, atomic_save
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior, isotropic_prior
 from tdmodels.world import world_digest
@@ -24,9 +24,8 @@ PRIORS = ("policy", "em")
 
 def cell_click_log(world, seed: int, spec: str, store: RunStore, arrivals: int | None = None) -> ClickLog:
     """The click log of a cell: read from the store, else replayed and stored (row too, if missing)."""
-    spec = canonical_spec(spec)
-    name, limit = str(world.attrs["roster"]), arrivals_limit(world, arrivals)
-    path = store.clicks_path(name, seed, spec, limit)
+    key = run_key(world, seed, spec, arrivals)
+    path = store.clicks_path(key)
     if path.exists():
         try:
             log = load_click_log(path)
@@ -34,11 +33,18 @@ def cell_click_log(world, seed: int, spec: str, store: RunStore, arrivals: int |
                 return log
         except ClickLogError as exc:     # damaged or written by an older version: kept aside, recomputed
             path.replace(path.with_suffix(".nc.corrupt" if "format version" not in str(exc) else ".nc.old"))
-    row, log = replay_logged(world, seed, spec, limit)
+    row, log = replay_logged(world, seed, key.policy, key.arrivals)
     save_click_log(log, path)
-    if store.get(name, seed, spec, limit) is None:
-        store.put(row)
+    store.put(row)
     return log
+
+
+def check_users(users: int | None, n: int) -> None:
+    """A `--users` count: None (all) or 1..n."""
+    if users is None:
+        return
+    if isinstance(users, bool) or not isinstance(users, int) or not 1 <= users <= n:
+        raise ValueError(f"--users {users!r}: give a number of users in 1..{n} (the run has {n} arrivals)")
 
 
 def policy_prior(spec: str, d: int) -> MixturePrior:
@@ -61,7 +67,11 @@ def fit_cell(world, seed: int, spec: str, model: str, store: RunStore, prior: st
         raise ValueError(f"unknown model {model!r}; choose from {', '.join(MODELS)}")
     if prior not in PRIORS:
         raise ValueError(f"unknown prior {prior!r}; choose from {', '.join(PRIORS)}")
+    for what, v, lo in (("chains", chains, 1), ("warmup", warmup, 1), ("draws", draws, 1), ("seed", seed, 0)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+            raise ValueError(f"--{what} {v!r}: must be an integer >= {lo}")
     log = cell_click_log(world, seed, spec, store, arrivals)
+    check_users(users, log.n_users)
     sl = slice(None, users)
     z, y = log.recalibrated_design(sl)     # the design the policy's learner used (A as recorded)
     d = z.shape[-1]
@@ -83,8 +93,7 @@ def fit_cell(world, seed: int, spec: str, model: str, store: RunStore, prior: st
     idata.posterior.attrs.update({"world": str(world.attrs["roster"]), "world_digest": world_digest(world),
                                   "seed": int(seed), "policy": canonical_spec(spec), "model": model, "prior": prior,
                                   "users": int(z.shape[0])})
-    path = Path(out) if out else store.fit_path(str(world.attrs["roster"]), seed, canonical_spec(spec), model,
-                                                 arrivals_limit(world, arrivals))
+    path = Path(out) if out else store.fit_path(run_key(world, seed, spec, arrivals), model)
     return idata, atomic_save(path, lambda tmp: idata.to_netcdf(str(tmp)))
 
 

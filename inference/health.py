@@ -40,7 +40,11 @@ class Health(NamedTuple):
     @property
     def problems(self) -> list[str]:
         out = []
-        if not self.max_rhat <= MAX_RHAT:
+        if self.chains < 2:
+            out.append(f"{self.chains} chain: R-hat needs at least 2 chains, so convergence is unchecked")
+        elif self.n_params == 0:
+            out.append("no parameter has a finite R-hat, so convergence is unchecked")
+        if np.isfinite(self.max_rhat) and not self.max_rhat <= MAX_RHAT:
             out.append(f"R-hat {self.max_rhat:.3f} > {MAX_RHAT} ({self.n_rhat_over} of {self.n_params} parameters)")
         if self.divergences:
             out.append(f"{self.divergences} divergent transition(s)")
@@ -68,11 +72,11 @@ def fit_health(idata: az.InferenceData, var_names: list[str] | None = None) -> H
     rhat = np.concatenate([np.ravel(v) for v in az.rhat(post).data_vars.values()])
     ess_b = np.concatenate([np.ravel(v) for v in az.ess(post, method="bulk").data_vars.values()])
     ess_t = np.concatenate([np.ravel(v) for v in az.ess(post, method="tail").data_vars.values()])
-    finite = np.isfinite(rhat)   # constant parameters (e.g. fixed entries) have no R-hat
+    finite = np.isfinite(rhat)   # constant parameters (e.g. fixed entries) have no R-hat; one chain gives none
     stats = idata.sample_stats
     div = int(stats["diverging"].sum()) if "diverging" in stats else 0
     bfmi = float(np.min(az.bfmi(idata))) if "energy" in stats else float("nan")
-    return Health(n_params=int(finite.sum()), max_rhat=float(np.max(rhat[finite], initial=1.0)),
+    return Health(n_params=int(finite.sum()), max_rhat=float(rhat[finite].max()) if finite.any() else float("nan"),
                   n_rhat_over=int(np.sum(rhat[finite] > MAX_RHAT)),
                   min_ess_bulk=float(np.min(ess_b[finite], initial=np.inf)),
                   min_ess_tail=float(np.min(ess_t[finite], initial=np.inf)),

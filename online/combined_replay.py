@@ -38,7 +38,8 @@ def replay_combined(world: xr.Dataset, seed: int, spec: str, arrivals: int | Non
                     answer_noise: float = 0.5) -> dict:
     """One run; returns score, regrets, the persona asked about per round (-1: a pair was shown)
     and the stated answers [N, S] (NaN where none)."""
-    _, spec, policy, sched, feats, probs, U, ctx, rng = prepare_run(world, seed, spec, arrivals)
+    _, ps, policy, sched, feats, probs, U, ctx, rng = prepare_run(world, seed, spec, arrivals)
+    spec = ps.canonical
     N, S = sched.question.shape
     K, d = feats.shape[-2:]
     theta = student_thetas(world, sched)

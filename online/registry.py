@@ -5,29 +5,46 @@
     mypackage.policies:MyPolicy[alpha=0.5,name="x"]
     coduel:greedy                      (a named ablation = coduel[lookahead=false])
 
-Values are read as JSON where they parse (numbers, true/false, quoted strings), else as
-bare strings. The canonical form sorts settings, so equal specs name the same store cell.
-A list of specs is comma-separated; commas inside brackets belong to the spec.
+Settings are parsed by the type the policy's constructor declares for them:
+
+- ``bool``: ``true`` or ``false`` in any case, nothing else (not ``"false"``, ``no`` or ``0``);
+- ``int``: an integer literal (``1.7`` and ``2.0`` are refused);
+- ``float``: a finite number (``NaN``, ``Infinity`` and ``1e999`` are refused);
+- ``str``: a quoted JSON string or bare text; ``X | None``: also ``null``.
+
+Settings without a declared type (a researcher's ``**kwargs`` or unannotated parameter) are read as
+JSON where they parse, else as bare strings, and must be finite. The policy's constructor then
+checks ranges and choices. A wrong value raises PolicySpecError naming the policy, the setting, the
+value and what is allowed, before any cell starts.
+
+The canonical form of a spec names its target and, sorted, only the settings that differ from
+their defaults: ``no-transfer``, ``no-transfer[prior_var=4.0]`` and ``no-transfer[prior_var=4]`` are
+one spec, and one store cell. The defaults themselves are part of the policy's code identity
+(``online.code_identity``). Registered policies are imported only when a spec names them.
 """
 from __future__ import annotations
 
 import importlib
 import inspect
 import json
+import math
 import re
+import types
+import typing
+from typing import NamedTuple
 
-from online.policies.coduel import CODuel
-from online.policies.coduel_ask import CODuelAsk
-from online.policies.coldb import COLDB
-from online.policies.colstim import CoLSTIM
-from online.policies.hierarchical_ts import HierTS, MetaTS
-from online.policies.no_transfer import NoTransfer, Pooled
-from online.policies.random_pairs import RandomPairs
-from online.policies.rucb import RUCB
-
-REGISTRY = {"random": RandomPairs, "no-transfer": NoTransfer, "pooled": Pooled, "coduel": CODuel,
-            "rucb": RUCB, "colstim": CoLSTIM, "coldb": COLDB, "meta-ts": MetaTS, "hierts": HierTS,
-            "coduel-ask": CODuelAsk}
+REGISTRY = {
+    "random": "online.policies.random_pairs:RandomPairs",
+    "no-transfer": "online.policies.no_transfer:NoTransfer",
+    "pooled": "online.policies.no_transfer:Pooled",
+    "coduel": "online.policies.coduel:CODuel",
+    "rucb": "online.policies.rucb:RUCB",
+    "colstim": "online.policies.colstim:CoLSTIM",
+    "coldb": "online.policies.coldb:COLDB",
+    "meta-ts": "online.policies.hierarchical_ts:MetaTS",
+    "hierts": "online.policies.hierarchical_ts:HierTS",
+    "coduel-ask": "online.policies.coduel_ask:CODuelAsk",
+}
 # Named ablations: an alias stands for its settings, so both spellings name the same store cell.
 ALIASES = {
     "coduel:no-population": ("coduel", {"population": False}),
@@ -36,11 +53,30 @@ ALIASES = {
     "coduel:no-gate": ("coduel", {"gate": False}),
     "coldb-lr": ("coldb", {"estimator": "least-squares"}),
 }
-_SPEC = re.compile(r"^\s*(?P<target>[A-Za-z0-9_.:\-]+)\s*(?:\[(?P<settings>.*)\])?\s*$")
+PROTOCOL = ("reset", "start_student", "select", "update", "end_student")
+_SPEC = re.compile(r"^\s*(?P<target>[A-Za-z0-9_.:\-]+)\s*(?:\[(?P<settings>.*)\])?\s*$", re.S)
+_INT = re.compile(r"[+-]?\d+")
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+_UNTYPED = object()
 
 
 class PolicySpecError(ValueError):
-    """An unknown policy, an unknown setting or a malformed spec."""
+    """An unknown policy, an unknown setting, a wrong value or a malformed spec."""
+
+
+class Setting(NamedTuple):
+    """One keyword setting of a policy's constructor."""
+    kind: object           # bool, int, float, str, or _UNTYPED
+    optional: bool         # None is allowed
+    default: object        # inspect.Parameter.empty when required
+
+
+class PolicySpec(NamedTuple):
+    """A parsed spec."""
+    target: str            # registered name or module:Class
+    settings: dict         # every declared setting, defaults filled in, typed
+    changed: dict          # the settings that differ from their defaults
+    canonical: str         # target[settings that differ from their defaults, sorted]: the store's name
 
 
 def split_specs(text: str) -> list[str]:
@@ -51,6 +87,8 @@ def split_specs(text: str) -> list[str]:
             depth += 1
         elif ch == "]":
             depth -= 1
+        if depth < 0:
+            raise PolicySpecError(f"unbalanced brackets in policy list {text!r}")
         if ch == "," and depth == 0:
             out.append(cur.strip())
             cur = ""
@@ -64,71 +102,184 @@ def split_specs(text: str) -> list[str]:
     return out
 
 
-def _value(text: str):
+def resolve(target: str):
+    """The class a target names: a registered name or module:Class."""
+    path = REGISTRY.get(target, target)
+    if ":" not in path:
+        raise PolicySpecError(f"unknown policy {target!r}; registered: {', '.join(sorted(REGISTRY))}, or use module:Class")
+    mod, _, name = path.partition(":")
     try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
+        obj = getattr(importlib.import_module(mod), name)
+    except (ImportError, AttributeError) as exc:
+        raise PolicySpecError(f"cannot load policy {target!r}: {exc}") from None
+    except Exception as exc:  # a researcher's module that fails on import
+        raise PolicySpecError(f"cannot load policy {target!r}: importing {mod} raised {type(exc).__name__}: {exc}") from None
+    if not callable(obj):
+        raise PolicySpecError(f"policy {target!r} is a {type(obj).__name__}, not a class")
+    return obj
 
 
-def parse_spec(spec: str) -> tuple[str, dict]:
-    """'name[k=v,...]' -> ('name', {k: v})."""
+def _kind(annotation) -> tuple[object, bool]:
+    if annotation in (bool, int, float, str):
+        return annotation, False
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(args) == 1 and args[0] in (bool, int, float, str):
+            return args[0], len(args) < len(typing.get_args(annotation))
+    return _UNTYPED, True
+
+
+def declared_settings(cls) -> tuple[dict[str, Setting], bool]:
+    """The keyword settings of a policy class (following ``**kwargs`` into the base class's
+    constructor) and whether it takes further undeclared ones."""
+    out = {}
+    for klass in getattr(cls, "__mro__", (cls,))[:-1]:       # object's own (*args, **kwargs) aside
+        init = klass.__dict__.get("__init__")
+        if init is None:
+            continue
+        try:
+            params = inspect.signature(init).parameters
+        except (TypeError, ValueError):
+            return out, True
+        try:
+            hints = typing.get_type_hints(init)
+        except Exception:  # an annotation that does not evaluate: read as untyped
+            hints = {}
+        for name, p in list(params.items())[1:]:
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and name not in out:
+                kind, optional = _kind(hints.get(name, _UNTYPED))
+                out[name] = Setting(kind, optional or p.default is None, p.default)
+        if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            return out, False
+    return out, cls.__init__ is not object.__init__
+
+
+def _describe(kind) -> str:
+    return {bool: "true or false", int: "an integer", float: "a finite number", str: "a string"}.get(kind, "a value")
+
+
+def _finite(value) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, (list, tuple)):
+        return all(map(_finite, value))
+    if isinstance(value, dict):
+        return all(map(_finite, value.values()))
+    return True
+
+
+def _convert(target: str, key: str, text: str, setting: Setting):
+    where = f"policy {target!r}: setting {key}={text}"
+    if setting.optional and text.lower() in ("null", "none"):
+        return None
+    kind = setting.kind
+    if kind is bool:
+        if text.lower() in ("true", "false"):
+            return text.lower() == "true"
+    elif kind is int:
+        if _INT.fullmatch(text):
+            return int(text)
+    elif kind is float:
+        if _NUMBER.fullmatch(text):
+            value = float(text)
+            if math.isfinite(value):
+                return value
+    elif kind is str:
+        if text.startswith('"'):
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError:
+                value = None
+            if isinstance(value, str):
+                return value
+        elif text:
+            return text
+    else:
+        try:
+            value = json.loads(text)
+        except (json.JSONDecodeError, RecursionError):
+            value = text
+        if _finite(value):
+            return value
+        raise PolicySpecError(f"{where}: not a finite value")
+    extra = " or null" if setting.optional else ""
+    raise PolicySpecError(f"{where}: expected {_describe(kind)}{extra}")
+
+
+def _same(a, b) -> bool:
+    return type(a) is type(b) and a == b or (isinstance(a, (int, float)) and isinstance(b, (int, float))
+                                                 and not isinstance(a, bool) and not isinstance(b, bool) and a == b)
+
+
+def _typed(value, setting: Setting):
+    """A default or alias value in the setting's type (ints given for floats become floats)."""
+    if setting.kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return value
+
+
+def policy_spec(spec: str) -> PolicySpec:
+    """Parse a spec: resolve its target, convert every setting by its declared type, fill in the defaults."""
+    if not isinstance(spec, str):
+        raise PolicySpecError(f"policy spec {spec!r} is not a string")
     m = _SPEC.match(spec)
     if not m:
         raise PolicySpecError(f"malformed policy spec {spec!r}; expected NAME or module:Class, optionally [key=value,...]")
-    settings = {}
+    raw = {}
     if m.group("settings"):
         for part in split_specs(m.group("settings")):
             if "=" not in part:
                 raise PolicySpecError(f"policy spec {spec!r}: setting {part!r} is not key=value")
-            k, v = part.split("=", 1)
-            settings[k.strip()] = _value(v.strip())
-    target = m.group("target")
+            k, v = (x.strip() for x in part.split("=", 1))
+            if k in raw:
+                raise PolicySpecError(f"policy spec {spec!r}: setting {k!r} given twice")
+            raw[k] = v
+    target, fixed = m.group("target"), {}
     if target in ALIASES:
         target, fixed = ALIASES[target]
-        clash = [k for k in settings if k in fixed and settings[k] != fixed[k]]
-        if clash:
-            raise PolicySpecError(f"policy spec {spec!r}: the alias fixes {clash[0]}={json.dumps(fixed[clash[0]])}")
-        settings = {**fixed, **settings}
-    return target, settings
+    declared, open_ended = declared_settings(resolve(target))
+    settings = {}
+    for k, text in raw.items():
+        if k not in declared and not open_ended:
+            names = ", ".join(declared) or "none"
+            raise PolicySpecError(f"policy {target!r} has no setting {k!r}; its settings: {names}")
+        settings[k] = _convert(target, k, text, declared.get(k, Setting(_UNTYPED, True, inspect.Parameter.empty)))
+    for k, v in fixed.items():
+        if k in settings and not _same(settings[k], v):
+            raise PolicySpecError(f"policy spec {spec!r}: the alias fixes {k}={json.dumps(v)}")
+        settings[k] = v
+    missing = [k for k, s in declared.items() if s.default is inspect.Parameter.empty and k not in settings]
+    if missing:
+        raise PolicySpecError(f"policy {target!r} needs setting(s) {', '.join(missing)}")
+    full = {k: _typed(s.default, s) for k, s in declared.items() if s.default is not inspect.Parameter.empty}
+    full.update({k: _typed(v, declared[k]) if k in declared else v for k, v in settings.items()})
+    changed = {k: v for k, v in full.items() if k not in declared or not _same(v, _typed(declared[k].default, declared[k]))}
+    body = ",".join(f"{k}={json.dumps(v, separators=(',', ':'))}" for k, v in sorted(changed.items()))
+    return PolicySpec(target, full, changed, f"{target}[{body}]" if body else target)
+
+
+def parse_spec(spec: str) -> tuple[str, dict]:
+    """'name[k=v,...]' -> ('name', {k: v}) for the settings that differ from their defaults."""
+    ps = policy_spec(spec)
+    return ps.target, ps.changed
 
 
 def canonical_spec(spec: str) -> str:
-    target, settings = parse_spec(spec)
-    if not settings:
-        return target
-    body = ",".join(f"{k}={json.dumps(v)}" for k, v in sorted(settings.items()))
-    return f"{target}[{body}]"
-
-
-def resolve(target: str):
-    if target in REGISTRY:
-        return REGISTRY[target]
-    if ":" not in target:
-        raise PolicySpecError(f"unknown policy {target!r}; registered: {', '.join(sorted(REGISTRY))}, or use module:Class")
-    mod, _, cls = target.partition(":")
-    try:
-        obj = getattr(importlib.import_module(mod), cls)
-    except (ImportError, AttributeError) as exc:
-        raise PolicySpecError(f"cannot load policy {target!r}: {exc}") from None
-    return obj
+    """The spec's canonical form: equal specs name the same store cell."""
+    return policy_spec(spec).canonical
 
 
 def make_policy(spec: str):
-    """Instantiate the policy a spec names, checking its settings against the constructor."""
-    target, settings = parse_spec(spec)
-    cls = resolve(target)
-    params = inspect.signature(cls).parameters
-    takes_kwargs = any(p.kind is p.VAR_KEYWORD for p in params.values())
-    unknown = [k for k in settings if k not in params and not takes_kwargs]
-    if unknown:
-        known = [k for k, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-        raise PolicySpecError(f"policy {target!r} has no setting {unknown[0]!r}; its settings: {', '.join(known) or 'none'}")
+    """Instantiate the policy a spec names, with its settings typed and checked."""
+    ps = policy_spec(spec)
     try:
-        pol = cls(**settings)
+        pol = resolve(ps.target)(**ps.settings)
     except (TypeError, ValueError) as exc:
-        raise PolicySpecError(f"policy {target!r} rejected its settings {settings}: {exc}") from None
-    missing = [m for m in ("reset", "start_student", "select", "update", "end_student") if not callable(getattr(pol, m, None))]
+        shown = ", ".join(f"{k}={json.dumps(v)}" for k, v in sorted(ps.changed.items())) or "defaults"
+        raise PolicySpecError(f"policy {ps.target!r} refused its settings ({shown}): {exc}") from None
+    except Exception as exc:  # a researcher's constructor can raise anything
+        raise PolicySpecError(f"policy {ps.target!r}: constructing it raised {type(exc).__name__}: {exc}") from None
+    missing = [m for m in PROTOCOL if not callable(getattr(pol, m, None))]
     if missing:
-        raise PolicySpecError(f"policy {target!r} lacks protocol method(s) {', '.join(missing)}")
+        raise PolicySpecError(f"policy {ps.target!r} lacks protocol method(s) {', '.join(missing)}")
     return pol

@@ -16,14 +16,19 @@ import numpy as np
 import xarray as xr
 
 from online.clicklog import ClickLog, make_click_log
+from online.code_identity import policy_code
 from online.protocol import check_pair
-from online.registry import canonical_spec, make_policy, parse_spec
+from online.registry import make_policy, policy_spec, resolve
 from online.schedule import make_schedule, session_utilities
 from online.scoring import benchmark_score, floor_regret, random_regret, strong_regret
+from online.store import ROW_SCHEMA, CellKey
 from tdmodels.world import session_length, world_digest
 
-ROW_SCHEMA = 1
 POLICY_STREAM = 0x5EED
+
+
+class ScoreUndefinedError(ValueError):
+    """A run whose random pairs already reach the floor: the score's denominator is zero."""
 
 
 def versions() -> dict:
@@ -51,6 +56,24 @@ def arrivals_limit(world: xr.Dataset, arrivals: int | None) -> int | None:
     return int(arrivals)
 
 
+def run_key(world: xr.Dataset, seed: int, spec: str, arrivals: int | None = None) -> CellKey:
+    """The store identity of a run: world digest, seed, canonical spec, the policy's code digest, truncation."""
+    ps = policy_spec(spec)
+    return CellKey(world_digest(world), int(seed), ps.canonical, policy_code(resolve(ps.target)).digest,
+                   arrivals_limit(world, arrivals))
+
+
+def _jsonable(value):
+    """A setting as JSON can hold it (finite numbers, strings, lists, dicts), else its repr."""
+    import json
+
+    try:
+        json.dumps(value, allow_nan=False)
+        return value
+    except (TypeError, ValueError):
+        return repr(value)
+
+
 def replay(world: xr.Dataset, seed: int, spec: str, arrivals: int | None = None) -> dict:
     """Run one policy on one (world, seed), optionally on the first `arrivals` only; return the run row.
 
@@ -67,7 +90,7 @@ def replay_logged(world: xr.Dataset, seed: int, spec: str, arrivals: int | None 
 class RunSetup(NamedTuple):
     """What a run needs before its first round."""
     arrivals: int | None     # the arrivals limit as given (None: all)
-    spec: str                # canonical
+    spec: object             # online.registry.PolicySpec
     policy: object
     sched: object            # online.schedule.Schedule
     feats: np.ndarray        # [Q, K, d] read-only
@@ -80,19 +103,19 @@ class RunSetup(NamedTuple):
 def prepare_run(world: xr.Dataset, seed: int, spec: str, arrivals: int | None) -> RunSetup:
     """Schedule, utilities, read-only features, the policy and its random stream for one run."""
     arrivals = arrivals_limit(world, arrivals)
-    spec = canonical_spec(spec)
-    policy = make_policy(spec)
+    ps = policy_spec(spec)
+    policy = make_policy(ps.canonical)
     sched = make_schedule(world, seed, arrivals)
     feats = world["features"].values.copy()
     feats.flags.writeable = False
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), POLICY_STREAM]))
-    return RunSetup(arrivals, spec, policy, sched, feats, world["probs"].values, session_utilities(world, sched),
+    return RunSetup(arrivals, ps, policy, sched, feats, world["probs"].values, session_utilities(world, sched),
                     policy_context(world, sched.question.shape[0]), rng)
 
 
 def _play(world: xr.Dataset, seed: int, spec: str, arrivals: int | None, keep_log: bool) -> tuple[dict, ClickLog | None]:
-    arrivals, spec, policy, sched, feats, probs, U, ctx, rng = prepare_run(world, seed, spec, arrivals)
-    target, settings = parse_spec(spec)
+    arrivals, ps, policy, sched, feats, probs, U, ctx, rng = prepare_run(world, seed, spec, arrivals)
+    spec, target, settings = ps.canonical, ps.target, ps.settings
     N, S = sched.question.shape
     K = U.shape[-1]
     pairs = np.empty((N, S, 2), dtype=np.int64)
@@ -116,16 +139,22 @@ def _play(world: xr.Dataset, seed: int, spec: str, arrivals: int | None, keep_lo
     r = strong_regret(U, pairs[..., 0], pairs[..., 1])
     G, Rr = floor_regret(U), random_regret(U)
     R_sum, G_sum, Rr_sum = float(r.sum()), float(G.sum()), float(Rr.sum())
+    if not Rr_sum > G_sum:
+        raise ScoreUndefinedError(f"run of {spec!r} on world {world.attrs['roster']!r} seed {seed}: random pairs "
+                                  f"reach the floor on every scheduled question (the personas' utilities are equal), "
+                                  f"so the score 100 (R_rand - R) / (R_rand - G) is undefined")
+    code = policy_code(resolve(target))
     row = {
         "schema": ROW_SCHEMA, "kind": "policy",
         "world": str(world.attrs["roster"]), "world_digest": world_digest(world),
-        "seed": int(seed), "policy": spec, "target": target, "settings": settings,
+        "seed": int(seed), "policy": spec, "target": target,
+        "settings": {k: _jsonable(v) for k, v in settings.items()},
         "arrivals": N, "arrivals_limit": arrivals, "rounds": S,
         "regret": R_sum, "floor": G_sum, "random": Rr_sum, "excess": R_sum - G_sum,
         "score": float(benchmark_score(R_sum, G_sum, Rr_sum)),
         "per_user": {"regret": r.sum(1).tolist(), "floor": G.sum(1).tolist(), "random": Rr.sum(1).tolist()},
         "per_round": {"regret": r.sum(0).tolist(), "floor": G.sum(0).tolist(), "random": Rr.sum(0).tolist()},
-        "wall_s": wall, "versions": versions(),
+        "wall_s": wall, "versions": versions(), "code": {"digest": code.digest, "modules": list(code.modules)},
     }
     if not keep_log:
         return row, None

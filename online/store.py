@@ -1,12 +1,24 @@
-"""The run store: one JSON row per (world, seed, policy spec), written atomically.
+"""The run store: one JSON row per run, addressed by what produced it, written atomically.
 
-Layout: ROOT/<world>/<policy slug>/seed-NNNN.json for a full run, seed-NNNN-firstM.json
-for a run truncated to its first M arrivals (a different cell); the row holds its full spec.
-A row is written to a temporary file in the same folder, fsynced, then renamed over
-the target, so a kill at any moment leaves either the old state or the whole new row.
-A row that does not parse (a damaged disk, a hand edit) is never silently used: it is
-reported by path, moved aside to `*.corrupt` when the cell is recomputed, and counted as
-missing. Failed cells are recorded under ROOT/_failed/ and never count as done.
+A run is identified by the world's content digest, the canonical policy spec (settings equal
+to their defaults dropped), the code identity of the policy (``online.code_identity``), the
+seed and the truncation. The file's place is that identity:
+
+    ROOT/<world digest>/<policy slug>/<code digest>/seed-NNNN.json          a full run
+    ROOT/<world digest>/<policy slug>/<code digest>/seed-NNNN-firstM.json   its first M arrivals
+    ROOT/<world digest>/world.json                                           names the world was run under
+    ROOT/_failed/<same path>                                                 a cell that failed
+
+so a row of another world or another code version is never overwritten: it lives at another
+path, stays there, and is reported (``RunStore.other_versions``). No name a world file or a user
+controls becomes a path: the world digest is hex, the policy slug is sanitised and carries a hash
+of the spec. A row is written to a temporary file in the same folder, fsynced and renamed, so a
+kill at any moment leaves either no row or the whole row.
+
+Reading validates every row against the schema (fields, types, finite figures, lengths, the
+totals adding up) and against its own path (world, policy, code, seed, truncation). A row that
+fails is damaged: reported by path, never used, and moved aside to ``*.corrupt`` when its cell is
+recomputed.
 
 Location: --store PATH, else $TUTORDUEL_STORE, else ./runs.
 """
@@ -15,16 +27,40 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import math
 import os
 import re
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
-ROW_KEYS = ("schema", "world", "seed", "policy", "regret", "floor", "random", "excess", "score")
+ROW_SCHEMA = 2
+FAILED = "_failed"
+_DIGEST = re.compile(r"[0-9a-f]{16}")
+_CODE = re.compile(r"code-[0-9a-f]{12}")
+_ROW_FILE = re.compile(r"seed-(\d{4,})(?:-first(\d+))?\.json")
+EXPORT_COLUMNS = ("world", "world_digest", "seed", "policy", "target", "code", "arrivals", "rounds", "regret", "floor",
+                  "random", "excess", "score", "wall_s")
 
 
 class CorruptRowError(ValueError):
-    """A stored row that cannot be read."""
+    """A stored row that cannot be read, does not follow the schema, or does not belong where it lies."""
+
+
+class StoreError(OSError):
+    """The store cannot be written (read-only, not a folder, ...)."""
+
+
+class CellKey(NamedTuple):
+    """Where a run lives: everything that determines its row."""
+    world_digest: str
+    seed: int
+    policy: str              # canonical spec
+    code: str                # code digest, 12 hex
+    arrivals: int | None     # None: the full run
+
+    @classmethod
+    def of_row(cls, row: dict) -> "CellKey":
+        return cls(row["world_digest"], int(row["seed"]), row["policy"], row["code"]["digest"], row["arrivals_limit"])
 
 
 def store_root(path: str | os.PathLike | None = None) -> Path:
@@ -32,7 +68,7 @@ def store_root(path: str | os.PathLike | None = None) -> Path:
 
 
 def policy_slug(spec: str) -> str:
-    clean = re.sub(r"[^A-Za-z0-9._-]+", "_", spec).strip("_")[:60]
+    clean = re.sub(r"[^A-Za-z0-9._-]+", "_", spec).strip("_.")[:60] or "policy"
     return f"{clean}-{hashlib.sha1(spec.encode()).hexdigest()[:8]}"
 
 
@@ -42,13 +78,17 @@ def atomic_save(path: str | os.PathLike, write) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    write(tmp)
-    fd = os.open(tmp, os.O_RDONLY)
     try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+        write(tmp)
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     dfd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(dfd)
@@ -61,17 +101,74 @@ def _atomic_write(path: Path, text: str) -> None:
     atomic_save(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
-def read_row(path: Path) -> dict:
-    """Parse one row file; raise CorruptRowError naming the file and the problem."""
-    try:
-        row = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CorruptRowError(f"run row {path}: unreadable ({type(exc).__name__}: {exc})") from None
+def to_json(obj) -> str:
+    """Compact JSON that refuses NaN and infinities (they are not JSON)."""
+    return json.dumps(obj, separators=(",", ":"), allow_nan=False)
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_num(v) -> bool:
+    return (isinstance(v, float) or _is_int(v)) and math.isfinite(v)
+
+
+def _close(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-7 * max(1.0, abs(a), abs(b))
+
+
+def row_problem(row) -> str | None:
+    """What is wrong with a row against the schema, or None."""
     if not isinstance(row, dict):
-        raise CorruptRowError(f"run row {path}: not a JSON object")
-    missing = [k for k in ROW_KEYS if k not in row]
-    if missing:
-        raise CorruptRowError(f"run row {path}: missing field(s) {', '.join(missing)}")
+        return "not a JSON object"
+    if row.get("schema") != ROW_SCHEMA:
+        return f"schema {row.get('schema')!r}, this toolkit reads {ROW_SCHEMA}"
+    types = {"world": str, "world_digest": str, "policy": str, "target": str, "settings": dict, "versions": dict,
+             "code": dict, "per_user": dict, "per_round": dict}
+    for k, t in types.items():
+        if not isinstance(row.get(k), t):
+            return f"field {k!r} missing or not a {t.__name__}"
+    if row.get("kind") != "policy":
+        return f"field 'kind' is {row.get('kind')!r}, expected 'policy'"
+    for k in ("seed", "arrivals", "rounds"):
+        if not _is_int(row.get(k)) or row[k] < (0 if k == "seed" else 1):
+            return f"field {k!r} missing or not a {'non-negative' if k == 'seed' else 'positive'} integer"
+    lim = row.get("arrivals_limit", "absent")
+    if lim is not None and not (_is_int(lim) and lim == row["arrivals"]):
+        return f"field 'arrivals_limit' is {lim!r}; expected null or the number of arrivals"
+    for k in ("regret", "floor", "random", "excess", "score", "wall_s"):
+        if not _is_num(row.get(k)):
+            return f"field {k!r} missing or not a finite number"
+    if not _DIGEST.fullmatch(row["world_digest"]):
+        return "field 'world_digest' is not 16 hex digits"
+    if not isinstance(row["code"].get("digest"), str) or not re.fullmatch(r"[0-9a-f]{12}", row["code"]["digest"]):
+        return "field 'code.digest' is not 12 hex digits"
+    for part, n in (("per_user", row["arrivals"]), ("per_round", row["rounds"])):
+        for k in ("regret", "floor", "random"):
+            v = row[part].get(k)
+            if not isinstance(v, list) or len(v) != n or not all(map(_is_num, v)):
+                return f"field '{part}.{k}' missing or not {n} finite numbers"
+    for k in ("regret", "floor", "random"):
+        if not (_close(sum(row["per_user"][k]), row[k]) and _close(sum(row["per_round"][k]), row[k])):
+            return f"field {k!r} is not the sum of its per-user and per-round figures"
+    if not _close(row["excess"], row["regret"] - row["floor"]):
+        return "field 'excess' is not regret - floor"
+    denom = row["random"] - row["floor"]
+    if denom <= 0 or not _close(row["score"], 100.0 * (row["random"] - row["regret"]) / denom):
+        return "field 'score' is not 100 (random - regret) / (random - floor)"
+    return None
+
+
+def read_row(path: Path) -> dict:
+    """Parse and check one row file; raise CorruptRowError naming the file and the problem."""
+    try:
+        row = json.loads(path.read_text(encoding="utf-8"), parse_constant=lambda c: float("nan"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise CorruptRowError(f"run row {path}: unreadable ({type(exc).__name__}: {exc})") from None
+    problem = row_problem(row)
+    if problem:
+        raise CorruptRowError(f"run row {path}: {problem}")
     return row
 
 
@@ -83,98 +180,182 @@ class RunStore:
     def _name(seed: int, arrivals: int | None) -> str:
         return f"seed-{int(seed):04d}" + (f"-first{int(arrivals)}" if arrivals is not None else "") + ".json"
 
-    def path(self, world: str, seed: int, spec: str, arrivals: int | None = None) -> Path:
-        """File of the cell (world, seed, spec), truncated to `arrivals` when not None."""
-        return self.root / world / policy_slug(spec) / self._name(seed, arrivals)
+    def _rel(self, key: CellKey) -> Path:
+        if not _DIGEST.fullmatch(key.world_digest):
+            raise ValueError(f"world digest {key.world_digest!r} is not 16 hex digits")
+        if not re.fullmatch(r"[0-9a-f]{12}", key.code):
+            raise ValueError(f"code digest {key.code!r} is not 12 hex digits")
+        return Path(key.world_digest, policy_slug(key.policy), f"code-{key.code}", self._name(key.seed, key.arrivals))
 
-    def clicks_path(self, world: str, seed: int, spec: str, arrivals: int | None = None) -> Path:
+    def path(self, key: CellKey) -> Path:
+        """The row file of a cell."""
+        return self.root / self._rel(key)
+
+    def clicks_path(self, key: CellKey) -> Path:
         """The click log of a cell (``online.clicklog``), beside its row."""
-        return self.path(world, seed, spec, arrivals).with_suffix(".clicks.nc")
+        return self.path(key).with_suffix(".clicks.nc")
 
-    def fit_path(self, world: str, seed: int, spec: str, model: str, arrivals: int | None = None) -> Path:
+    def fit_path(self, key: CellKey, model: str) -> Path:
         """Where `tutorduel fit` writes a model's InferenceData for a cell."""
-        return self.path(world, seed, spec, arrivals).with_suffix(f".{model}.nc")
+        return self.path(key).with_suffix(f".{model}.nc")
 
-    def _failed_path(self, world: str, seed: int, spec: str, arrivals: int | None) -> Path:
-        return self.root / "_failed" / world / policy_slug(spec) / self._name(seed, arrivals)
+    def _failed_path(self, key: CellKey) -> Path:
+        return self.root / FAILED / self._rel(key)
 
-    def get(self, world: str, seed: int, spec: str, arrivals: int | None = None) -> dict | None:
-        """The stored row of a cell, None if absent; CorruptRowError if damaged."""
-        p = self.path(world, seed, spec, arrivals)
+    def check_writable(self) -> None:
+        """Raise StoreError naming the store if rows cannot be written there."""
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            probe = self.root / f".write-probe.{os.getpid()}"
+            _atomic_write(probe, "ok")
+            probe.unlink()
+        except OSError as exc:
+            what = "is a file, not a folder" if self.root.is_file() else f"cannot be written ({exc.strerror or exc})"
+            raise StoreError(f"run store {self.root}: {what}; give another with --store PATH") from None
+
+    def get(self, key: CellKey) -> dict | None:
+        """The stored row of a cell, None if absent; CorruptRowError if damaged or misplaced."""
+        p = self.path(key)
         if not p.exists():
             return None
         row = read_row(p)
-        key = (row["world"], int(row["seed"]), row["policy"], row.get("arrivals_limit"))
-        if key != (world, int(seed), spec, arrivals):
-            raise CorruptRowError(f"run row {p}: holds cell {key}, not {(world, seed, spec, arrivals)}")
+        if CellKey.of_row(row) != key:
+            raise CorruptRowError(f"run row {p}: holds another cell ({_describe(CellKey.of_row(row))})")
         return row
 
+    def quarantine(self, path: Path) -> Path:
+        """Move a damaged file aside to *.corrupt (never over an earlier one); return where it went."""
+        target, n = path.with_name(path.name + ".corrupt"), 1
+        while target.exists():
+            target, n = path.with_name(f"{path.name}.corrupt.{n}"), n + 1
+        os.replace(path, target)
+        return target
+
     def put(self, row: dict) -> Path:
-        """Write a finished row atomically; clears any failure record of the cell."""
-        cell = (row["world"], row["seed"], row["policy"], row.get("arrivals_limit"))
-        p = self.path(*cell)
-        if p.exists():
-            try:
-                read_row(p)
-            except CorruptRowError:
-                os.replace(p, p.with_suffix(".json.corrupt"))
-        _atomic_write(p, json.dumps(row, separators=(",", ":")))
-        f = self._failed_path(*cell)
-        if f.exists():
-            f.unlink()
+        """Write a finished row atomically (a damaged file in its place is moved aside first, a valid
+        one is kept: a cell's row is a function of its key); clears any failure record of the cell."""
+        problem = row_problem(row)
+        if problem:
+            raise ValueError(f"refusing to store a row of {row.get('policy')!r}: {problem}")
+        key = CellKey.of_row(row)
+        p = self.path(key)
+        try:
+            self.get(key)
+        except CorruptRowError:
+            self.quarantine(p)
+        if not p.exists():
+            _atomic_write(p, to_json(row))
+        self._failed_path(key).unlink(missing_ok=True)
         return p
 
-    def put_failure(self, world: str, seed: int, spec: str, arrivals: int | None, error: str) -> None:
-        _atomic_write(self._failed_path(world, seed, spec, arrivals),
-                      json.dumps({"world": world, "seed": int(seed), "policy": spec, "arrivals_limit": arrivals,
-                                  "error": error}))
+    def put_failure(self, key: CellKey, world: str, error: str) -> None:
+        _atomic_write(self._failed_path(key), to_json({"world": world, "world_digest": key.world_digest,
+                                                       "seed": int(key.seed), "policy": key.policy, "code": key.code,
+                                                       "arrivals_limit": key.arrivals, "error": error}))
 
-    def failures(self, world: str | None = None) -> list[dict]:
-        base = self.root / "_failed" / (world or "")
+    def failures(self, world_digest: str | None = None) -> list[dict]:
+        base = self.root / FAILED / (world_digest or "")
         out = []
-        for p in sorted(base.rglob("seed-*.json")) if base.exists() else []:
+        for p in sorted(base.rglob("seed-*.json")) if base.is_dir() else []:
             try:
-                out.append(json.loads(p.read_text()))
-            except (OSError, json.JSONDecodeError):
+                rec = json.loads(p.read_text())
+            except (OSError, ValueError):
                 continue
+            if isinstance(rec, dict) and isinstance(rec.get("error"), str):
+                out.append(rec)
         return out
 
-    def scan(self, world: str | None = None) -> tuple[list[dict], list[str]]:
-        """All readable rows (optionally of one world) and a message per damaged file."""
+    def note_world(self, digest: str, name: str, info: dict) -> None:
+        """Record that world `digest` was run under `name` (ROOT/<digest>/world.json)."""
+        path = self.root / digest / "world.json"
+        known = self.world_names(digest)
+        if name not in known:
+            _atomic_write(path, to_json({"digest": digest, "names": sorted(known | {name}), **info}))
+
+    def world_names(self, digest: str) -> set[str]:
+        try:
+            names = json.loads((self.root / digest / "world.json").read_text()).get("names", [])
+            return {str(n) for n in names}
+        except (OSError, ValueError, AttributeError):
+            return set()
+
+    def world_digests(self) -> list[str]:
+        if not self.root.is_dir():
+            return []
+        return sorted(p.name for p in self.root.iterdir() if p.is_dir() and _DIGEST.fullmatch(p.name))
+
+    def _files(self, world_digest: str | None) -> Iterator[Path]:
+        for d in [world_digest] if world_digest else self.world_digests():
+            base = self.root / d
+            if base.is_dir():
+                yield from sorted(base.glob("*/code-*/seed-*.json"))
+
+    def _check_place(self, path: Path, row: dict) -> None:
+        rel = path.relative_to(self.root)
+        try:
+            expected = self._rel(CellKey.of_row(row))
+        except ValueError as exc:
+            raise CorruptRowError(f"run row {path}: {exc}") from None
+        if rel != expected:
+            raise CorruptRowError(f"run row {path}: holds {_describe(CellKey.of_row(row))}, which belongs at "
+                                  f"{self.root / expected}")
+
+    def scan(self, world_digest: str | None = None) -> tuple[list[dict], list[str]]:
+        """Every valid row (optionally of one world) and a message per damaged or misplaced file."""
         rows, problems = [], []
-        worlds = [world] if world else sorted(p.name for p in self.root.iterdir() if p.is_dir() and p.name != "_failed") \
-            if self.root.exists() else []
-        for w in worlds:
-            base = self.root / w
-            if not base.exists():
-                continue
-            for p in sorted(base.glob("*/seed-*.json")):
-                try:
-                    rows.append(read_row(p))
-                except CorruptRowError as exc:
-                    problems.append(str(exc))
+        for p in self._files(world_digest):
+            try:
+                row = read_row(p)
+                self._check_place(p, row)
+                rows.append(row)
+            except CorruptRowError as exc:
+                problems.append(str(exc))
         return rows, problems
 
-    def rows(self, world: str | None = None) -> Iterator[dict]:
-        yield from self.scan(world)[0]
+    def rows(self, world_digest: str | None = None) -> Iterator[dict]:
+        yield from self.scan(world_digest)[0]
 
-    def export(self, path: str | os.PathLike, world: str | None = None) -> Path:
-        """Flat table of the scalar fields of every row: .csv (stdlib) or .parquet (pandas + pyarrow)."""
+    def other_versions(self, key: CellKey) -> list[Path]:
+        """Rows of the same world, policy, seed and truncation run on other code versions."""
+        folder = self.path(key).parent
+        return sorted(p for p in folder.parent.glob(f"code-*/{self._name(key.seed, key.arrivals)}") if p.parent != folder)
+
+    def legacy_rows(self) -> list[Path]:
+        """Rows in the layout of toolkit versions before schema 2 (ROOT/<world name>/<policy>/seed-*.json)."""
+        if not self.root.is_dir():
+            return []
+        return sorted(p for d in self.root.iterdir() if d.is_dir() and d.name != FAILED and not _DIGEST.fullmatch(d.name)
+                      for p in d.glob("*/seed-*.json"))
+
+    def export(self, path: str | os.PathLike, world_digest: str | None = None) -> Path:
+        """Flat table of the scalar fields of every valid row: .csv (stdlib) or .parquet (pandas + pyarrow)."""
         path = Path(path)
-        cols = ["world", "world_digest", "seed", "policy", "target", "arrivals", "rounds", "regret", "floor", "random",
-                "excess", "score", "wall_s"]
-        records = [{c: r.get(c) for c in cols} for r in self.rows(world)]
+        if path.suffix not in (".csv", ".parquet"):
+            raise ValueError(f"export to {path}: use a .csv or .parquet file name")
+        records = [{c: (r["code"]["digest"] if c == "code" else r.get(c)) for c in EXPORT_COLUMNS}
+                   for r in self.rows(world_digest)]
         if path.suffix == ".parquet":
             try:
                 import pandas as pd
-                pd.DataFrame.from_records(records, columns=cols).to_parquet(path)
+                frame = pd.DataFrame.from_records(records, columns=list(EXPORT_COLUMNS))
+                atomic_save(path, lambda tmp: frame.to_parquet(tmp))
             except ImportError as exc:
-                raise RuntimeError(f"parquet export needs pandas and pyarrow (pip install 'tutorduel[export]'): {exc}") from None
+                raise ExportError(f"export to {path}: parquet needs pandas and pyarrow "
+                                  f"(pip install 'tutorduel[export]'), or use a .csv name ({exc})") from None
             return path
-        if path.suffix != ".csv":
-            raise ValueError(f"export to {path}: use a .csv or .parquet file name")
-        with open(path, "w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=cols)
-            w.writeheader()
-            w.writerows(records)
-        return path
+
+        def write(tmp):
+            with open(tmp, "w", newline="") as fh:
+                w = csv.DictWriter(fh, fieldnames=list(EXPORT_COLUMNS))
+                w.writeheader()
+                w.writerows(records)
+        return atomic_save(path, write)
+
+
+class ExportError(ValueError):
+    """An export the installed packages cannot write."""
+
+
+def _describe(key: CellKey) -> str:
+    cut = f", first {key.arrivals} arrivals" if key.arrivals is not None else ""
+    return f"world {key.world_digest} seed {key.seed} {key.policy} code {key.code}{cut}"

@@ -1,46 +1,71 @@
-"""Sweeps: every (world, seed, policy spec) cell, skipping finished ones, in local processes
+"""Sweeps: every (world, seed, policy spec) cell, skipping finished ones, in local worker processes
 or on a Dask distributed cluster.
 
-A cell counts as finished when its row is stored, readable and was run on the current
-version of the world (same content digest); a row of an older world is recomputed.
+A cell counts as finished when a valid row is stored at its identity (world digest, canonical
+spec, code identity, seed, truncation; see ``online.store``). Rows of other code versions of the
+same cell are kept where they are and reported, never counted and never overwritten.
 
-Workers compute rows and send them back; the parent (the Dask client) alone writes the
-store, so there is never more than one writer. A cell that raises, or whose Dask task is
-lost, is reported and recorded as failed, never stored as done, and the other cells go on.
-The result lists computed, cached, stale, failed cells and damaged rows met on the way.
+Faults. A cell ends as done or failed, never vanishes:
+- a policy that raises anything, ``SystemExit`` included, fails its cell;
+- a local worker process that dies (``os._exit``, a crash, ``kill -9``) fails the cell it was
+  running; the worker is replaced and the sweep goes on;
+- with ``cell_timeout``, a cell running longer has its worker stopped and fails;
+- on Dask, a lost worker's cells are retried by the scheduler (``distributed.scheduler.allowed-failures``,
+  set to ``DASK_RETRIES`` on a LocalCluster this sweep starts); a cell that keeps killing its workers
+  fails; a cell whose policy raises fails at once and is not retried; the world is a task result
+  on the cluster, recomputed from the client's copy if the worker holding it is lost;
+- Ctrl-C (SIGINT) stops the sweep: the running cells are abandoned (never recorded as failed) and
+  ``SweepInterrupted`` carries what was stored.
 
-Executors: `jobs` local processes (default 1: in this process); `dask_workers=N` starts a
-LocalCluster of N single-threaded worker processes; `scheduler="tcp://HOST:PORT"` joins a
-running cluster. On Dask, each world is sent to the workers once (scattered, broadcast), so
-workers need this package installed but not the world files or the store.
+Workers compute rows and send them back; this process (the Dask client) alone writes the store.
+Executors: `jobs` local worker processes (default 1); ``inline=True`` runs cells in this process
+(for debugging: no isolation, a policy that ends its process ends the sweep); `dask_workers=N`
+starts a LocalCluster of N single-threaded worker processes; ``scheduler="tcp://HOST:PORT"`` joins
+a running cluster (workers need this package, the same version, but not the world files).
 """
 from __future__ import annotations
 
-import multiprocessing as mp
 import re
+import signal
 import sys
+import threading
 import time
 import traceback
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
+from online.code_identity import policy_code
+from online.process_pool import WorkerPool
 from online.protocol import PolicyOutputError
-from online.registry import PolicySpecError, canonical_spec, make_policy
-from online.clicklog import save_click_log
-from online.replay import arrivals_limit, replay, replay_logged
-from online.store import CorruptRowError, RunStore
-from tdmodels.rosters import open_world, world_file
-from tdmodels.world import world_digest
+from online.registry import PolicySpecError, make_policy, policy_spec, resolve
+from online.replay import ScoreUndefinedError, arrivals_limit, replay, replay_logged
+from online.store import CellKey, CorruptRowError, RunStore
+from tdmodels.rosters import open_world, world_file, world_name
+from tdmodels.world import WorldFormatError, read_world_file, validate_world, world_digest
 
-_WORLDS: dict = {}
+MAX_SEEDS = 1_000_000            # a seed list longer than this is refused outright
+CONFIRM_CELLS = 10_000           # a sweep over more cells needs confirm=True (--yes)
+MAX_CELLS = 1_000_000            # even with confirm: one row file per cell
+DASK_RETRIES = 2                 # a lost Dask task is rerun at most this many times
+DASK_CONNECT_S = 10
+_WORLDS: dict = {}               # worker-side cache: (source, digest) -> Dataset
+
+
+class SweepError(ValueError):
+    """A sweep that cannot start: too many cells, an unreachable scheduler, bad executor options."""
 
 
 @dataclass(frozen=True)
 class Cell:
-    world: str
+    world: str                  # the name the world was asked for
+    digest: str                 # its content digest
     seed: int
-    policy: str
-    arrivals: int | None = None       # None: the full run; else the first `arrivals` arrivals
+    policy: str                 # canonical spec
+    code: str                   # the policy's code digest
+    arrivals: int | None = None  # None: the full run; else the first `arrivals` arrivals
+
+    @property
+    def key(self) -> CellKey:
+        return CellKey(self.digest, self.seed, self.policy, self.code, self.arrivals)
 
     def __str__(self):
         cut = f" (first {self.arrivals} arrivals)" if self.arrivals is not None else ""
@@ -52,38 +77,83 @@ class SweepResult:
     done: list = field(default_factory=list)        # cells computed now
     cached: list = field(default_factory=list)      # cells already in the store
     failed: list = field(default_factory=list)      # (cell, message)
-    corrupt: list = field(default_factory=list)     # messages about damaged rows found on the way
-    stale: list = field(default_factory=list)       # cells whose stored row came from another world version
+    corrupt: list = field(default_factory=list)     # (message, where the damaged file was moved)
+    superseded: list = field(default_factory=list)  # (cell, [paths of rows of other code versions, kept])
+    interrupted: list = field(default_factory=list)  # cells not finished when the sweep was stopped
 
 
-def parse_seeds(text: str) -> list[int]:
-    """'0-7', '3', '0-3,8,10-11' -> sorted unique seeds; ValueError naming the bad part."""
-    seeds = set()
+class SweepInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a sweep; `.result` holds what was stored before it."""
+
+    def __init__(self, result: SweepResult):
+        super().__init__("sweep interrupted")
+        self.result = result
+
+
+def _seed_ranges(text: str) -> list[tuple[int, int]]:
+    out = []
     for part in str(text).split(","):
         m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
         if not m or (m.group(2) is not None and int(m.group(2)) < int(m.group(1))):
             raise ValueError(f"seed range {text!r}: cannot parse {part.strip()!r}; use e.g. 0-7 or 0-3,8,10-11 (non-negative)")
         lo = int(m.group(1))
-        seeds.update(range(lo, int(m.group(2) or lo) + 1))
+        out.append((lo, int(m.group(2) or lo)))
+    return out
+
+
+def parse_seeds(text: str) -> list[int]:
+    """'0-7', '3', '0-3,8,10-11' -> sorted unique seeds; ValueError naming the bad part or a list over MAX_SEEDS."""
+    ranges = _seed_ranges(text)
+    if sum(hi - lo + 1 for lo, hi in ranges) > MAX_SEEDS:
+        raise ValueError(f"seed range {text!r}: {sum(hi - lo + 1 for lo, hi in ranges):,} seeds; at most "
+                         f"{MAX_SEEDS:,} in one sweep")
+    seeds = set()
+    for lo, hi in ranges:
+        seeds.update(range(lo, hi + 1))
     return sorted(seeds)
 
 
-def _worker(world, seed: int, spec: str, arrivals, keep_clicks: bool = False):
-    """Compute one cell's row (and click log) in a worker; `world` is a world file's path or the
-    world itself. The parent already enforced the held-out lock."""
+def _load(source, digest: str):
+    """The world a worker computes on: a file path (loaded once per process) or the Dataset itself."""
+    if not isinstance(source, str):
+        return source
+    if (source, digest) not in _WORLDS:
+        _WORLDS[(source, digest)] = validate_world(read_world_file(source), source)
+    return _WORLDS[(source, digest)]
+
+
+def compute_cell(source, digest: str, seed: int, spec: str, arrivals, keep_clicks: bool = False, code: str = ""):
+    """One cell's (status, payload): ("ok", (row, log or None)) or ("error", message). Everything a policy
+    raises becomes an error; KeyboardInterrupt is passed on (the sweep decides what it means)."""
     try:
-        if isinstance(world, str):
-            if world not in _WORLDS:
-                _WORLDS[world] = open_world(world, allow_test=True)
-            world = _WORLDS[world]
-        if keep_clicks:
-            return "ok", replay_logged(world, seed, spec, arrivals)
-        return "ok", (replay(world, seed, spec, arrivals), None)
-    except (PolicyOutputError, PolicySpecError) as exc:
+        world = _load(source, digest)
+        if world_digest(world) != digest:
+            return "error", (f"the world file {source} changed since the sweep began (digest {world_digest(world)}, "
+                             f"expected {digest}); rerun the sweep")
+        row, log = replay_logged(world, seed, spec, arrivals) if keep_clicks else (replay(world, seed, spec, arrivals), None)
+    except KeyboardInterrupt:
+        raise
+    except (PolicyOutputError, PolicySpecError, ScoreUndefinedError, WorldFormatError) as exc:
         return "error", str(exc)
-    except Exception as exc:  # a researcher's policy can raise anything; report, keep the sweep going
-        tb = traceback.format_exc(limit=4)
-        return "error", f"{type(exc).__name__}: {exc}\n{tb}"
+    except SystemExit as exc:
+        return "error", f"the policy called sys.exit({exc.code!r}); a policy must return, not end its process"
+    except BaseException as exc:  # a researcher's policy can raise anything; report, keep the sweep going
+        return "error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=4)}"
+    if code and row["code"]["digest"] != code:
+        return "error", (f"the worker ran code {row['code']['digest']}, this sweep expects {code} (the source changed "
+                         f"during the sweep, or a Dask worker has another version installed)")
+    return "ok", (row, log)
+
+
+def _world_from_bytes(data: bytes, digest: str):
+    """Dask task: the world, decoded once per worker from the client's file bytes."""
+    import io
+
+    import xarray as xr
+
+    with xr.open_dataset(io.BytesIO(data), engine="h5netcdf") as ds:
+        world = ds.load()
+    return validate_world(world, f"world {digest} (sent by the client)")
 
 
 class Progress:
@@ -105,90 +175,232 @@ class Progress:
         self.stream.flush()
 
 
+class _Interrupt:
+    """SIGINT handling for the sweep's duration: a flag the executors poll (and, inline, a KeyboardInterrupt)."""
+
+    def __init__(self, raise_now: bool):
+        self.flag, self.raise_now, self.old = False, raise_now, None
+
+    def _handler(self, signum, frame):
+        self.flag = True
+        if self.raise_now:
+            raise KeyboardInterrupt
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            self.old = signal.signal(signal.SIGINT, self._handler)
+        return self
+
+    def __exit__(self, *exc):
+        if self.old is not None:
+            signal.signal(signal.SIGINT, self.old)
+        return False
+
+
+def plan_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: RunStore, allow_test: bool = False,
+               arrivals: int | None = None, worlds_dir=None, keep_clicks: bool = False, copies: int = 1,
+               confirm: bool = False):
+    """Check everything a sweep needs before any cell runs; return (cells to run, sources, datasets, result so far)."""
+    if not worlds or not seeds or not specs:
+        raise SweepError("a sweep needs at least one world, one seed and one policy")
+    n = len(worlds) * len(seeds) * len(specs)
+    if n > MAX_CELLS:
+        raise SweepError(f"{n:,} cells ({len(worlds)} world(s) x {len(seeds):,} seeds x {len(specs)} policies): "
+                         f"at most {MAX_CELLS:,} in one sweep; split it")
+    if n > CONFIRM_CELLS and not confirm:
+        raise SweepError(f"{n:,} cells ({len(worlds)} world(s) x {len(seeds):,} seeds x {len(specs)} policies); "
+                         f"pass --yes to run more than {CONFIRM_CELLS:,}")
+    parsed = [policy_spec(s) for s in specs]
+    for ps in parsed:
+        make_policy(ps.canonical)          # an unknown policy or a wrong setting stops the sweep before any work
+    codes = {ps.canonical: policy_code(resolve(ps.target)).digest for ps in parsed}
+    canon = list(dict.fromkeys(ps.canonical for ps in parsed))
+    store.check_writable()
+    res, todo, sources, datasets = SweepResult(), [], {}, {}
+    for w in worlds:
+        ds = open_world(w, allow_test=allow_test, directory=worlds_dir, copies=copies)
+        digest, limit, name = world_digest(ds), arrivals_limit(ds, arrivals), world_name(w)
+        sources[digest], datasets[digest] = str(world_file(w, worlds_dir).resolve()), ds
+        store.note_world(digest, name, {"roster": str(ds.attrs["roster"]), "students": ds.sizes["student"],
+                                        "questions": ds.sizes["question"], "arrivals": int(ds.attrs["arrivals"])})
+        for seed in seeds:
+            for spec in canon:
+                cell = Cell(name, digest, int(seed), spec, codes[spec], limit)
+                try:
+                    row = store.get(cell.key)
+                except CorruptRowError as exc:
+                    res.corrupt.append((str(exc), store.quarantine(store.path(cell.key))))
+                    row = None
+                if row is not None and (not keep_clicks or store.clicks_path(cell.key).exists()):
+                    res.cached.append(cell)
+                    continue
+                todo.append(cell)
+                others = store.other_versions(cell.key)
+                if others and row is None:
+                    res.superseded.append((cell, others))
+    return todo, sources, datasets, res
+
+
 def run_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: RunStore, jobs: int = 1,
               allow_test: bool = False, arrivals: int | None = None, worlds_dir=None, progress: bool = True,
-              keep_clicks: bool = False, scheduler: str | None = None, dask_workers: int | None = None) -> SweepResult:
-    """Compute every missing cell of worlds x seeds x specs and store its row (and click log with keep_clicks),
-    in `jobs` local processes, or on Dask (`scheduler` address, or a LocalCluster of `dask_workers`)."""
-    if scheduler and dask_workers:
-        raise ValueError("give either a scheduler address to join or a number of Dask workers to start, not both")
-    specs = [canonical_spec(s) for s in specs]
-    for spec in specs:
-        make_policy(spec)          # an unknown policy or setting stops the sweep before any work
-    res = SweepResult()
-    todo = []
-    paths, datasets = {}, {}
-    for w in worlds:
-        ds = open_world(w, allow_test=allow_test, directory=worlds_dir)   # validates, builds, enforces the lock
-        name, digest, limit = str(ds.attrs["roster"]), world_digest(ds), arrivals_limit(ds, arrivals)
-        paths[name], datasets[name] = str(world_file(w, worlds_dir).resolve()), ds
-        for seed in seeds:
-            for spec in specs:
-                cell = Cell(name, seed, spec, limit)
-                try:
-                    row = store.get(name, seed, spec, limit)
-                except CorruptRowError as exc:
-                    res.corrupt.append(str(exc))
-                    row = None
-                has_log = not keep_clicks or store.clicks_path(name, seed, spec, limit).exists()
-                if row is not None and row.get("world_digest") == digest and has_log:
-                    res.cached.append(cell)
-                else:
-                    if row is not None and row.get("world_digest") != digest:
-                        res.stale.append(cell)
-                    todo.append(cell)
-    bar = Progress(len(todo)) if progress and todo else None
+              keep_clicks: bool = False, scheduler: str | None = None, dask_workers: int | None = None,
+              cell_timeout: float | None = None, inline: bool = False, confirm: bool = False) -> SweepResult:
+    """Compute every missing cell of worlds x seeds x specs and store its row (and click log with keep_clicks).
 
-    def finish(cell, status, payload):
+    Parameters
+    ----------
+    worlds, seeds, specs : lists
+        World names or paths, seeds, policy specs.
+    store : RunStore
+    jobs : int
+        Local worker processes (>= 1).
+    scheduler, dask_workers : optional
+        Run on a Dask cluster at this address, or on a LocalCluster of this many workers.
+    cell_timeout : float, optional
+        Seconds a cell may run before it is stopped and failed.
+    inline : bool
+        Run the cells in this process (debugging; no isolation, no time limit).
+    confirm : bool
+        Allow sweeps over more than CONFIRM_CELLS cells.
+
+    Returns
+    -------
+    SweepResult
+        Raises SweepInterrupted (a KeyboardInterrupt, with the result) on Ctrl-C.
+    """
+    if scheduler and dask_workers:
+        raise SweepError("give either a scheduler address to join or a number of Dask workers to start, not both")
+    for what, v in (("jobs", jobs), ("dask_workers", dask_workers)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+            raise SweepError(f"{what} must be a positive integer, got {v!r}")
+    if cell_timeout is not None and not (isinstance(cell_timeout, (int, float)) and 0 < cell_timeout < float("inf")):
+        raise SweepError(f"cell_timeout must be a positive number of seconds, got {cell_timeout!r}")
+    if inline and (cell_timeout or scheduler or dask_workers or jobs > 1):
+        raise SweepError("inline runs cells one by one in this process: no jobs, Dask or time limit")
+    local = 0 if scheduler else (dask_workers or (0 if inline else jobs))
+    todo, sources, datasets, res = plan_sweep(worlds, seeds, specs, store, allow_test, arrivals, worlds_dir,
+                                              keep_clicks, copies=1 + local, confirm=confirm)
+    bar = Progress(len(todo)) if progress and todo else None
+    finished = set()
+
+    def finish(cell: Cell, status: str, payload) -> None:
+        finished.add(cell)
         if status == "ok":
-            payload, log = payload
+            row, log = payload
             if log is not None:    # the log first: a stored row with keep_clicks implies its log
-                save_click_log(log, store.clicks_path(cell.world, cell.seed, cell.policy, cell.arrivals))
-            store.put(payload)
+                from online.clicklog import save_click_log
+
+                save_click_log(log, store.clicks_path(cell.key))
+            store.put(row)
             res.done.append(cell)
-            note = f"score {payload['score']:.1f} ({payload['wall_s']:.1f}s)"
+            note = f"score {row['score']:.1f} ({row['wall_s']:.1f}s)"
         else:
-            store.put_failure(cell.world, cell.seed, cell.policy, cell.arrivals, payload)
+            store.put_failure(cell.key, cell.world, payload)
             res.failed.append((cell, payload))
             note = "FAILED: " + payload.splitlines()[0]
         if bar:
             bar.step(cell, note)
 
-    if scheduler or dask_workers:
-        _run_on_dask(todo, datasets, keep_clicks, finish, scheduler, dask_workers)
-    elif jobs <= 1:
-        for cell in todo:
-            finish(cell, *_worker(paths[cell.world], cell.seed, cell.policy, cell.arrivals, keep_clicks))
-    else:
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn")) as pool:
-            futs = {pool.submit(_worker, paths[c.world], c.seed, c.policy, c.arrivals, keep_clicks): c for c in todo}
-            for fut in as_completed(futs):
-                finish(futs[fut], *fut.result())
+    def task(c: Cell):
+        src = sources[c.digest]
+        return compute_cell, (src, c.digest, c.seed, c.policy, c.arrivals, keep_clicks, c.code)
+
+    with _Interrupt(raise_now=inline) as stop:
+        try:
+            if not todo:
+                pass
+            elif scheduler or dask_workers:
+                _run_on_dask(todo, datasets, sources, keep_clicks, finish, scheduler, dask_workers, cell_timeout,
+                             lambda: stop.flag)
+            elif inline:
+                for cell in todo:
+                    try:
+                        status, payload = compute_cell(*task(cell)[1])
+                    except KeyboardInterrupt:
+                        stop.flag = True
+                    if stop.flag:   # numba turns a KeyboardInterrupt into SystemError: trust the flag
+                        break
+                    finish(cell, status, payload)
+            else:
+                WorkerPool(jobs, cell_timeout, lambda: stop.flag).run(((c, *task(c)) for c in todo),
+                                                                       finish)
+        except KeyboardInterrupt:
+            stop.flag = True
+        if stop.flag:
+            res.interrupted = [c for c in todo if c not in finished]
+            raise SweepInterrupted(res)
     return res
 
 
-def _run_on_dask(todo, datasets, keep_clicks, finish, scheduler=None, n_workers=None):
+def _run_on_dask(todo, datasets, sources, keep_clicks, finish, scheduler, n_workers, cell_timeout, should_stop):
     """Cells as Dask tasks; results come back to this process (the only store writer) as they finish."""
-    if not todo:
-        return
+    import dask
     from distributed import Client, LocalCluster
-    from distributed import as_completed as dask_completed
+    from distributed import wait as dask_wait
 
-    cluster = None if scheduler else LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                                                  dashboard_address=None)
+    cluster = None
     try:
-        with Client(scheduler or cluster) as client:
-            worlds = {name: client.scatter(ds, broadcast=True) for name, ds in datasets.items()
-                      if any(c.world == name for c in todo)}
-            futs = {client.submit(_worker, worlds[c.world], c.seed, c.policy, c.arrivals, keep_clicks,
-                                  key=f"cell-{c.world}-{c.seed}-{c.policy}-{c.arrivals}", pure=False): c for c in todo}
-            for fut in dask_completed(futs):
+        if scheduler is None:
+            with dask.config.set({"distributed.scheduler.allowed-failures": DASK_RETRIES}):
+                cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        try:
+            client = Client(scheduler or cluster, timeout=DASK_CONNECT_S)
+        except (OSError, TimeoutError) as exc:
+            raise SweepError(f"cannot reach the Dask scheduler at {scheduler}: {type(exc).__name__}: {exc}") from None
+        with client:
+            worlds = {}
+            for digest in {c.digest for c in todo}:
+                data = open(sources[digest], "rb").read()
+                worlds[digest] = client.submit(_world_from_bytes, data, digest, key=f"world-{digest}", pure=False)
+            futs = {client.submit(compute_cell, worlds[c.digest], c.digest, c.seed, c.policy, c.arrivals, keep_clicks,
+                                  c.code, key=f"cell-{c.digest}-{c.seed}-{c.policy}-{c.code}-{c.arrivals}",
+                                  pure=False): c for c in todo}
+            pending, started = set(futs), {}
+            while pending:
+                if should_stop():
+                    client.cancel(list(pending))
+                    return
                 try:
-                    status, payload = fut.result()
-                except Exception as exc:     # the task itself was lost (a worker died, a cancelled future)
-                    status, payload = "error", f"Dask task failed: {type(exc).__name__}: {exc}"
-                finish(futs[fut], status, payload)
-                fut.release()
+                    done, pending = dask_wait(pending, timeout=0.5, return_when="FIRST_COMPLETED")
+                except TimeoutError:
+                    done = set()
+                for fut in done:
+                    try:
+                        status, payload = fut.result()
+                    except Exception as exc:     # lost too often (KilledWorker), cancelled
+                        status, payload = "error", _dask_failure(exc)
+                    finish(futs[fut], status, payload)
+                    fut.release()
+                if cell_timeout is not None and pending:
+                    pending -= _stop_overdue(client, pending, futs, started, cell_timeout, finish)
     finally:
         if cluster is not None:
             cluster.close()
+
+
+def _dask_failure(exc: Exception) -> str:
+    if type(exc).__name__ == "KilledWorker":
+        return (f"its Dask task killed its worker {DASK_RETRIES + 1} times or more (a policy that ends its own process, "
+                f"a crash, or the memory killer): {exc}")
+    return f"Dask task failed: {type(exc).__name__}: {exc}"
+
+
+def _stop_overdue(client, pending, futs, started, limit, finish) -> set:
+    """Fail the cells running longer than `limit` seconds: cancel them and restart their workers."""
+    now, over, restart = time.monotonic(), set(), set()
+    running = {key: addr for addr, keys in client.processing().items() for key in keys}
+    for fut in pending:
+        if fut.key in running:
+            started.setdefault(fut.key, now)
+            if now - started[fut.key] > limit:
+                over.add(fut)
+                restart.add(running[fut.key])
+    if over:
+        client.cancel(list(over))
+        try:
+            client.restart_workers(list(restart), raise_for_error=False)
+        except Exception:     # a worker without a nanny cannot be restarted; its task is cancelled all the same
+            pass
+        for fut in over:
+            finish(futs[fut], "error", f"exceeded the time limit of {limit:g} s (its Dask worker was restarted)")
+    return over

@@ -1,8 +1,10 @@
 """Where rosters live: build-on-demand cache of simulated worlds, imported worlds, the held-out lock.
 
-A world is named by a roster name (`dev`, `composite`, ..., `sample` once imported) or a
-path to a `.nc` file. Files live in `--worlds DIR`, else `$TUTORDUEL_WORLDS`, else
-`./worlds`. A simulated roster that is not on disk yet is generated (seed 0) and saved.
+A world is named by a roster name (`dev`, `composite`, ..., `sample` once imported, or the
+name of any world file in the folder) or a path to a `.nc` file. Files live in `--worlds DIR`,
+else `$TUTORDUEL_WORLDS`, else `./worlds`. A simulated roster that is not on disk yet is
+generated (seed 0) and saved. A world is shown under the name it was asked for (a path: its
+file name without `.nc`); its identity in the run store is its content digest, not a name.
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from pathlib import Path
 import xarray as xr
 
 from .simulator import ROSTERS, build_roster
-from .world import load_world, save_world
+from .world import WorldFormatError, check_name, load_world, save_world
 
 DEFAULT_WORLD = "dev"
 
@@ -25,23 +27,38 @@ def worlds_dir(path: str | os.PathLike | None = None) -> Path:
     return Path(path or os.environ.get("TUTORDUEL_WORLDS") or "worlds")
 
 
+def is_path(name: str) -> bool:
+    return name.endswith(".nc") or os.sep in name or (os.altsep is not None and os.altsep in name)
+
+
 def world_file(name: str, directory=None) -> Path:
-    if name.endswith(".nc") or os.sep in name:
+    """The file of a world given by name (in the worlds folder) or by path."""
+    if is_path(name):
         return Path(name)
+    check_name(name)
     return worlds_dir(directory) / f"{name}.nc"
 
 
+def world_name(name: str) -> str:
+    """The name a world is shown under: a roster or file name as given, a path's file name without .nc."""
+    return Path(name).name.removesuffix(".nc") if is_path(name) else name
+
+
 def known_worlds(directory=None) -> list[str]:
-    """Simulated roster names plus any world file already in the directory."""
+    """Simulated roster names plus the name of every .nc file in the worlds folder."""
     names = list(ROSTERS)
     d = worlds_dir(directory)
     if d.is_dir():
-        names += sorted(p.stem for p in d.glob("*.nc") if p.stem not in ROSTERS)
+        names += sorted(p.stem for p in d.glob("*.nc") if p.stem not in ROSTERS and p.is_file())
     return names
 
 
-def open_world(name: str, allow_test: bool = False, directory=None) -> xr.Dataset:
-    """Load (building if needed) a world by name or path; refuse held-out ones without allow_test."""
+def open_world(name: str, allow_test: bool = False, directory=None, copies: int = 1) -> xr.Dataset:
+    """Load (building if needed) a world by name or path; refuse held-out ones without allow_test.
+
+    `copies`: processes that will hold the world at once (checked against available memory first)."""
+    if not isinstance(name, str) or not name.strip():
+        raise WorldFormatError(f"world name {name!r}: give a roster name or a path to a .nc file")
     if name in ROSTERS and ROSTERS[name].held_out and not allow_test:
         raise HeldOutError(f"roster {name!r} is held out for evaluation; pass --allow-test to read it (never tune on it)")
     path = world_file(name, directory)
@@ -50,7 +67,7 @@ def open_world(name: str, allow_test: bool = False, directory=None) -> xr.Datase
     if not path.exists():
         hint = " (import it first: tutorduel worlds import-sample PATH)" if name == "sample" else ""
         raise FileNotFoundError(f"no world {name!r} at {path}{hint}; known: {', '.join(known_worlds(directory))}")
-    ds = load_world(path)
+    ds = load_world(path, copies=copies)
     if int(ds.attrs["held_out"]) and not allow_test:
         raise HeldOutError(f"world {name!r} is held out for evaluation; pass --allow-test to read it (never tune on it)")
     return ds

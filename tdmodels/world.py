@@ -21,7 +21,9 @@ Loading validates everything and raises :class:`WorldFormatError` naming the fie
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -42,11 +44,26 @@ REQUIRED_ATTRS = {
     "bank_size": int,
     "format_version": int,
 }
+# Smallest value of each integer attribute (held_out and rater_available are flags: 0 or 1).
+_ATTR_MIN = {"arrivals": 1, "topics_per_session": 1, "chains_per_topic": 1, "questions_per_chain": 1, "bank_size": 1,
+             "held_out": 0, "rater_available": 0, "format_version": 0}
+_FLAGS = ("held_out", "rater_available")
 ARRIVAL_MODES = ("uniform", "distinct", "fixed")
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+RATER_TOL = 1e-6      # the rater column is centred over personas with unit sd, to this tolerance
 
 
 class WorldFormatError(ValueError):
     """A world file or Dataset that does not follow the world format."""
+
+
+def check_name(name: str, what: str = "world name") -> str:
+    """A name that may become part of a file name: letters, digits, '.', '_' and '-', at most 64, not
+    starting with '.' or '-'. Raise WorldFormatError otherwise."""
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name) or name in (".", ".."):
+        raise WorldFormatError(f"{what} {name!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a "
+                               f"letter or digit")
+    return name
 
 
 def _fail(source, field, problem):
@@ -61,27 +78,54 @@ def _require_var(ds, name, dims, source):
     return ds[name].values
 
 
-def validate_world(ds: xr.Dataset, source: str = "<memory>") -> xr.Dataset:
-    """Check a world Dataset against the format; return it unchanged or raise."""
+def _require_numeric(ds, name, dims, source):
+    values = _require_var(ds, name, dims, source)
+    if values.dtype.kind not in "fiu":
+        _fail(source, name, f"values of type {values.dtype} ({values.dtype.name}); expected numbers")
+    return values.astype(float, copy=False)
+
+
+def _check_attrs(ds, source):
     for key, typ in REQUIRED_ATTRS.items():
         if key not in ds.attrs:
             _fail(source, f"attrs.{key}", "missing attribute")
-        try:
-            typ(ds.attrs[key])
-        except (TypeError, ValueError):
-            _fail(source, f"attrs.{key}", f"not a {typ.__name__}: {ds.attrs[key]!r}")
+        value = ds.attrs[key]
+        if typ is str:
+            if not isinstance(value, str):
+                _fail(source, f"attrs.{key}", f"not a string: {value!r}")
+        elif typ is int:
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+                _fail(source, f"attrs.{key}", f"not an integer: {value!r}")
+            if int(value) < _ATTR_MIN[key] or (key in _FLAGS and int(value) > 1):
+                allowed = "0 or 1" if key in _FLAGS else f"an integer >= {_ATTR_MIN[key]}"
+                _fail(source, f"attrs.{key}", f"{int(value)}; expected {allowed}")
+        else:
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+                _fail(source, f"attrs.{key}", f"not a number: {value!r}")
+    beta = float(ds.attrs["beta"])
+    if not (np.isfinite(beta) and beta > 0):
+        _fail(source, "attrs.beta", f"{beta}; the click scale must be a finite positive number")
+    check_name(ds.attrs["roster"], f"world {source}: field 'attrs.roster':")
+
+
+def validate_world(ds: xr.Dataset, source: str = "<memory>") -> xr.Dataset:
+    """Check a world Dataset against the format; return it unchanged or raise WorldFormatError naming the field."""
+    _check_attrs(ds, source)
     if int(ds.attrs["format_version"]) != FORMAT_VERSION:
         _fail(source, "attrs.format_version", f"{ds.attrs['format_version']} (this toolkit reads {FORMAT_VERSION})")
     mode = str(ds.attrs["arrival_mode"])
     if mode not in ARRIVAL_MODES:
         _fail(source, "attrs.arrival_mode", f"{mode!r} is not one of {ARRIVAL_MODES}")
 
-    feats = _require_var(ds, "features", ("question", "persona", "feature"), source)
-    probs = _require_var(ds, "probs", ("student", "question", "first", "second"), source)
-    utils = _require_var(ds, "utilities", ("student", "question", "persona"), source)
+    feats = _require_numeric(ds, "features", ("question", "persona", "feature"), source)
+    probs = _require_numeric(ds, "probs", ("student", "question", "first", "second"), source)
+    utils = _require_numeric(ds, "utilities", ("student", "question", "persona"), source)
     n_s, n_q, K = utils.shape
-    if K < 2:
-        _fail(source, "utilities", f"needs at least 2 personas, has {K}")
+    if n_s < 1 or n_q < 1:
+        _fail(source, "utilities", f"{n_s} students x {n_q} questions; a world needs at least one of each")
+    if K < 3:
+        _fail(source, "utilities", f"needs at least 3 personas, has {K} (with 2, every pair is the best pair "
+                                   f"and the score is undefined)")
     if feats.shape[:2] != (n_q, K):
         _fail(source, "features", f"shape {feats.shape} does not match {n_q} questions x {K} personas")
     if feats.shape[2] != K + 1:
@@ -93,11 +137,16 @@ def validate_world(ds: xr.Dataset, source: str = "<memory>") -> xr.Dataset:
         _fail(source, "features", f"non-finite value {feats[tuple(bad)]} at question={bad[0]}, persona={bad[1]}, feature={bad[2]}")
     if not np.allclose(feats[:, :, :K], np.eye(K)[None]):
         _fail(source, "features", "features 0..K-1 must be the persona indicators e_p")
+    _check_rater(feats[:, :, K], int(ds.attrs["rater_available"]), source)
 
     for name in ("persona", "first", "second"):
         if name not in ds.coords or ds[name].size != K:
             _fail(source, name, "missing coordinate of persona names")
-    if list(ds["first"].values) != list(ds["persona"].values) or list(ds["second"].values) != list(ds["persona"].values):
+    personas = [str(p) for p in ds["persona"].values]
+    if len(set(personas)) != K:
+        dup = next(p for p in personas if personas.count(p) > 1)
+        _fail(source, "persona", f"persona name {dup!r} appears {personas.count(dup)} times; names must be unique")
+    if [str(p) for p in ds["first"].values] != personas or [str(p) for p in ds["second"].values] != personas:
         _fail(source, "first/second", "coordinates must equal the persona coordinate")
     for dim in ("student", "question"):
         if dim not in ds.coords:
@@ -120,12 +169,31 @@ def validate_world(ds: xr.Dataset, source: str = "<memory>") -> xr.Dataset:
     if np.any((u_reach < 0) | (u_reach > 1)):
         v = u_reach[(u_reach < 0) | (u_reach > 1)][0]
         _fail(source, "utilities", f"utility {v} outside [0, 1]")
+    if np.all(u_reach.max(-1) == u_reach.min(-1)):
+        _fail(source, "utilities", "every reachable (student, question) cell has equal utilities for all personas: "
+                                   "random pairs reach the floor and the score is undefined")
     p_other = probs[~reach][:, off]
     if np.any(np.isfinite(p_other) & ((p_other <= 0) | (p_other >= 1))):
         _fail(source, "probs", "probability outside (0, 1) in an unreachable cell (use NaN there)")
 
     _validate_metadata(ds, n_q, n_s, source)
     return ds
+
+
+def _check_rater(g: np.ndarray, available: int, source) -> None:
+    """g [Q, K]: all zeros without a rater; else centred over personas with unit sd on every question
+    (or all zeros on a question the rater does not separate)."""
+    if not available:
+        if np.any(g != 0):
+            q = int(np.argwhere(g != 0)[0][0])
+            _fail(source, "features", f"rater feature nonzero at question={q} although attrs.rater_available = 0")
+        return
+    mean, sd = g.mean(axis=1), g.std(axis=1)
+    bad = (np.abs(mean) > RATER_TOL) | ((np.abs(sd - 1) > RATER_TOL) & (np.abs(g).max(axis=1) > 0))
+    if np.any(bad):
+        q = int(np.flatnonzero(bad)[0])
+        _fail(source, "features", f"rater feature at question={q} has mean {mean[q]:.3g} and sd {sd[q]:.3g} over "
+                                  f"personas; it must be centred with unit sd (or all zeros)")
 
 
 def _validate_metadata(ds, n_q, n_s, source):
@@ -146,7 +214,8 @@ def _validate_metadata(ds, n_q, n_s, source):
         uniq, counts = np.unique(topics, return_counts=True)
         if np.any(counts != per):
             t = uniq[counts != per][0]
-            _fail(source, "question_topic", f"topic {t!r} has {counts[counts != per][0]} questions, expected {per}")
+            _fail(source, "question_topic", f"topic '{t}' has {counts[counts != per][0]} questions, expected {per} "
+                                            f"(chains_per_topic x questions_per_chain)")
         if len(uniq) < int(ds.attrs["topics_per_session"]):
             _fail(source, "question_topic", f"{len(uniq)} topics, a session needs {ds.attrs['topics_per_session']}")
         if str(ds.attrs["arrival_mode"]) == "distinct" and n_s < int(ds.attrs["arrivals"]):
@@ -178,16 +247,63 @@ def session_length(ds: xr.Dataset) -> int:
 
 
 def world_digest(ds: xr.Dataset) -> str:
-    """Short content hash of the arrays a replay reads (features, probs, utilities, schedule)."""
-    h = hashlib.sha256()
-    for name in ("features", "probs", "utilities", "schedule_student", "schedule_question"):
-        if name in ds.variables:
-            h.update(name.encode())
-            h.update(np.ascontiguousarray(ds[name].values).tobytes())
-    for key in ("roster", "arrivals", "arrival_mode", "topics_per_session"):
-        h.update(f"{key}={ds.attrs[key]}".encode())
-    h.update(np.asarray(ds["question_topic"].values).astype(str).tobytes())
+    """Content hash of a world: every variable and coordinate (name, dims, values) and every attribute.
+
+    It is the world's identity in the run store, so it does not depend on the file's name or path,
+    and the same Dataset hashes the same in memory and after a netCDF round trip (numbers are hashed as
+    float64 or int64, text as UTF-8)."""
+    h = hashlib.sha256(b"tutorduel-world\0")
+    for name in sorted(map(str, ds.variables)):
+        v = ds.variables[name]
+        values = np.asarray(v.values)
+        h.update(f"{name}{list(v.dims)}{list(values.shape)}".encode())
+        if values.dtype.kind in "fc":
+            h.update(b"f" + np.ascontiguousarray(values, dtype=np.float64).tobytes())
+        elif values.dtype.kind in "iub":
+            h.update(b"i" + np.ascontiguousarray(values, dtype=np.int64).tobytes())
+        else:
+            h.update(b"s" + "\x1f".join(map(str, values.ravel().tolist())).encode("utf-8", "surrogatepass"))
+    attrs = {str(k): (v.tolist() if isinstance(v, (np.ndarray, np.generic)) else v) for k, v in ds.attrs.items()}
+    h.update(json.dumps(attrs, sort_keys=True, default=str).encode())
     return h.hexdigest()[:16]
+
+
+def memory_needed(ds: xr.Dataset) -> int:
+    """Bytes a loaded copy of the world takes (from dims and dtypes; nothing is read)."""
+    return int(sum(v.dtype.itemsize * int(np.prod(v.shape, dtype=np.int64)) for v in ds.variables.values()))
+
+
+def memory_available() -> int | None:
+    """Bytes of memory available to new allocations (Linux MemAvailable), None where unknown."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _largest(ds: xr.Dataset) -> str:
+    name = max(ds.data_vars, key=lambda n: ds[n].dtype.itemsize * ds[n].size)
+    v = ds[name]
+    dims = ", ".join(f"{d}={n}" for d, n in zip(v.dims, v.shape))
+    return f"{name} [{dims}] {v.dtype} is {v.dtype.itemsize * v.size / 2**30:.2f} GiB"
+
+
+def check_fits_in_memory(ds: xr.Dataset, label: str, copies: int = 1) -> None:
+    """Refuse (WorldFormatError) a world whose `copies` loaded copies, with the temporaries validation and
+    replay make (about twice the arrays), would not fit in the memory available now."""
+    need, have = 2 * copies * memory_needed(ds), memory_available()
+    if have is not None and need > have:
+        per = 2 * memory_needed(ds) / 2**30
+        raise WorldFormatError(f"{label}: too large for this machine: about {per:.2f} GiB per process ({_largest(ds)})"
+                               f" x {copies} process(es) = {need / 2**30:.2f} GiB, {have / 2**30:.2f} GiB available; "
+                               f"use fewer --jobs or a smaller world")
 
 
 def write_world_file(ds: xr.Dataset, path: str | os.PathLike) -> Path:
@@ -201,14 +317,20 @@ def write_world_file(ds: xr.Dataset, path: str | os.PathLike) -> Path:
     return path
 
 
-def read_world_file(path: str | os.PathLike, label: str = "world") -> xr.Dataset:
-    """Read a netCDF file into memory; a missing or damaged file raises WorldFormatError naming it."""
+def read_world_file(path: str | os.PathLike, label: str = "world", copies: int = 1) -> xr.Dataset:
+    """Read a netCDF file into memory; a missing, damaged or too large file raises WorldFormatError naming it.
+
+    `copies`: how many processes will hold the world at once (checked against available memory before
+    the arrays are read)."""
     path = Path(path)
-    if not path.exists():
-        raise WorldFormatError(f"{label} {path}: no such file")
+    if not path.is_file():
+        raise WorldFormatError(f"{label} {path}: " + ("a folder, not a file" if path.is_dir() else "no such file"))
     try:
-        with xr.open_dataset(path, engine="h5netcdf") as ds:
-            return ds.load()
+        with xr.open_dataset(path, engine="h5netcdf") as lazy:
+            check_fits_in_memory(lazy, f"{label} {path}", copies)
+            return lazy.load()
+    except WorldFormatError:
+        raise
     except Exception as exc:  # h5py/xarray raise many types for damaged files
         raise WorldFormatError(f"{label} {path}: not a readable netCDF file ({type(exc).__name__}: {exc})") from None
 
@@ -219,6 +341,6 @@ def save_world(ds: xr.Dataset, path: str | os.PathLike) -> Path:
     return write_world_file(ds, path)
 
 
-def load_world(path: str | os.PathLike) -> xr.Dataset:
+def load_world(path: str | os.PathLike, copies: int = 1) -> xr.Dataset:
     """Read and validate a world file; any problem raises WorldFormatError naming it."""
-    return validate_world(read_world_file(path), str(path))
+    return validate_world(read_world_file(path, copies=copies), str(path))

@@ -9,6 +9,24 @@ from tutorduel.errors import CLIError
 from tutorduel.prefdisco_commands import add_prefdisco_parsers
 
 DEFAULT_POLICIES = "random,no-transfer"
+WORLD_HELP = "a roster or world name (in --worlds DIR) or a path to a world .nc file"
+
+
+def _number(kind, lo, strict):
+    """An argparse type: `kind` (int or float), finite, > lo (strict) or >= lo."""
+    def parse(text):
+        try:
+            v = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
+        if v != v or v in (float("inf"), float("-inf")) or (v <= lo if strict else v < lo):
+            raise argparse.ArgumentTypeError(f"{text!r}: must be {'>' if strict else '>='} {lo}")
+        return v
+    parse.__name__ = kind.__name__
+    return parse
+
+
+positive_int, natural_int, positive_float = _number(int, 0, True), _number(int, 0, False), _number(float, 0, True)
 
 
 def _common(p, store=True):
@@ -21,24 +39,28 @@ def _common(p, store=True):
 def _dask_options(p):
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run the cells on this Dask cluster (the client "
                    "alone writes the store; workers need tutorduel installed, not the worlds)")
-    p.add_argument("--dask-workers", type=int, metavar="N", help="start a Dask LocalCluster of N worker processes")
+    p.add_argument("--dask-workers", type=positive_int, metavar="N", help="start a Dask LocalCluster of N worker processes")
 
 
 def cmd_replay(a) -> int:
     from online.registry import split_specs
     from online.store import RunStore
-    from online.sweep import parse_seeds, run_sweep
+    from online.sweep import SweepInterrupted, parse_seeds, run_sweep
 
     store = RunStore(a.store)
     worlds = [w.strip() for w in a.world.split(",")]
-    res = run_sweep(worlds, parse_seeds(a.seeds), split_specs(a.policies), store, jobs=a.jobs,
-                    allow_test=a.allow_test, arrivals=a.arrivals, worlds_dir=a.worlds,
-                    keep_clicks=a.keep_clicks, scheduler=a.scheduler, dask_workers=a.dask_workers)
+    try:
+        res = run_sweep(worlds, parse_seeds(a.seeds), split_specs(a.policies), store, jobs=a.jobs,
+                        allow_test=a.allow_test, arrivals=a.arrivals, worlds_dir=a.worlds, keep_clicks=a.keep_clicks,
+                        scheduler=a.scheduler, dask_workers=a.dask_workers, cell_timeout=a.cell_timeout, confirm=a.yes)
+    except SweepInterrupted as stop:
+        r = stop.result
+        print(f"\ninterrupted: {len(r.done)} cells computed and stored, {len(r.cached)} already stored, "
+              f"{len(r.failed)} failed, {len(r.interrupted)} not finished (rerun to resume; store: {store.root})",
+              file=sys.stderr)
+        return 130
     print(f"{len(res.done)} cells computed, {len(res.cached)} already stored, {len(res.failed)} failed (store: {store.root})")
-    if res.stale:
-        print(f"note: {len(res.stale)} stored row(s) came from another version of the world and were recomputed", file=sys.stderr)
-    for msg in res.corrupt:
-        print(f"warning: {msg}; recomputed, the damaged file kept as *.corrupt", file=sys.stderr)
+    report_sweep_notes(res)
     for w in worlds:
         _print_stats(store, w, a.allow_test, a.worlds, None, a.arrivals)
     if res.failed:
@@ -49,43 +71,49 @@ def cmd_replay(a) -> int:
     return 0
 
 
-def _stored_rows(store, world, arrivals=None) -> list[dict]:
-    """The store's rows of `world` for one truncation, warning about (and leaving out) damaged rows
-    and rows run on another version of the world."""
-    from online.replay import arrivals_limit
-    from tdmodels.world import world_digest
-
-    name, limit, digest = str(world.attrs["roster"]), arrivals_limit(world, arrivals), world_digest(world)
-    rows, problems = store.scan(name)
-    for p in problems:
-        print(f"warning: {p} (skipped)", file=sys.stderr)
-    rows = [r for r in rows if r.get("arrivals_limit") == limit]
-    stale = [r for r in rows if r.get("world_digest") != digest]
-    if stale:
-        print(f"warning: {len(stale)} stored row(s) of {name!r} were run on another version of this world; "
-              f"left out (tutorduel replay recomputes them)", file=sys.stderr)
-        rows = [r for r in rows if r.get("world_digest") == digest]
-    return rows
+def report_sweep_notes(res) -> None:
+    """Warnings about damaged rows moved aside and rows of other code versions kept."""
+    for msg, moved in res.corrupt:
+        print(f"warning: {msg}; moved aside to {moved} and recomputed", file=sys.stderr)
+    if res.superseded:
+        cell, paths = res.superseded[0]
+        print(f"note: {len(res.superseded)} cell(s) have rows from other code versions of their policy (e.g. {cell}: "
+              f"{paths[0]}); kept where they are, not counted, and recomputed on the current code", file=sys.stderr)
 
 
-def _print_stats(store, world_name, allow_test, worlds_dir, against, arrivals=None, curves=None):
+def _stored_rows(store, world, name, arrivals=None, any_code=False) -> list[dict]:
+    """The rows to show for one world version and truncation, printing a warning for each kind left out."""
+    from tutorduel.store_view import stored_rows
+
+    view = stored_rows(store, world, name, arrivals, any_code)
+    for note in view.notes:
+        print(f"warning: {note}", file=sys.stderr)
+    return view.rows
+
+
+def _print_stats(store, world_arg, allow_test, worlds_dir, against, arrivals=None, curves=None, any_code=False):
     from diagnostics.stats import format_table, leaderboard, paired_gain
     from online.replay import arrivals_limit
-    from tdmodels.rosters import open_world
+    from tdmodels.rosters import open_world, world_name
+    from tdmodels.world import world_digest
 
-    world = open_world(world_name, allow_test=allow_test, directory=worlds_dir)
-    name, limit = str(world.attrs["roster"]), arrivals_limit(world, arrivals)
-    rows = _stored_rows(store, world, arrivals)
+    world = open_world(world_arg, allow_test=allow_test, directory=worlds_dir)
+    name, limit = world_name(world_arg), arrivals_limit(world, arrivals)
+    rows = _stored_rows(store, world, name, arrivals, any_code)
     cut = f", first {limit} arrivals" if limit is not None else ""
     if not rows:
         print(f"no stored runs for world {name!r}{cut} in {store.root}")
         return
     print()
-    print(format_table(leaderboard(rows, world, limit), title=f"{name} ({rows[0]['arrivals']} arrivals{cut})"))
+    print(format_table(leaderboard(rows, world, limit), title=f"{name} ({rows[0]['arrivals']} arrivals{cut}; world "
+                                                               f"{world_digest(world)})"))
     if against:
         by = {}
         for r in rows:
             by.setdefault(r["policy"], {})[r["seed"]] = r["excess"]
+        from online.registry import canonical_spec
+
+        against = canonical_spec(against)
         if against not in by:
             raise CLIError(f"--against {against!r}: no stored rows of that policy for {name}")
         print(f"\npaired excess-regret reduction against {against} (95% interval, common seeds):")
@@ -108,11 +136,11 @@ def _print_stats(store, world_name, allow_test, worlds_dir, against, arrivals=No
         path = Path(curves) / f"curves-{name}.png"
         plot_learning_curves({k: learning_curve(v) for k, v in by.items()}, f"{name}: excess regret per user", path)
         print(f"\nlearning curves: {path}")
-    failed = store.failures(name)
+    failed = store.failures(world_digest(world))
     if failed:
         print(f"\n{len(failed)} failed cell(s) recorded for {name}:")
         for f in failed:
-            print(f"  seed {f['seed']} {f['policy']}: {f['error'].splitlines()[0]}")
+            print(f"  seed {f['seed']} {f['policy']} (code {f.get('code')}): {f['error'].splitlines()[0]}")
 
 
 def _print_final_quarter(rows, against=None):
@@ -137,7 +165,7 @@ def cmd_stats(a) -> int:
 
     store = RunStore(a.store)
     for w in a.world.split(","):
-        _print_stats(store, w.strip(), a.allow_test, a.worlds, a.against, a.arrivals, a.curves)
+        _print_stats(store, w.strip(), a.allow_test, a.worlds, a.against, a.arrivals, a.curves, a.any_code)
     return 0
 
 
@@ -161,15 +189,17 @@ def cmd_leaderboard(a) -> int:
     specs = [canonical_spec(s) for s in (split_specs(a.policies) if a.policies else POLICIES.values())]
     store, out = RunStore(a.store), Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    lines_by_roster, figures, failed = {}, {}, 0
+    lines_by_roster, figures, failed, codes = {}, {}, 0, {}
     for roster in rosters:
         seeds = parse_seeds(a.seeds) if a.seeds else list(range(SEEDS.get(roster, 32)))
         res = run_sweep([roster], seeds, specs, store, jobs=a.jobs, allow_test=a.allow_test, worlds_dir=a.worlds,
-                        scheduler=a.scheduler, dask_workers=a.dask_workers)
+                        scheduler=a.scheduler, dask_workers=a.dask_workers, cell_timeout=a.cell_timeout, confirm=a.yes)
         failed += len(res.failed)
         print(f"{roster}: {len(res.done)} cells computed, {len(res.cached)} already stored, {len(res.failed)} failed")
+        report_sweep_notes(res)
         world = open_world(roster, allow_test=a.allow_test, directory=a.worlds)
-        rows = [r for r in _stored_rows(store, world) if r["policy"] in specs and int(r["seed"]) in set(seeds)]
+        rows = [r for r in _stored_rows(store, world, roster) if r["policy"] in specs and int(r["seed"]) in set(seeds)]
+        codes.update({r["policy"]: r["code"]["digest"] for r in rows})
         if not rows:
             continue
         lines_by_roster[roster] = leaderboard(rows, world)
@@ -184,6 +214,8 @@ def cmd_leaderboard(a) -> int:
     md = ["# TutorDuel leaderboard", "", "Score, mean ± s.e. over seeds [seeds] (published score in brackets); "
           "reference rows in italics.", "", table, "", "## Findings of the paper on this simulator", ""]
     md += [f"- {x}" for x in found]
+    md += ["", "## Code", "", "Each policy's rows ran on this code identity (`online.code_identity`): "
+           + ", ".join(f"{p} {c}" for p, c in sorted(codes.items())) + "."]
     (out / "leaderboard.md").write_text("\n".join(md) + "\n")
     page = write_page(out / "leaderboard.html", table, found, figures)
     print()
@@ -200,12 +232,26 @@ def cmd_worlds(a) -> int:
     from tdmodels.simulator import ROSTERS
 
     if a.action == "list":
+        from tdmodels.world import WorldFormatError, load_world
+
         for n in known_worlds(a.worlds):
             r = ROSTERS.get(n)
             f = world_file(n, a.worlds)
-            desc = f"{r.arrivals:4d} arrivals  {'held out' if r.held_out else 'open    '}  {r.description}" if r else "imported"
-            print(f"{n:14s} {'on disk' if f.exists() else 'not built'}  {desc}")
+            if r and not f.exists():
+                print(f"{n:14s} not built  {r.arrivals:4d} arrivals  {'held out' if r.held_out else 'open    '}  "
+                      f"{r.description}")
+                continue
+            try:
+                ds = load_world(f)
+            except WorldFormatError as exc:
+                print(f"{n:14s} INVALID    {exc}")
+                continue
+            kind = "simulated" if r else str(ds.attrs.get("generator", "imported"))
+            print(f"{n:14s} on disk    {int(ds.attrs['arrivals']):4d} arrivals  "
+                  f"{'held out' if int(ds.attrs['held_out']) else 'open    '}  {kind}: {ds.attrs.get('description', '')}")
         return 0
+    if a.action == "from-arrays":
+        return _from_arrays(a)
     if a.action == "build":
         names = a.names or [n for n in ROSTERS]
         for n in names:
@@ -230,9 +276,13 @@ def _describe(a) -> int:
     from online.sweep import parse_seeds
     from tdmodels.rosters import open_world, world_file
 
+    from tdmodels.rosters import world_name
+    from tdmodels.world import world_digest
+
     world = open_world(a.name, allow_test=a.allow_test, directory=a.worlds)
     seeds = parse_seeds(a.seeds)
-    print(f"world {world.attrs['roster']}: {world.attrs.get('description', '')}")
+    print(f"world {world_name(a.name)} (roster {world.attrs['roster']}, content digest {world_digest(world)}): "
+          f"{world.attrs.get('description', '')}")
     print(f"{world.sizes['student']} students, {world.sizes['question']} questions, {world.attrs['arrivals']} arrivals, "
           f"arrival mode {world.attrs['arrival_mode']}, rater {'present' if int(world.attrs['rater_available']) else 'absent'}\n")
     refs = reference_table(world, seeds)
@@ -243,10 +293,46 @@ def _describe(a) -> int:
         print(f"  {REFERENCE_LABELS[name]:40s} score {sc[0]:6.1f}   R {R[0]:8.1f}")
     sample = None
     sp = world_file("sample", a.worlds)
-    if sp.exists() and str(world.attrs["roster"]) != "sample":
+    is_sample = str(world.attrs.get("generator")) == "site-sample"
+    if sp.exists() and not is_sample:
         sample = world_figures(open_world("sample", directory=a.worlds))
-    print("\ncalibration figures (seed 0 schedule)" + ("" if sample else "; import the sample to compare: tutorduel worlds import-sample PATH"))
+    hint = "" if sample or is_sample else "; import the sample to compare: tutorduel worlds import-sample PATH"
+    print(f"\ncalibration figures (seed {seeds[0]} schedule){hint}")
     print(format_side_by_side(world_figures(world, seeds[0]), sample, str(world.attrs["roster"])))
+    return 0
+
+
+def _from_arrays(a) -> int:
+    import numpy as np
+
+    from tdmodels.from_arrays import world_from_arrays
+    from tdmodels.rosters import world_file
+    from tdmodels.simulator import ROSTERS
+    from tdmodels.world import WorldFormatError, check_name, save_world
+
+    check_name(a.name)
+    if a.name in ROSTERS:
+        raise CLIError(f"--name {a.name!r} is a simulated roster's name; choose another")
+    try:
+        with np.load(a.path, allow_pickle=False) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+    except (OSError, ValueError, EOFError) as exc:
+        raise WorldFormatError(f"arrays {a.path}: not a readable .npz file ({type(exc).__name__}: {exc})") from None
+    unknown = sorted(set(arrays) - {"utilities", "probs", "rater", "personas"})
+    if "utilities" not in arrays or unknown:
+        raise WorldFormatError(f"arrays {a.path}: needs 'utilities' [students, questions, K], optionally 'probs', "
+                               f"'rater', 'personas'" + (f"; unknown: {', '.join(unknown)}" if unknown else ""))
+    target = world_file(a.name, a.worlds)
+    if target.exists() and not a.force:
+        raise CLIError(f"world file {target} exists; pass --force to replace it")
+    personas = [str(p) for p in arrays["personas"]] if "personas" in arrays else None
+    ds = world_from_arrays(arrays["utilities"], arrays.get("probs"), name=a.name, rater=arrays.get("rater"),
+                           personas=personas, beta=a.beta, arrivals=a.arrivals, session_length=a.session_length,
+                           arrival_mode=a.arrival_mode)
+    path = save_world(ds, target)
+    print(f"{a.name}: {path} ({ds.sizes['student']} students, {ds.sizes['question']} questions, "
+          f"{ds.attrs['arrivals']} arrivals of {ds.attrs['topics_per_session']} questions; click model "
+          f"{ds.attrs['click_model']}, beta {ds.attrs['beta']:.3f})")
     return 0
 
 
@@ -353,9 +439,33 @@ def cmd_validate(a) -> int:
 def cmd_export(a) -> int:
     from online.store import RunStore
 
-    p = RunStore(a.store).export(a.path, a.world)
+    digest = None
+    if a.world:
+        from tdmodels.rosters import open_world
+        from tdmodels.world import world_digest
+
+        digest = world_digest(open_world(a.world, allow_test=a.allow_test, directory=a.worlds))
+    p = RunStore(a.store).export(a.path, digest)
     print(f"wrote {p}")
     return 0
+
+
+def _sweep_options(p):
+    p.add_argument("--jobs", type=positive_int, default=1, help="local worker processes (default 1)")
+    p.add_argument("--cell-timeout", type=positive_float, metavar="SECONDS",
+                   help="stop and fail a cell that runs longer than this (default: no limit)")
+    p.add_argument("--yes", action="store_true", help=f"run a sweep of more than 10,000 cells")
+    _dask_options(p)
+
+
+def _fit_options(p, what):
+    p.add_argument("--world", default="dev", help=f"{WORLD_HELP} (default: dev)")
+    p.add_argument("--seed", type=natural_int, default=0)
+    p.add_argument("--arrivals", type=positive_int, help=f"{what} the run truncated to its first N arrivals")
+    p.add_argument("--users", type=positive_int, help=f"{what} only the first N users of the run")
+    p.add_argument("--chains", type=positive_int, default=4, help="NUTS chains (at least 2 for R-hat; default 4)")
+    p.add_argument("--warmup", type=positive_int, default=1000)
+    p.add_argument("--draws", type=positive_int, default=1000)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -363,22 +473,24 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("replay", help="run policies over seeds on a roster and store one row per run")
-    p.add_argument("--world", default="dev", help="roster name(s), comma-separated, or a .nc path (default: dev)")
+    p.add_argument("--world", default="dev", help=f"{WORLD_HELP}; several comma-separated (default: dev)")
     p.add_argument("--seeds", default="0-3", help="e.g. 0-7 or 0-3,8 (default: 0-3)")
     p.add_argument("--policies", default=DEFAULT_POLICIES, help=f"comma-separated policy specs (default: {DEFAULT_POLICIES})")
-    p.add_argument("--jobs", type=int, default=1, help="local worker processes (default 1)")
-    p.add_argument("--arrivals", type=int, help="truncate each run to the first N arrivals (quick checks)")
+    p.add_argument("--arrivals", type=positive_int, help="truncate each run to the first N arrivals (quick checks)")
     p.add_argument("--keep-clicks", action="store_true", help="also store each run's click log (for tutorduel fit)")
-    _dask_options(p)
+    _sweep_options(p)
     _common(p)
     p.set_defaults(fn=cmd_replay)
 
     p = sub.add_parser("stats", help="score and excess regret, mean ± s.e. over seeds, with reference rows")
-    p.add_argument("--world", default="dev")
+    p.add_argument("--world", default="dev", help=f"{WORLD_HELP}; several comma-separated (default: dev)")
     p.add_argument("--against", metavar="SPEC", help="also print paired excess-regret reductions against this policy")
-    p.add_argument("--arrivals", type=int, help="show the runs truncated to the first N arrivals (default: full runs)")
+    p.add_argument("--arrivals", type=positive_int, help="show the runs truncated to the first N arrivals (default: "
+                                                         "full runs)")
     p.add_argument("--curves", metavar="DIR", help="write the learning curves (centred 25-arrival means, 95%% bands) "
                                                    "as DIR/curves-WORLD.png")
+    p.add_argument("--any-code", action="store_true", help="also show rows run on other code versions of a policy, "
+                                                           "each version as its own line")
     _common(p)
     p.set_defaults(fn=cmd_stats)
 
@@ -388,68 +500,68 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seeds", help="seed range for every roster (default: the paper's counts, 32 or 64)")
     p.add_argument("--policies", help="comma-separated specs (default: CODuel, no-transfer and the seven competitors, "
                                       "random)")
-    p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--out", default="leaderboard", help="folder for leaderboard.md, leaderboard.html and the curves")
-    _dask_options(p)
+    _sweep_options(p)
     _common(p)
     p.set_defaults(fn=cmd_leaderboard)
 
     add_prefdisco_parsers(sub, _common)
 
-    p = sub.add_parser("worlds", help="build, list, describe and import worlds")
+    p = sub.add_parser("worlds", help="build, list, describe, import and make worlds")
     wsub = p.add_subparsers(dest="action", required=True)
-    q = wsub.add_parser("list")
+    q = wsub.add_parser("list", help="the simulated rosters and every world file in --worlds DIR, checked")
     _common(q, store=False)
     q = wsub.add_parser("build")
     q.add_argument("names", nargs="*", help="rosters to build (default: all seven)")
     _common(q, store=False)
     q = wsub.add_parser("describe")
-    q.add_argument("name")
+    q.add_argument("name", help=WORLD_HELP)
     q.add_argument("--seeds", default="0-3")
     _common(q, store=False)
     q = wsub.add_parser("import-sample")
     q.add_argument("path", help="path to tutorduel-site-sample.json")
     _common(q, store=False)
+    q = wsub.add_parser("from-arrays", help="a world from your own U (and P) in a .npz file: arrays 'utilities' "
+                                           "[students, questions, K], optional 'probs' [students, questions, K, K], "
+                                           "'rater' [questions, K], 'personas' [K]")
+    q.add_argument("path", help="the .npz file")
+    q.add_argument("--name", required=True, help="the new world's name (written to --worlds DIR/NAME.nc)")
+    q.add_argument("--beta", type=positive_float, help="click scale: the BTL click model's when 'probs' is absent "
+                                                       "(default 11), else fitted to the given P")
+    q.add_argument("--arrivals", type=positive_int, help="arrivals per run (default: the number of students)")
+    q.add_argument("--session-length", type=positive_int, default=24, help="questions per session (default 24)")
+    q.add_argument("--arrival-mode", choices=["uniform", "distinct"], default="uniform",
+                   help="students drawn with replacement (uniform, default) or each at most once (distinct)")
+    q.add_argument("--force", action="store_true", help="replace an existing world file of that name")
+    _common(q, store=False)
     p.set_defaults(fn=cmd_worlds)
 
     p = sub.add_parser("fit", help="NUTS reference fit of a model on the clicks of one run; writes netCDF")
-    p.add_argument("--world", default="dev")
-    p.add_argument("--seed", type=int, default=0)
+    _fit_options(p, "fit")
     p.add_argument("--policy", default="no-transfer", help="the policy whose clicks are fitted (default: no-transfer)")
     p.add_argument("--model", default="users", choices=["users", "population", "recalibration"])
     p.add_argument("--prior", default="policy", choices=["policy", "em"],
                    help="users' prior: the policy's own (default) or a mixture fitted by EM to the run's clicks")
-    p.add_argument("--arrivals", type=int, help="fit the run truncated to its first N arrivals")
-    p.add_argument("--users", type=int, help="fit only the first N users of the run")
-    p.add_argument("--chains", type=int, default=4)
-    p.add_argument("--warmup", type=int, default=1000)
-    p.add_argument("--draws", type=int, default=1000)
     p.add_argument("--strict", action="store_true", help="fail (exit 1) when the fit misses a health threshold")
     _common(p)
     p.set_defaults(fn=cmd_fit)
 
     p = sub.add_parser("validate", help="check each user's online belief against a NUTS reference on the same clicks")
-    p.add_argument("--world", default="dev")
-    p.add_argument("--seed", type=int, default=0)
+    _fit_options(p, "validate")
     p.add_argument("--policy", default="coduel", help="a policy that records its beliefs (default: coduel)")
-    p.add_argument("--arrivals", type=int, help="validate the run truncated to its first N arrivals")
-    p.add_argument("--users", type=int, help="check only the first N users of the run")
     p.add_argument("--rounds", help="also check the beliefs after these many clicks, e.g. 6,12 (a NUTS fit each)")
-    p.add_argument("--holdout", type=int, default=0,
+    p.add_argument("--holdout", type=natural_int, default=0,
                    help="also score the population prior on the run's last N arrivals (log predictive of their clicks)")
     p.add_argument("--population-nuts", action="store_true",
                    help="with --holdout: also fit the hierarchical population model by NUTS on the other arrivals and "
                         "compare a batch EM fit with it (density at test points, held-out clicks, co-clustering)")
-    p.add_argument("--chains", type=int, default=4)
-    p.add_argument("--warmup", type=int, default=1000)
-    p.add_argument("--draws", type=int, default=1000)
     _common(p)
     p.set_defaults(fn=cmd_validate)
 
     p = sub.add_parser("export", help="export stored rows to .csv or .parquet")
     p.add_argument("path")
-    p.add_argument("--world")
-    p.add_argument("--store")
+    p.add_argument("--world", help=f"only this world's rows: {WORLD_HELP}")
+    _common(p)
     p.set_defaults(fn=cmd_export)
     return ap
 
@@ -457,7 +569,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     from online.protocol import PolicyOutputError
     from online.registry import PolicySpecError
-    from online.store import CorruptRowError
+    from online.store import CorruptRowError, StoreError
     from tdmodels.rosters import HeldOutError
     from tdmodels.world import WorldFormatError
 
@@ -465,9 +577,12 @@ def main(argv=None) -> int:
     try:
         return args.fn(args)
     except (CLIError, HeldOutError, WorldFormatError, PolicySpecError, PolicyOutputError, CorruptRowError,
-            FileNotFoundError, ValueError) as exc:
+            StoreError, FileNotFoundError, ValueError) as exc:
         print(f"tutorduel: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("tutorduel: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -89,3 +89,39 @@ class AskEveryRound(Policy):
     def select(self, Phi):
         self.t += 1
         return (0, 1)
+
+
+class Exits(Policy):
+    """Ends its process at its first select: `how` = "sys" (sys.exit(code)) or "os" (os._exit(code))."""
+
+    def __init__(self, how="sys", code=0):
+        self.how, self.code = how, code
+
+    def select(self, Phi):
+        import os
+        import sys
+
+        if self.how == "os":
+            os._exit(self.code)
+        sys.exit(self.code)
+
+
+class Sleeps(Policy):
+    """Writes its process id to `pid_file` (if given) at reset, then sleeps `seconds` at its first select."""
+
+    def __init__(self, seconds=3600.0, pid_file=""):
+        self.seconds, self.pid_file = seconds, pid_file
+
+    def reset(self, rng, context):
+        import os
+        from pathlib import Path
+
+        super().reset(rng, context)
+        if self.pid_file:
+            Path(self.pid_file).write_text(str(os.getpid()))
+
+    def select(self, Phi):
+        import time
+
+        time.sleep(self.seconds)
+        return 0, 1

@@ -1,0 +1,117 @@
+"""The code identity of a policy's runs: a digest of the source of every module a run executes.
+
+A run row depends on the replay loop and on the policy. Both are followed through their imports,
+read statically from the source (``import`` and ``from ... import`` statements anywhere in a
+module, lazy imports inside functions included), within this project's packages and the
+policy's own top-level package; the digest covers the source text of every module reached.
+Third-party libraries are identified by their versions in the row, not by the digest.
+
+Why the import closure and not the whole package: editing one competitor, the diagnostics, a
+command or a docstring elsewhere must not invalidate every stored row of every other policy,
+while any edit that can change a policy's pairs (its module, the belief or kernel code it
+calls, the schedule, the scoring, the world reader) must. ``online.registry`` is included for
+its parsing rules; it names policies as strings, so it does not pull every policy in.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.util
+from functools import lru_cache
+from pathlib import Path
+from typing import NamedTuple
+
+PROJECT_PACKAGES = ("tdmodels", "inference", "online", "diagnostics", "tutorduel")
+RUNNER_MODULES = ("online.replay",)
+
+
+class CodeIdentity(NamedTuple):
+    digest: str              # 12 hex digits
+    modules: tuple           # the module names hashed, sorted
+
+
+@lru_cache(maxsize=None)
+def _top_location(top: str) -> tuple[Path | None, bool]:
+    """(folder holding the top-level package, True) or (the single module's file, False); nothing imported."""
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return None, False
+    if spec is None:
+        return None, False
+    if spec.submodule_search_locations:
+        return Path(list(spec.submodule_search_locations)[0]).parent, True
+    return (Path(spec.origin), False) if spec.origin and spec.origin.endswith(".py") else (None, False)
+
+
+def _source_file(name: str) -> Path | None:
+    """The .py file of module `name`, found from its top-level package's folder without importing it."""
+    where, is_package = _top_location(name.split(".")[0])
+    if where is None:
+        return None
+    if not is_package:
+        return where if "." not in name else None
+    rel = Path(*name.split("."))
+    for path in (where / rel.with_suffix(".py"), where / rel / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+def _imports(name: str, path: Path, tree: ast.AST) -> set[str]:
+    """Absolute names of the modules (or module attributes) a module's source imports."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1])
+                base = f"{base}.{node.module}" if node.module else base
+            else:
+                base = node.module or ""
+            out.add(base)
+            out.update(f"{base}.{a.name}" for a in node.names)     # `from pkg import module`
+    return out
+
+
+def _closure(roots: tuple[str, ...], packages: tuple[str, ...]) -> dict[str, bytes]:
+    seen: dict[str, bytes] = {}
+    todo = list(roots)
+    while todo:
+        name = todo.pop()
+        if name in seen or name.split(".")[0] not in packages:
+            continue
+        path = _source_file(name)
+        if path is None:
+            continue
+        try:
+            source = path.read_bytes()
+            tree = ast.parse(source)
+        except (OSError, SyntaxError, ValueError):
+            continue
+        seen[name] = source
+        todo.extend(_imports(name, path, tree))
+        parent = name.rpartition(".")[0]
+        if parent:
+            todo.append(parent)                       # a package's __init__ runs before its modules
+    return seen
+
+
+@lru_cache(maxsize=None)
+def code_identity(policy_module: str) -> CodeIdentity:
+    """The code identity of runs of a policy defined in module `policy_module` (cached per process:
+    the code this process loaded)."""
+    packages = PROJECT_PACKAGES + (policy_module.split(".")[0],)
+    sources = _closure(RUNNER_MODULES + (policy_module,), packages)
+    h = hashlib.sha256(b"tutorduel-code\0")
+    for name in sorted(sources):
+        h.update(name.encode() + b"\0" + hashlib.sha256(sources[name]).digest())
+    return CodeIdentity(h.hexdigest()[:12], tuple(sorted(sources)))
+
+
+def policy_code(target_class) -> CodeIdentity:
+    """The code identity of a policy class's runs."""
+    return code_identity(target_class.__module__)

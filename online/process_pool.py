@@ -1,0 +1,141 @@
+"""Local worker processes that survive what a task does to them.
+
+Each worker runs one task at a time, so a worker that dies (a policy calling ``os._exit``, a
+segfault, the kernel's OOM killer, ``kill -9``) names exactly the task it was running; it is
+replaced and the other tasks go on. A task past its time limit has its worker killed and
+replaced. Workers ignore SIGINT: Ctrl-C reaches the parent, which stops them (``close``).
+Workers are started with the "spawn" method (no state inherited from the parent).
+"""
+from __future__ import annotations
+
+import multiprocessing as mp
+import signal
+import time
+from multiprocessing.connection import wait
+from typing import Callable, Iterable
+
+POLL_S = 0.2
+
+
+def _serve(conn) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    while True:
+        try:
+            task = conn.recv()
+        except (EOFError, OSError):
+            return
+        if task is None:
+            return
+        fn, args = task
+        try:
+            result = fn(*args)
+        except BaseException as exc:   # fn should report its own errors; this is the last resort
+            result = ("error", f"{type(exc).__name__}: {exc}")
+        try:
+            conn.send(result)
+        except Exception as exc:       # an unpicklable result
+            conn.send(("error", f"the result could not be sent back ({type(exc).__name__}: {exc})"))
+
+
+def _exit_note(code: int | None) -> str:
+    if code is None:
+        return "exit status unknown"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit status {code}"
+
+
+class _Worker:
+    def __init__(self, ctx):
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_serve, args=(child,), daemon=True)
+        self.proc.start()
+        child.close()
+        self.task, self.started = None, 0.0
+
+    def stop(self, kill: bool = False) -> None:
+        if kill and self.proc.is_alive():
+            self.proc.kill()
+        elif self.proc.is_alive():
+            try:
+                self.conn.send(None)
+            except OSError:
+                self.proc.kill()
+        self.proc.join(timeout=5)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join()
+        self.conn.close()
+
+
+class WorkerPool:
+    """`n` worker processes running `fn(*args)` tasks; results are `(status, payload)` tuples."""
+
+    def __init__(self, n: int, timeout: float | None = None, should_stop: Callable[[], bool] = lambda: False):
+        if n < 1:
+            raise ValueError(f"a pool needs at least one worker, got {n}")
+        self.n, self.timeout, self.should_stop = n, timeout, should_stop
+        self.ctx = mp.get_context("spawn")
+        self.workers: list[_Worker] = []
+
+    def run(self, tasks: Iterable[tuple[object, Callable, tuple]], on_result: Callable[[object, str, object], None]) -> bool:
+        """Run every (tag, fn, args) task; call on_result(tag, status, payload) as each ends (in this process).
+        A dead worker or a task over the time limit gives status "error". Return False if `should_stop()`
+        became true (the running tasks are abandoned, their workers killed), True when all ran."""
+        queue = list(tasks)[::-1]
+        try:
+            while queue or any(w.task is not None for w in self.workers):
+                if self.should_stop():
+                    return False
+                while queue and (len(self.workers) < self.n or any(w.task is None for w in self.workers)):
+                    tag, fn, args = queue.pop()
+                    self._send(tag, fn, args)
+                busy = [w for w in self.workers if w.task is not None]
+                ready = wait([w.conn for w in busy] + [w.proc.sentinel for w in busy], timeout=POLL_S)
+                for w in busy:
+                    if w.conn in ready:
+                        try:
+                            status, payload = w.conn.recv()
+                        except (EOFError, OSError):
+                            self._lost(w, on_result, None)
+                            continue
+                        tag, w.task = w.task, None
+                        on_result(tag, status, payload)
+                    elif w.proc.sentinel in ready:
+                        self._lost(w, on_result, None)
+                    elif self.timeout is not None and time.monotonic() - w.started > self.timeout:
+                        self._lost(w, on_result, f"exceeded the time limit of {self.timeout:g} s (its worker was "
+                                                 f"stopped)")
+            return True
+        finally:
+            self.close(kill=True)
+
+    def _send(self, tag, fn, args) -> None:
+        w = next((w for w in self.workers if w.task is None), None)
+        if w is not None:
+            try:
+                w.conn.send((fn, args))
+            except OSError:               # an idle worker that died: replace it
+                w.stop(kill=True)
+                self.workers.remove(w)
+                w = None
+        if w is None:
+            w = _Worker(self.ctx)
+            self.workers.append(w)
+            w.conn.send((fn, args))
+        w.task, w.started = tag, time.monotonic()
+
+    def _lost(self, w: _Worker, on_result, note: str | None) -> None:
+        tag = w.task
+        w.stop(kill=True)
+        self.workers.remove(w)
+        on_result(tag, "error", note or f"its worker process died ({_exit_note(w.proc.exitcode)}); a policy that "
+                                        f"ends its own process, a crash in compiled code or the memory killer")
+
+    def close(self, kill: bool = False) -> None:
+        for w in self.workers:
+            w.stop(kill=kill or w.task is not None)
+        self.workers = []

@@ -1,0 +1,146 @@
+"""A world from your own arrays: utilities U, and judge probabilities P or a stated click model.
+
+Only U (and P) carry information a policy is scored on; the rest of the format is filled with
+generic metadata: every question is its own topic (one chain of one question, kind
+"definition", cue 0), so a session is `session_length` distinct questions drawn at random,
+and the rater feature is absent (zeros) unless rater scores are given.
+"""
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+from scipy.special import expit
+
+from .bradley_terry import order_averaged
+from .simulator import fit_click_scale
+from .world import ARRIVAL_MODES, FORMAT_VERSION, WorldFormatError, check_name, validate_world
+
+DEFAULT_CLICK_SCALE = 11.0    # logits per unit of U: the real sample's pooled fit P ~ sigmoid(11 (U_a - U_b))
+DEFAULT_CLIP = 0.1            # the reference judge's probabilities lie in [0.1, 0.9]
+
+
+def btl_probs(U: np.ndarray, beta: float = DEFAULT_CLICK_SCALE, clip: float = DEFAULT_CLIP) -> np.ndarray:
+    """P[..., i, j] = clip(sigmoid(beta (U_i - U_j)), clip, 1 - clip), diagonal 0.5; U [..., K]."""
+    if not (np.isfinite(beta) and beta > 0):
+        raise WorldFormatError(f"click model: beta {beta!r} must be a finite positive number")
+    if not 0 <= clip < 0.5:
+        raise WorldFormatError(f"click model: clip {clip!r} must lie in [0, 0.5)")
+    U = np.asarray(U, dtype=float)
+    P = expit(beta * (U[..., :, None] - U[..., None, :]))
+    P = np.clip(P, max(clip, 1e-12), min(1 - clip, 1 - 1e-12))
+    K = U.shape[-1]
+    P[..., np.arange(K), np.arange(K)] = 0.5
+    return P
+
+
+def _array(value, name: str, ndim: int) -> np.ndarray:
+    try:
+        arr = np.asarray(value)
+    except Exception as exc:  # ragged nested lists and the like
+        raise WorldFormatError(f"{name}: not an array ({type(exc).__name__}: {exc})") from None
+    if arr.dtype.kind not in "fiu":
+        raise WorldFormatError(f"{name}: values of type {arr.dtype}; expected numbers")
+    if arr.ndim != ndim:
+        raise WorldFormatError(f"{name}: {arr.ndim} dimensions {arr.shape}, expected {ndim}")
+    return arr.astype(float)
+
+
+def _standardise(g: np.ndarray) -> np.ndarray:
+    g = g - g.mean(axis=1, keepdims=True)
+    sd = g.std(axis=1, keepdims=True)
+    return np.divide(g, sd, out=np.zeros_like(g), where=sd > 0)
+
+
+def world_from_arrays(utilities, probs=None, *, name: str = "mine", rater=None, personas=None,
+                      beta: float | None = None, clip: float = DEFAULT_CLIP, arrivals: int | None = None,
+                      session_length: int = 24, arrival_mode: str = "uniform", held_out: bool = False,
+                      description: str = "") -> xr.Dataset:
+    """Build a validated world Dataset from U and, optionally, P.
+
+    Parameters
+    ----------
+    utilities : array [students, questions, K]
+        Reference utilities U in [0, 1]; K >= 3 personas.
+    probs : array [students, questions, K, K], optional
+        P(first shown wins), order-aware, in (0, 1) off the diagonal. Without it, P comes from the
+        click model ``btl_probs(U, beta, clip)``.
+    name : str
+        The world's roster name (it also salts the session schedule).
+    rater : array [questions, K], optional
+        Rater scores g(p, q); centred over personas and scaled to unit sd here. Absent: zeros.
+    personas : list of K str, optional
+        Persona names (default P0..P{K-1}).
+    beta : float, optional
+        Click scale in logits per unit of U: the click model's when P is absent (default 11), else
+        fitted to P (least squares of the order-averaged P on sigmoid(beta (U_a - U_b))) when None.
+    clip : float
+        The click model's clip bound (default 0.1: P in [0.1, 0.9]).
+    arrivals : int, optional
+        Arrivals per run (default: the number of students).
+    session_length : int
+        Questions per session, drawn without replacement (default 24; at most the number of questions).
+    arrival_mode : {"uniform", "distinct"}
+        Students drawn with replacement, or each at most once (needs students >= arrivals).
+    held_out : bool
+        Mark the world as held out (readable only with --allow-test).
+
+    Returns
+    -------
+    xarray.Dataset
+        A world in the on-disk format, validated.
+    """
+    check_name(name)
+    U = _array(utilities, "utilities", 3)
+    n_s, n_q, K = U.shape
+    if probs is None:
+        P = btl_probs(U, DEFAULT_CLICK_SCALE if beta is None else float(beta), clip)
+        click_model = f"btl beta={DEFAULT_CLICK_SCALE if beta is None else float(beta)} clip={clip}"
+    else:
+        P = _array(probs, "probs", 4)
+        if P.shape != (n_s, n_q, K, K):
+            raise WorldFormatError(f"probs: shape {P.shape}, expected {(n_s, n_q, K, K)} to match utilities")
+        P = P.copy()
+        P[..., np.arange(K), np.arange(K)] = 0.5
+        click_model = "given"
+    if beta is None:
+        beta = fit_click_scale(order_averaged(P), U) if probs is not None else DEFAULT_CLICK_SCALE
+    if personas is None:
+        personas = [f"P{k}" for k in range(K)]
+    personas = [str(p) for p in personas]
+    if len(personas) != K:
+        raise WorldFormatError(f"personas: {len(personas)} names for {K} personas")
+    if arrival_mode not in ARRIVAL_MODES[:2]:
+        raise WorldFormatError(f"arrival_mode {arrival_mode!r}: use 'uniform' or 'distinct'")
+    if arrivals is not None and (isinstance(arrivals, bool) or not isinstance(arrivals, (int, np.integer))
+                                 or arrivals < 1):
+        raise WorldFormatError(f"arrivals {arrivals!r}: must be a positive integer")
+    if isinstance(session_length, bool) or not isinstance(session_length, (int, np.integer)) \
+            or not 1 <= session_length <= n_q:
+        raise WorldFormatError(f"session_length {session_length!r}: must be an integer in 1..{n_q} (the questions)")
+    g = np.zeros((n_q, K)) if rater is None else _standardise(_array(rater, "rater", 2))
+    if g.shape != (n_q, K):
+        raise WorldFormatError(f"rater: shape {g.shape}, expected {(n_q, K)}")
+    features = np.concatenate([np.broadcast_to(np.eye(K), (n_q, K, K)), g[:, :, None]], axis=2)
+    ds = xr.Dataset(
+        {
+            "features": (("question", "persona", "feature"), features),
+            "probs": (("student", "question", "first", "second"), P),
+            "utilities": (("student", "question", "persona"), U),
+            "question_topic": (("question",), np.array([f"q{i}" for i in range(n_q)])),
+            "question_chain": (("question",), np.zeros(n_q, dtype=np.int64)),
+            "question_kind": (("question",), np.array(["definition"] * n_q)),
+            "question_cue": (("question",), np.zeros(n_q, dtype=np.int64)),
+            "question_text": (("question",), np.array([f"question {i}" for i in range(n_q)])),
+            "student_profile": (("student",), np.array([f"s{i}" for i in range(n_s)])),
+            "student_traits": (("student",), np.array([""] * n_s)),
+            "student_quirks": (("student",), np.array([""] * n_s)),
+        },
+        coords={"student": np.arange(n_s), "question": np.arange(n_q), "persona": personas, "first": personas,
+                "second": personas, "feature": [f"e_{p}" for p in personas] + ["g"]},
+        attrs={"roster": name, "arrivals": int(n_s if arrivals is None else arrivals),
+               "topics_per_session": int(session_length), "chains_per_topic": 1, "questions_per_chain": 1,
+               "arrival_mode": arrival_mode, "held_out": int(bool(held_out)), "rater_available": int(rater is not None),
+               "beta": float(beta), "bank_size": 16, "format_version": FORMAT_VERSION, "generator": "from-arrays",
+               "click_model": click_model, "description": description or f"{n_s} students x {n_q} questions from arrays"},
+    )
+    return validate_world(ds, f"{name} (from arrays)")

@@ -1,0 +1,65 @@
+"""What `stats`, `leaderboard` and `export` read from the run store: the rows of one world version,
+one truncation and the current code of each policy, with a note for everything left out."""
+from __future__ import annotations
+
+from collections import Counter
+from typing import NamedTuple
+
+from online.code_identity import policy_code
+from online.registry import PolicySpecError, resolve
+from online.replay import arrivals_limit
+from online.store import RunStore
+from tdmodels.world import world_digest
+
+
+class StoredRows(NamedTuple):
+    rows: list[dict]         # the rows to show
+    notes: list[str]         # one line per kind of row left out or damaged
+    codes: dict              # policy -> current code digest (None where the policy cannot be loaded here)
+
+
+def current_code(policy_rows: list[dict]) -> str | None:
+    try:
+        return policy_code(resolve(policy_rows[0]["target"])).digest
+    except PolicySpecError:
+        return None
+
+
+def stored_rows(store: RunStore, world, name: str, arrivals: int | None = None, any_code: bool = False) -> StoredRows:
+    """Rows of `world` (by content digest) for one truncation. By default only rows run on the code this
+    process has for each policy; `any_code` keeps every code version, each shown as its own line."""
+    digest, limit = world_digest(world), arrivals_limit(world, arrivals)
+    rows, problems = store.scan(digest)
+    notes = [f"{p} (skipped)" for p in problems]
+    rows = [r for r in rows if r["arrivals_limit"] == limit]
+    by_policy: dict[str, list[dict]] = {}
+    for r in rows:
+        by_policy.setdefault(r["policy"], []).append(r)
+    codes, shown = {}, []
+    for policy, prs in sorted(by_policy.items()):
+        code = codes[policy] = current_code(prs)
+        if code is None:
+            notes.append(f"policy {policy!r} cannot be loaded here, so its current code is unknown; its rows are "
+                         f"shown for every code version")
+        for r in prs:
+            r_code = r["code"]["digest"]
+            if code is None or r_code == code:
+                shown.append(r)
+            elif any_code:
+                shown.append({**r, "policy": f"{policy} (code {r_code})"})
+        old = Counter(r["code"]["digest"] for r in prs if code is not None and r["code"]["digest"] != code)
+        if old and not any_code:
+            versions = ", ".join(f"{c} ({n} rows)" for c, n in sorted(old.items()))
+            notes.append(f"{sum(old.values())} row(s) of {policy!r} ran on other code versions ({versions}); the current "
+                         f"code is {code}; left out (tutorduel replay computes the current ones; --any-code shows them)")
+    for other in store.world_digests():
+        if other != digest and name in store.world_names(other):
+            n = sum(1 for _ in store.rows(other))
+            if n:
+                notes.append(f"{n} row(s) of another version of world {name!r} (content digest {other}) are in the "
+                             f"store; left out")
+    legacy = store.legacy_rows()
+    if legacy:
+        notes.append(f"{len(legacy)} row file(s) in the layout of an earlier toolkit version (e.g. {legacy[0]}) are not "
+                     f"read; tutorduel replay recomputes them")
+    return StoredRows(shown, notes, codes)
