@@ -50,19 +50,17 @@ def test_worlds_list_and_describe(env_dirs, capsys):
 
 
 def test_stats_leaves_out_rows_of_another_world_version(env_dirs, capsys):
-    import json
+    from tdmodels.rosters import open_world, world_file
+    from tdmodels.world import save_world
 
-    from online.store import RunStore
     assert main(["replay", "--seeds", "0-1", "--policies", "random", "--arrivals", "5"]) == 0
-    st = RunStore()
-    p = st.path("dev", 1, "random", 5)
-    row = json.loads(p.read_text())
-    row["world_digest"] = "0" * 16
-    p.write_text(json.dumps(row))
+    edited = open_world("dev").copy(deep=True)
+    edited["utilities"].values[0, 0, 0] *= 0.5
+    save_world(edited, world_file("dev"))                  # dev.nc rebuilt differently: a new version of 'dev'
     capsys.readouterr()
     assert main(["stats", "--world", "dev", "--arrivals", "5"]) == 0
     cap = capsys.readouterr()
-    assert "another version of this world" in cap.err and "| random | 1 |" in cap.out
+    assert "another version of world 'dev'" in cap.err and "no stored runs" in cap.out
 
 
 def test_fit_writes_inference_data_beside_the_row(env_dirs, capsys):
@@ -75,10 +73,13 @@ def test_fit_writes_inference_data_beside_the_row(env_dirs, capsys):
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "health: 2 chains x 150 draws, 42 parameters" in out and "theta[0, 0]" in out
-    store = RunStore()
-    path = store.fit_path("dev", 0, "no-transfer", "users", 6)
-    assert f"wrote {path}" in out and store.clicks_path("dev", 0, "no-transfer", 6).exists()
-    assert store.get("dev", 0, "no-transfer", 6) is not None        # the replayed row was stored too
+    from online.replay import run_key
+    from tdmodels.rosters import open_world
+
+    store, key = RunStore(), run_key(open_world("dev"), 0, "no-transfer", 6)
+    path = store.fit_path(key, "users")
+    assert f"wrote {path}" in out and store.clicks_path(key).exists()
+    assert store.get(key) is not None        # the replayed row was stored too
     idata = az.from_netcdf(str(path))
     assert idata.posterior.theta.shape == (2, 150, 6, 7) and idata.posterior.attrs["model"] == "users"
 

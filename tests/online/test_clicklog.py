@@ -3,8 +3,10 @@ import pytest
 
 from online.clicklog import ClickLogError, load_click_log, save_click_log
 from online.replay import replay, replay_logged
+from online.replay import run_key
 from online.store import RunStore
 from online.sweep import run_sweep
+from tdmodels.rosters import open_world
 
 
 def test_log_holds_what_the_policy_saw(dev_world, tmp_path):
@@ -37,10 +39,10 @@ def test_sweep_keeps_logs_beside_rows(env_dirs):
     res = run_sweep(["dev"], [0, 1], ["random"], store, arrivals=3, progress=False, keep_clicks=True)
     assert len(res.done) == 2
     for seed in (0, 1):
-        log = load_click_log(store.clicks_path("dev", seed, "random", 3))
+        log = load_click_log(store.clicks_path(run_key(open_world("dev"), seed, "random", 3)))
         assert log.outcome.shape == (3, 24)
     # a stored row without its log is recomputed when logs are asked for
-    store.clicks_path("dev", 1, "random", 3).unlink()
+    store.clicks_path(run_key(open_world("dev"), 1, "random", 3)).unlink()
     res = run_sweep(["dev"], [0, 1], ["random"], store, arrivals=3, progress=False, keep_clicks=True)
     assert len(res.cached) == 1 and len(res.done) == 1
 

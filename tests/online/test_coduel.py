@@ -34,7 +34,9 @@ def test_ablations_are_settings(dev_world):
                  "coduel[gate=false]"):
         assert make_policy(spec).name == "coduel"
     row = replay(dev_world, 0, "coduel[population=false,lookahead=false]", arrivals=3)
-    assert row["settings"] == {"lookahead": False, "population": False}
+    assert row["policy"] == "coduel[lookahead=false,population=false]"
+    assert row["settings"]["lookahead"] is False and row["settings"]["population"] is False
+    assert row["settings"]["gate"] is True and row["settings"]["engine"] == "numba"      # defaults filled in
 
 
 def test_gate_closed_means_no_transfer_pairs(dev_world):

@@ -18,9 +18,9 @@ def test_dask_local_cluster_sweep_matches_local_rows(env_dirs):
     res = run_sweep(["dev"], [0, 1], specs, st, arrivals=6, progress=False, dask_workers=2)
     assert len(res.done) == 6 and len(res.failed) == 2
     assert all("boom" in msg for _, msg in res.failed)
-    assert all(st.get("dev", c.seed, c.policy, c.arrivals) is None for c, _ in res.failed)
+    assert all(st.get(c.key) is None for c, _ in res.failed)
     for c in res.done:                       # bit-identical rows, apart from timing and versions
-        assert _same(st.get("dev", c.seed, c.policy, 6), local.get("dev", c.seed, c.policy, 6))
+        assert _same(st.get(c.key), local.get(c.key))
     again = run_sweep(["dev"], [0, 1], specs[:3], st, arrivals=6, progress=False, dask_workers=2)
     assert len(again.cached) == 6 and not again.done      # nothing resent
 
