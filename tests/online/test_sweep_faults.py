@@ -1,0 +1,183 @@
+"""A cell ends as done or failed, never vanishes: policies that exit, kill or hang their process,
+workers killed from outside, Ctrl-C, and sweeps too large or impossible to start."""
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from online.store import RunStore
+from online.sweep import SweepError, SweepInterrupted, run_sweep
+from tdmodels.rosters import open_world
+
+GOOD = ["random", "no-transfer"]
+
+
+def _cli(*args):
+    return [sys.executable, "-m", "tutorduel.cli", "replay", "--world", "dev", *args]
+
+
+@pytest.mark.parametrize("inline", [True, False])
+def test_a_policy_calling_sys_exit_fails_its_cell_and_the_sweep_goes_on(env_dirs, inline):
+    """Finding 4: SystemExit is a BaseException, not an Exception."""
+    st = RunStore()
+    res = run_sweep(["dev"], [0, 1], ["tests.online.helpers:Exits"] + GOOD, st, arrivals=3, progress=False,
+                    inline=inline)
+    assert len(res.done) == 4 and len(res.failed) == 2
+    assert all("sys.exit(0)" in msg for _, msg in res.failed)
+    assert len(st.failures()) == 2 and len(list(st.rows())) == 4
+
+
+def test_a_policy_ending_its_worker_process_fails_only_its_cell(env_dirs):
+    """Finding 5 (local): os._exit in a pool worker; the worker is replaced and every other cell stored."""
+    st = RunStore()
+    res = run_sweep(["dev"], [0, 1, 2], GOOD + ['tests.online.helpers:Exits[how="os",code=0]'], st, arrivals=3,
+                    progress=False, jobs=2)
+    assert len(res.done) == 6 and len(res.failed) == 3
+    assert all("worker process died (exit status 0)" in msg for _, msg in res.failed)
+    assert len(list(st.rows())) == 6
+
+
+def test_a_pool_worker_killed_from_outside_mid_sweep(env_dirs):
+    """kill -9 of a local worker while it runs a cell: that cell fails, every other cell is stored, rc 1."""
+    open_world("dev")
+    pid_file = env_dirs / "pid"
+    spec = f'tests.online.helpers:Sleeps[seconds=600,pid_file="{pid_file}"]'
+    proc = subprocess.Popen(_cli("--seeds", "0-3", "--arrivals", "3", "--jobs", "2", "--policies",
+                                 ",".join(GOOD + [spec])), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not pid_file.exists() and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.2)
+    os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    pid_file.unlink()
+    # the other Sleeps cells: kill each worker as it starts one, so the sweep ends
+    for _ in range(3):
+        while not pid_file.exists() and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.05)
+        if pid_file.exists():
+            time.sleep(0.2)
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)
+            pid_file.unlink()
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err
+    assert "8 cells computed, 0 already stored, 4 failed" in out
+    assert err.split("failed cells")[1].count("killed by SIGKILL") == 4
+    assert len(list(RunStore().rows())) == 8
+
+
+def test_a_hanging_policy_is_stopped_by_the_cell_time_limit(env_dirs):
+    st = RunStore()
+    res = run_sweep(["dev"], [0, 1], GOOD + ["tests.online.helpers:Sleeps"], st, arrivals=3, progress=False, jobs=2,
+                    cell_timeout=3)
+    assert len(res.done) == 4 and len(res.failed) == 2
+    assert all("time limit of 3 s" in msg for _, msg in res.failed)
+
+
+def test_dask_worker_killed_by_a_cell(env_dirs):
+    """Finding 5 (Dask): a task that kills its worker is retried a bounded number of times, then fails;
+    every other cell is computed (the world is not lost with the worker)."""
+    st = RunStore()
+    res = run_sweep(["dev"], [0, 1, 2], GOOD + ['tests.online.helpers:Exits[how="os",code=1]'], st, arrivals=3,
+                    progress=False, dask_workers=2)
+    assert len(res.done) == 6 and len(res.failed) == 3, res.failed
+    assert all("killed its worker" in msg for _, msg in res.failed)
+    assert len(list(st.rows())) == 6
+
+
+def test_dask_cell_time_limit(env_dirs):
+    st = RunStore()
+    res = run_sweep(["dev"], [0], GOOD + ["tests.online.helpers:Sleeps"], st, arrivals=3, progress=False,
+                    dask_workers=2, cell_timeout=3)
+    assert len(res.done) == 2 and len(res.failed) == 1 and "time limit" in res.failed[0][1]
+
+
+def test_unreachable_scheduler_is_one_clear_error(env_dirs, monkeypatch):
+    import online.sweep
+
+    monkeypatch.setattr(online.sweep, "DASK_CONNECT_S", 1)
+    with pytest.raises(SweepError, match="cannot reach the Dask scheduler at tcp://127.0.0.1:9"):
+        run_sweep(["dev"], [0], ["random"], RunStore(), arrivals=3, progress=False, scheduler="tcp://127.0.0.1:9")
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"jobs": 0}, "jobs must be a positive integer"),
+    ({"jobs": -1}, "jobs must be a positive integer"),
+    ({"dask_workers": 0}, "dask_workers must be a positive integer"),
+    ({"dask_workers": -1}, "dask_workers must be a positive integer"),
+    ({"cell_timeout": 0}, "cell_timeout must be a positive number"),
+    ({"cell_timeout": float("nan")}, "cell_timeout must be a positive number"),
+    ({"scheduler": "tcp://x:1", "dask_workers": 2}, "not both"),
+])
+def test_executor_options_are_checked(env_dirs, kwargs, words):
+    with pytest.raises(SweepError, match=words):
+        run_sweep(["dev"], [0], ["random"], RunStore(), arrivals=3, progress=False, **kwargs)
+    assert not (env_dirs / "runs").exists()
+
+
+def test_huge_sweeps_need_confirmation(env_dirs):
+    """Finding 9: more than 10,000 cells need --yes; nothing is built or stored before the check."""
+    with pytest.raises(SweepError, match="pass --yes"):
+        run_sweep(["dev"], list(range(100_001)), ["random"], RunStore(), progress=False)
+    assert not (env_dirs / "runs").exists() and not (env_dirs / "worlds").exists()
+
+
+def test_a_store_that_cannot_be_written_is_refused_before_any_cell(env_dirs):
+    (env_dirs / "afile").write_text("x")
+    with pytest.raises(OSError, match="is a file, not a folder"):
+        run_sweep(["dev"], [0], ["random"], RunStore(env_dirs / "afile"), arrivals=3, progress=False)
+    ro = env_dirs / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    try:
+        if os.access(ro, os.W_OK):
+            pytest.skip("running as a user who can write a read-only folder (root)")
+        with pytest.raises(OSError, match="cannot be written"):
+            run_sweep(["dev"], [0], ["random"], RunStore(ro / "runs"), arrivals=3, progress=False)
+    finally:
+        ro.chmod(0o700)
+
+
+def test_ctrl_c_inline_stops_without_failing_a_cell(env_dirs):
+    """SIGINT during an inline coduel cell (numba code): interrupted, never recorded as failed."""
+    st = RunStore()
+    timer = None
+
+    def interrupt():
+        os.kill(os.getpid(), signal.SIGINT)
+
+    import threading
+
+    timer = threading.Timer(1.0, interrupt)
+    timer.start()
+    with pytest.raises(SweepInterrupted) as e:
+        run_sweep(["dev"], list(range(20)), ["coduel"], st, arrivals=60, progress=False, inline=True)
+    timer.cancel()
+    res = e.value.result
+    assert not res.failed and not st.failures() and res.interrupted
+    assert len(res.done) + len(res.interrupted) == 20
+
+
+def test_ctrl_c_stops_the_sweep_cleanly(env_dirs):
+    """Finding 10: SIGINT to the process group (a terminal's Ctrl-C) at random points: rc 130, a summary,
+    no cell recorded as failed; a rerun completes the sweep."""
+    open_world("dev")
+    cmd = _cli("--seeds", "0-7", "--policies", "coduel:greedy,no-transfer", "--jobs", "2")
+    st, rng, stopped = RunStore(), random.Random(3), 0
+    for _ in range(4):
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        time.sleep(rng.uniform(2.0, 4.0))
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode in (0, 130), err
+        if proc.returncode == 130:
+            stopped += 1
+            assert "interrupted:" in err and "not finished (rerun to resume" in err and "Traceback" not in err
+        assert not st.failures()
+    assert stopped >= 2
+    assert subprocess.run(cmd, capture_output=True).returncode == 0
+    assert len(list(st.rows())) == 16 and not st.failures()
