@@ -114,7 +114,7 @@ def resolve(target: str):
         raise PolicySpecError(f"cannot load policy {target!r}: {exc}") from None
     except Exception as exc:  # a researcher's module that fails on import
         raise PolicySpecError(f"cannot load policy {target!r}: importing {mod} raised {type(exc).__name__}: {exc}") from None
-    if not callable(obj):
+    if not inspect.isclass(obj):
         raise PolicySpecError(f"policy {target!r} is a {type(obj).__name__}, not a class")
     return obj
 

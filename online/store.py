@@ -339,9 +339,9 @@ class RunStore:
                 import pandas as pd
                 frame = pd.DataFrame.from_records(records, columns=list(EXPORT_COLUMNS))
                 atomic_save(path, lambda tmp: frame.to_parquet(tmp))
-            except ImportError as exc:
+            except ImportError:
                 raise ExportError(f"export to {path}: parquet needs pandas and pyarrow "
-                                  f"(pip install 'tutorduel[export]'), or use a .csv name ({exc})") from None
+                                  f"(pip install 'tutorduel[export]'), or use a .csv name") from None
             return path
 
         def write(tmp):

@@ -188,7 +188,8 @@ def _check_rater(g: np.ndarray, available: int, source) -> None:
             q = int(np.argwhere(g != 0)[0][0])
             _fail(source, "features", f"rater feature nonzero at question={q} although attrs.rater_available = 0")
         return
-    mean, sd = g.mean(axis=1), g.std(axis=1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        mean, sd = g.mean(axis=1), g.std(axis=1)
     bad = (np.abs(mean) > RATER_TOL) | ((np.abs(sd - 1) > RATER_TOL) & (np.abs(g).max(axis=1) > 0))
     if np.any(bad):
         q = int(np.flatnonzero(bad)[0])

@@ -24,6 +24,28 @@ def test_round_trip(dev_world, tmp_path):
     (lambda ds: ds.assign_coords(student=np.zeros(ds.sizes["student"], int)), "student", "not unique"),
     (lambda ds: _attr(ds, "arrival_mode", "sometimes"), "attrs.arrival_mode", "not one of"),
     (lambda ds: _attr(ds, "format_version", 99), "attrs.format_version", "this toolkit reads"),
+    # finding 8: inputs that slipped through
+    (lambda ds: _attr(ds, "beta", float("nan")), "attrs.beta", "finite positive"),
+    (lambda ds: _attr(ds, "beta", -2.0), "attrs.beta", "finite positive"),
+    (lambda ds: _attr(ds, "beta", "11"), "attrs.beta", "not a number"),
+    (lambda ds: _attr(ds, "bank_size", 0), "attrs.bank_size", "expected an integer >= 1"),
+    (lambda ds: _attr(ds, "arrivals", 0), "attrs.arrivals", "expected an integer >= 1"),
+    (lambda ds: _attr(ds, "arrivals", -5), "attrs.arrivals", "expected an integer >= 1"),
+    (lambda ds: _attr(ds, "arrivals", 3.7), "attrs.arrivals", "not an integer"),
+    (lambda ds: _attr(ds, "held_out", 2), "attrs.held_out", "expected 0 or 1"),
+    (lambda ds: _attr(ds, "roster", "../escaped"), "attrs.roster", "letters, digits"),
+    (lambda ds: ds.assign_coords(persona=["A", "B", "C", "D", "E", "A"], first=["A", "B", "C", "D", "E", "A"],
+                                 second=["A", "B", "C", "D", "E", "A"]), "persona", "appears 2 times"),
+    (lambda ds: _set(ds, "features", (5, 2, 6), 1e300), "features", "centred with unit sd"),
+    (lambda ds: _scale_rater(ds, 1e3), "features", "centred with unit sd"),
+    (lambda ds: _attr(_scale_rater(ds, 0.0), "rater_available", 1).pipe(lambda d: _set(d, "features", (0, 0, 6), 1.0)),
+     "features", "centred"),
+    (lambda ds: _attr(ds, "rater_available", 0), "features", "rater_available = 0"),
+    (lambda ds: ds.assign(utilities=ds["utilities"].astype(str)), "utilities", "expected numbers"),
+    (lambda ds: ds.isel(student=slice(0, 0)), "utilities", "at least one of each"),
+    (lambda ds: ds.isel(persona=slice(0, 2), first=slice(0, 2), second=slice(0, 2),
+                        feature=[0, 1, 6]), "utilities", "at least 3 personas"),
+    (lambda ds: ds.assign(utilities=ds["utilities"] * 0 + 0.5), "utilities", "score is undefined"),
 ])
 def test_bad_worlds_are_refused_naming_the_field(dev_world, mutate, field, words):
     bad = mutate(dev_world.copy(deep=True))
@@ -55,6 +77,44 @@ def _set(ds, name, idx, value):
     arr = ds[name].values.copy()
     arr[idx] = value
     return ds.assign({name: (ds[name].dims, arr)})
+
+
+def _scale_rater(ds, factor):
+    arr = ds["features"].values.copy()
+    arr[:, :, -1] *= factor
+    return ds.assign(features=(ds["features"].dims, arr))
+
+
+def test_messages_show_plain_values(dev_world):
+    bad = dev_world.copy(deep=True)
+    topics = bad["question_topic"].values.copy()
+    topics[0] = topics[10]
+    bad = bad.assign(question_topic=("question", topics))
+    with pytest.raises(WorldFormatError) as e:
+        validate_world(bad, "bad.nc")
+    assert "np.str_" not in str(e.value) and "topic '" in str(e.value)
+
+
+def test_digest_is_the_content_not_the_file(dev_world, tmp_path):
+    from tdmodels.world import world_digest
+
+    a = save_world(dev_world, tmp_path / "a.nc")
+    b = save_world(dev_world, tmp_path / "renamed.nc")
+    assert world_digest(load_world(a)) == world_digest(load_world(b)) == world_digest(dev_world)
+    edited = dev_world.copy(deep=True)
+    edited["probs"].values[0, 0, 0, 1] = 0.31
+    assert world_digest(edited) != world_digest(dev_world)
+
+
+def test_a_world_too_large_for_memory_is_refused_before_loading(dev_world, tmp_path, monkeypatch):
+    import tdmodels.world as tw
+
+    p = save_world(dev_world, tmp_path / "dev.nc")
+    monkeypatch.setattr(tw, "memory_available", lambda: 100_000)
+    with pytest.raises(WorldFormatError, match=r"too large for this machine.*probs \[student=8, question=144"):
+        load_world(p)
+    with pytest.raises(WorldFormatError, match="x 3 process"):
+        load_world(p, copies=3)
 
 
 def _attr(ds, key, value):

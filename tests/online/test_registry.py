@@ -1,0 +1,79 @@
+"""Policy specs: settings parsed by their declared types, canonical forms, refusals that name everything."""
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from online.registry import PolicySpecError, canonical_spec, make_policy, policy_spec, split_specs
+from online.store import RunStore
+from online.sweep import run_sweep
+
+
+@pytest.mark.parametrize("spellings, canonical", [
+    (["coduel[lookahead=false]", "coduel[lookahead=False]", "coduel[lookahead=FALSE]", "coduel:greedy",
+      "coduel[lookahead=false,gate=true]"], "coduel[lookahead=false]"),
+    (["no-transfer", "no-transfer[prior_var=4.0]", "no-transfer[prior_var=4]", "no-transfer[prior_var=4e0]"],
+     "no-transfer"),
+    (["coldb-lr", 'coldb[estimator="least-squares"]', "coldb[estimator=least-squares]"],
+     'coldb[estimator="least-squares"]'),
+    (["colstim", "colstim[c=null]", "colstim[c=None]"], "colstim"),
+    (["coduel-ask[gate=false,horizon=2]", "coduel-ask[horizon=2,gate=False]"], "coduel-ask[gate=false,horizon=2]"),
+])
+def test_spellings_of_one_policy_are_one_spec(spellings, canonical):
+    assert {canonical_spec(s) for s in spellings} == {canonical}
+
+
+@pytest.mark.parametrize("spec, words", [
+    ("coduel[gate=no]", "setting gate=no: expected true or false"),
+    ('coduel[population="false"]', 'setting population="false": expected true or false'),
+    ("coduel[lookahead=0]", "expected true or false"),
+    ("coduel[em_iters=1.7]", "setting em_iters=1.7: expected an integer"),
+    ("coduel[em_iters=2.0]", "expected an integer"),
+    ("coduel[em_iters=0]", "em_iters >= 1"),
+    ("rucb[alpha=Infinity]", "setting alpha=Infinity: expected a finite number"),
+    ("rucb[alpha=NaN]", "expected a finite number"),
+    ("rucb[alpha=1e999]", "expected a finite number"),
+    ("rucb[alpha=0.5]", "alpha must exceed 0.5, got 0.5"),
+    ('rucb[alpha="1"]', "expected a finite number"),
+    ("no-transfer[prior_var=true]", "expected a finite number"),
+    ("no-transfer[prior_var=1,prior_var=2]", "given twice"),
+    ("random[x=1]", "has no setting 'x'; its settings: none"),
+    ('coduel[engine="jax"]', "engine must be one of"),
+    ("tests.online.helpers:BadOutput[value=NaN]", "not a finite value"),
+    ("tests.online.helpers:BadOutput", "needs setting(s) value"),
+    ("nope", "unknown policy 'nope'"),
+    ("os:getcwd", "not a class"),
+    ("tests.online.helpers:BAD_VALUES", "not a class"),
+    ("collections:OrderedDict", "lacks protocol method"),
+    ("no.such.module:X", "cannot load policy"),
+    ("coduel]", "malformed"),
+])
+def test_wrong_settings_are_refused_naming_policy_setting_and_value(spec, words):
+    with pytest.raises(PolicySpecError) as e:
+        make_policy(spec)
+    assert words in str(e.value)
+
+
+def test_equal_specs_are_one_cell_with_one_row(env_dirs):
+    """Finding 3: boolean spellings run once; a wrong value stops the sweep before any cell."""
+    st_ = RunStore()
+    res = run_sweep(["dev"], [0], ["coduel[lookahead=false]", "coduel[lookahead=False]", "coduel:greedy"], st_,
+                    arrivals=4, progress=False, inline=True)
+    assert len(res.done) == 1 and len(list(st_.rows())) == 1
+    for bad in ("coduel[gate=no]", 'coduel[population="false"]'):
+        with pytest.raises(PolicySpecError):
+            run_sweep(["dev"], [0], ["random", bad], st_, arrivals=4, progress=False, inline=True)
+    assert len(list(st_.rows())) == 1
+
+
+@given(st.floats(min_value=0.51, max_value=1e6, allow_nan=False, allow_infinity=False))
+def test_any_finite_float_round_trips_through_the_canonical_form(x):
+    spec = canonical_spec(f"rucb[alpha={x!r}]")
+    assert policy_spec(spec).settings["alpha"] == x
+    assert canonical_spec(spec) == spec
+
+
+def test_split_specs_keeps_brackets():
+    assert split_specs('a[x=1,y=[1,2]],b') == ["a[x=1,y=[1,2]]", "b"]
+    for bad in ("a[", "a]", "a,,b", "a]["):
+        with pytest.raises(PolicySpecError):
+            split_specs(bad)

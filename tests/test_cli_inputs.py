@@ -1,0 +1,164 @@
+"""Bad input at the command line: one clear message naming what and where, exit 2, nothing stored
+(issue 15's findings 3, 6, 7, 9 and 11)."""
+import json
+import sys
+
+import numpy as np
+import pytest
+
+from online.store import RunStore
+from tutorduel.cli import main
+
+
+def _rows():
+    return list(RunStore().rows())
+
+
+def _fails_with(capsys, argv, words, code=2):
+    assert main(argv) == code
+    err = capsys.readouterr().err
+    assert err.startswith("tutorduel: error:") and words in err and "Traceback" not in err, err
+
+
+def _usage_error(capsys, argv, words):
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    assert words in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("policy, words", [
+    ("coduel[gate=no]", "setting gate=no: expected true or false"),
+    ('coduel[population="false"]', "expected true or false"),
+    ("coduel[em_iters=1.7]", "expected an integer"),
+    ("rucb[alpha=Infinity]", "expected a finite number"),
+])
+def test_wrong_settings_stop_before_any_cell(env_dirs, capsys, policy, words):
+    _fails_with(capsys, ["replay", "--seeds", "0-1", "--arrivals", "3", "--policies", f"random,{policy}"], words)
+    assert not _rows()
+
+
+def test_boolean_spellings_are_one_cell(env_dirs, capsys):
+    assert main(["replay", "--seeds", "0", "--arrivals", "3", "--policies",
+                 "coduel[lookahead=false],coduel[lookahead=False],coduel:greedy"]) == 0
+    assert "1 cells computed" in capsys.readouterr().out and len(_rows()) == 1
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["replay", "--jobs", "0"], "--jobs: '0': must be > 0"),
+    (["replay", "--jobs", "-1"], "--jobs: '-1': must be > 0"),
+    (["replay", "--dask-workers", "0"], "--dask-workers: '0': must be > 0"),
+    (["replay", "--dask-workers", "-1"], "must be > 0"),
+    (["replay", "--arrivals", "0"], "--arrivals: '0': must be > 0"),
+    (["replay", "--cell-timeout", "nan"], "--cell-timeout: 'nan': must be > 0"),
+    (["fit", "--users", "-3"], "--users: '-3': must be > 0"),
+    (["fit", "--users", "0"], "--users: '0': must be > 0"),
+    (["fit", "--chains", "0"], "--chains: '0': must be > 0"),
+    (["validate", "--users", "0"], "--users: '0': must be > 0"),
+    (["validate", "--holdout", "-1"], "--holdout: '-1': must be >= 0"),
+    (["fit", "--seed", "-1"], "--seed: '-1': must be >= 0"),
+])
+def test_numbers_out_of_range_are_usage_errors(env_dirs, capsys, argv, words):
+    _usage_error(capsys, argv, words)
+
+
+def test_fit_users_beyond_the_run(env_dirs, capsys):
+    _fails_with(capsys, ["fit", "--arrivals", "4", "--users", "5", "--chains", "2", "--warmup", "20", "--draws", "20"],
+                "--users 5: give a number of users in 1..4")
+
+
+def test_a_one_chain_fit_is_never_called_healthy(env_dirs, capsys):
+    """Finding 6: R-hat is undefined with one chain; the health line says so and --strict fails."""
+    argv = ["fit", "--arrivals", "3", "--chains", "1", "--warmup", "100", "--draws", "100"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "1 chain: R-hat needs at least 2 chains" in out and "-- OK" not in out
+    assert main(argv + ["--strict"]) == 1
+
+
+def test_damaged_rows_do_not_crash_stats_and_are_recomputed(env_dirs, capsys):
+    """Finding 7: a row without per_user is skipped by stats (named) and recomputed by replay, the damaged
+    file kept as *.corrupt."""
+    argv = ["replay", "--seeds", "0-1", "--arrivals", "3", "--policies", "random"]
+    assert main(argv) == 0
+    path = sorted(RunStore().root.rglob("seed-0001-first3.json"))[0]
+    row = json.loads(path.read_text())
+    del row["per_user"]
+    path.write_text(json.dumps(row))
+    capsys.readouterr()
+    assert main(["stats", "--arrivals", "3"]) == 0
+    cap = capsys.readouterr()
+    assert f"{path}: field 'per_user' missing" in cap.err and "| random | 1 |" in cap.out
+    assert main(argv) == 0
+    cap = capsys.readouterr()
+    assert "1 cells computed" in cap.out and "moved aside to" in cap.err
+    assert path.with_name(path.name + ".corrupt").exists() and len(_rows()) == 2
+
+
+def test_seed_lists_too_long(env_dirs, capsys):
+    """Finding 9: no list of a billion seeds is built; 100,001 cells need --yes."""
+    _fails_with(capsys, ["replay", "--seeds", "0-1000000000"], "1,000,000,001 seeds; at most 1,000,000")
+    _fails_with(capsys, ["replay", "--seeds", "0-100000", "--policies", "random"], "pass --yes")
+    assert not (env_dirs / "runs").exists()
+
+
+def test_a_store_that_is_a_file(env_dirs, capsys):
+    (env_dirs / "afile").write_text("")
+    _fails_with(capsys, ["replay", "--seeds", "0", "--arrivals", "3", "--store", str(env_dirs / "afile")],
+                "is a file, not a folder")
+
+
+def test_export_parquet_without_pyarrow(env_dirs, capsys, monkeypatch):
+    assert main(["replay", "--seeds", "0", "--arrivals", "3", "--policies", "random"]) == 0
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    monkeypatch.setitem(sys.modules, "fastparquet", None)
+    capsys.readouterr()
+    _fails_with(capsys, ["export", str(env_dirs / "x.parquet")], "parquet needs pandas and pyarrow")
+    assert not (env_dirs / "x.parquet").exists()
+    assert main(["export", str(env_dirs / "x.csv"), "--world", "dev"]) == 0
+
+
+def test_help_says_world_takes_a_path(capsys):
+    for cmd in ("replay", "stats", "fit", "validate", "export"):
+        with pytest.raises(SystemExit):
+            main([cmd, "--help"])
+        assert "path to a world .nc file" in " ".join(capsys.readouterr().out.split())
+
+
+def test_a_renamed_world_file_is_shown_under_its_new_name(env_dirs, capsys):
+    """Finding 11: the name is the file's; the store finds the rows by content."""
+    assert main(["replay", "--seeds", "0", "--arrivals", "3", "--policies", "random"]) == 0
+    (env_dirs / "worlds" / "dev.nc").rename(env_dirs / "worlds" / "mydev.nc")
+    capsys.readouterr()
+    assert main(["stats", "--world", "mydev", "--arrivals", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "### mydev" in out and "| random | 1 |" in out
+
+
+def test_worlds_list_checks_each_file(env_dirs, capsys):
+    (env_dirs / "worlds").mkdir()
+    (env_dirs / "worlds" / "broken.nc").write_bytes(b"not netcdf")
+    assert main(["worlds", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "broken         INVALID" in out and "not a readable netCDF" in out
+    assert "dev            not built" in out
+
+
+def test_describe_the_sample_does_not_ask_to_import_it(env_dirs, capsys, sample_path):
+    assert main(["worlds", "import-sample", str(sample_path)]) == 0
+    assert main(["worlds", "describe", "sample", "--seeds", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "import the sample" not in out and "content digest" in out
+
+
+def test_worlds_from_arrays_then_replay(env_dirs, capsys):
+    U = np.random.default_rng(0).uniform(size=(4, 30, 6))
+    np.savez(env_dirs / "mine.npz", utilities=U, personas=np.array(list("ABCDEF")))
+    assert main(["worlds", "from-arrays", str(env_dirs / "mine.npz"), "--name", "mine", "--arrivals", "10"]) == 0
+    assert "click model btl beta=11.0" in capsys.readouterr().out
+    _fails_with(capsys, ["worlds", "from-arrays", str(env_dirs / "mine.npz"), "--name", "mine"], "--force")
+    _fails_with(capsys, ["worlds", "from-arrays", str(env_dirs / "mine.npz"), "--name", "dev"], "simulated roster")
+    np.savez(env_dirs / "bad.npz", utility=U)
+    _fails_with(capsys, ["worlds", "from-arrays", str(env_dirs / "bad.npz"), "--name", "bad"], "needs 'utilities'")
+    assert main(["replay", "--world", "mine", "--seeds", "0-1", "--policies", "random,no-transfer"]) == 0
+    assert "### mine (10 arrivals" in capsys.readouterr().out
