@@ -4,7 +4,8 @@ Each worker runs one task at a time, so a worker that dies (a policy calling ``o
 segfault, the kernel's OOM killer, ``kill -9``) names exactly the task it was running; it is
 replaced and the other tasks go on. A task past its time limit has its worker killed and
 replaced. Workers ignore SIGINT: Ctrl-C reaches the parent, which stops them (``close``).
-Workers are started with the "spawn" method (no state inherited from the parent).
+Workers are started with the "spawn" method (no state inherited from the parent) and, on Linux, die
+with the parent.
 """
 from __future__ import annotations
 
@@ -15,10 +16,22 @@ from multiprocessing.connection import wait
 from typing import Callable, Iterable
 
 POLL_S = 0.2
+_STARTED = ("started",)
+
+
+def _die_with_parent() -> None:
+    """Linux: have the kernel kill this worker when its parent dies (a SIGKILLed sweep leaves no orphans)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)     # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def _serve(conn) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent()
     while True:
         try:
             task = conn.recv()
@@ -27,6 +40,7 @@ def _serve(conn) -> None:
         if task is None:
             return
         fn, args = task
+        conn.send(_STARTED)          # the task's clock starts now, not while the worker was starting up
         try:
             result = fn(*args)
         except BaseException as exc:   # fn should report its own errors; this is the last resort
@@ -54,7 +68,7 @@ class _Worker:
         self.proc = ctx.Process(target=_serve, args=(child,), daemon=True)
         self.proc.start()
         child.close()
-        self.task, self.started = None, 0.0
+        self.task, self.started = None, None
 
     def stop(self, kill: bool = False) -> None:
         if kill and self.proc.is_alive():
@@ -98,15 +112,19 @@ class WorkerPool:
                 for w in busy:
                     if w.conn in ready:
                         try:
-                            status, payload = w.conn.recv()
+                            msg = w.conn.recv()
                         except (EOFError, OSError):
                             self._lost(w, on_result, None)
                             continue
-                        tag, w.task = w.task, None
-                        on_result(tag, status, payload)
+                        if msg == _STARTED:
+                            w.started = time.monotonic()
+                            continue
+                        tag, w.task, w.started = w.task, None, None
+                        on_result(tag, *msg)
                     elif w.proc.sentinel in ready:
                         self._lost(w, on_result, None)
-                    elif self.timeout is not None and time.monotonic() - w.started > self.timeout:
+                    elif self.timeout is not None and w.started is not None \
+                            and time.monotonic() - w.started > self.timeout:
                         self._lost(w, on_result, f"exceeded the time limit of {self.timeout:g} s (its worker was "
                                                  f"stopped)")
             return True
@@ -126,7 +144,7 @@ class WorkerPool:
             w = _Worker(self.ctx)
             self.workers.append(w)
             w.conn.send((fn, args))
-        w.task, w.started = tag, time.monotonic()
+        w.task = tag
 
     def _lost(self, w: _Worker, on_result, note: str | None) -> None:
         tag = w.task

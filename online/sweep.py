@@ -11,9 +11,11 @@ Faults. A cell ends as done or failed, never vanishes:
   running; the worker is replaced and the sweep goes on;
 - with ``cell_timeout``, a cell running longer has its worker stopped and fails;
 - on Dask, a lost worker's cells are retried by the scheduler (``distributed.scheduler.allowed-failures``,
-  set to ``DASK_RETRIES`` on a LocalCluster this sweep starts); a cell that keeps killing its workers
-  fails; a cell whose policy raises fails at once and is not retried; the world is a task result
-  on the cluster, recomputed from the client's copy if the worker holding it is lost;
+  set to ``DASK_RETRIES`` on a LocalCluster this sweep starts); a cell the scheduler gives up on
+  (KilledWorker, which also blames the cells that merely shared a dying worker) is run once more,
+  alone, after the others, and fails only if it kills its workers then too; a cell whose policy
+  raises fails at once and is not retried; the world is a task result on the cluster, recomputed
+  from the client's copy if the worker holding it is lost;
 - Ctrl-C (SIGINT) stops the sweep: the running cells are abandoned (never recorded as failed) and
   ``SweepInterrupted`` carries what was stored.
 
@@ -32,6 +34,7 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from online.code_identity import policy_code
 from online.process_pool import WorkerPool
@@ -143,6 +146,10 @@ def compute_cell(source, digest: str, seed: int, spec: str, arrivals, keep_click
         return "error", (f"the worker ran code {row['code']['digest']}, this sweep expects {code} (the source changed "
                          f"during the sweep, or a Dask worker has another version installed)")
     return "ok", (row, log)
+
+
+def _warm_up() -> None:
+    import online.replay  # noqa: F401
 
 
 def _world_from_bytes(data: bytes, digest: str):
@@ -333,55 +340,77 @@ def run_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: RunS
 
 
 def _run_on_dask(todo, datasets, sources, keep_clicks, finish, scheduler, n_workers, cell_timeout, should_stop):
-    """Cells as Dask tasks; results come back to this process (the only store writer) as they finish."""
+    """Cells as Dask tasks; results come back to this process (the only store writer) as they finish.
+
+    A worker that dies takes the blame for every task it held, so a cell that fails with KilledWorker is
+    run again after the others, alone on the cluster: only a cell that kills its workers when it runs by
+    itself fails for good."""
     import dask
     from distributed import Client, LocalCluster
-    from distributed import wait as dask_wait
 
     cluster = None
     try:
         if scheduler is None:
-            with dask.config.set({"distributed.scheduler.allowed-failures": DASK_RETRIES}):
+            with dask.config.set({"distributed.scheduler.allowed-failures": DASK_RETRIES,
+                                  "distributed.scheduler.worker-saturation": 1.0}):
                 cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None)
         try:
             client = Client(scheduler or cluster, timeout=DASK_CONNECT_S)
         except (OSError, TimeoutError) as exc:
             raise SweepError(f"cannot reach the Dask scheduler at {scheduler}: {type(exc).__name__}: {exc}") from None
         with client:
-            worlds = {}
-            for digest in {c.digest for c in todo}:
-                data = open(sources[digest], "rb").read()
-                worlds[digest] = client.submit(_world_from_bytes, data, digest, key=f"world-{digest}", pure=False)
-            futs = {client.submit(compute_cell, worlds[c.digest], c.digest, c.seed, c.policy, c.arrivals, keep_clicks,
-                                  c.code, key=f"cell-{c.digest}-{c.seed}-{c.policy}-{c.code}-{c.arrivals}",
-                                  pure=False): c for c in todo}
-            pending, started = set(futs), {}
-            while pending:
+            client.run(_warm_up)         # imports outside the cells' clocks (workers that restart later pay them in-cell)
+            worlds = {digest: client.submit(_world_from_bytes, Path(sources[digest]).read_bytes(), digest,
+                                            key=f"world-{digest}", pure=False) for digest in {c.digest for c in todo}}
+
+            def submit(c: Cell, attempt: int):
+                return client.submit(compute_cell, worlds[c.digest], c.digest, c.seed, c.policy, c.arrivals, keep_clicks,
+                                     c.code, key=f"cell-{c.digest}-{c.seed}-{c.policy}-{c.code}-{c.arrivals}-{attempt}",
+                                     pure=False)
+
+            suspects = []
+            _dask_gather({submit(c, 0): c for c in todo}, client, finish, cell_timeout, should_stop, suspects)
+            for c in suspects:
                 if should_stop():
-                    client.cancel(list(pending))
                     return
-                try:
-                    done, pending = dask_wait(pending, timeout=0.5, return_when="FIRST_COMPLETED")
-                except TimeoutError:
-                    done = set()
-                for fut in done:
-                    try:
-                        status, payload = fut.result()
-                    except Exception as exc:     # lost too often (KilledWorker), cancelled
-                        status, payload = "error", _dask_failure(exc)
-                    finish(futs[fut], status, payload)
-                    fut.release()
-                if cell_timeout is not None and pending:
-                    pending -= _stop_overdue(client, pending, futs, started, cell_timeout, finish)
+                _dask_gather({submit(c, 1): c}, client, finish, cell_timeout, should_stop, None)
     finally:
         if cluster is not None:
             cluster.close()
 
 
+def _dask_gather(futs, client, finish, cell_timeout, should_stop, suspects) -> None:
+    """Wait for the futures, finishing each cell as it ends; KilledWorker cells go to `suspects` if given."""
+    from distributed import wait as dask_wait
+
+    pending, started = set(futs), {}
+    while pending:
+        if should_stop():
+            client.cancel(list(pending))
+            return
+        try:
+            done, pending = dask_wait(pending, timeout=0.5, return_when="FIRST_COMPLETED")
+        except TimeoutError:
+            done = set()
+        for fut in done:
+            try:
+                status, payload = fut.result()
+            except Exception as exc:     # lost too often (KilledWorker), cancelled
+                if suspects is not None and type(exc).__name__ == "KilledWorker":
+                    suspects.append(futs[fut])
+                    continue
+                status, payload = "error", _dask_failure(exc)
+            finally:
+                fut.release()
+            finish(futs[fut], status, payload)
+        if cell_timeout is not None and pending:
+            pending -= _stop_overdue(client, pending, futs, started, cell_timeout, finish)
+
+
 def _dask_failure(exc: Exception) -> str:
     if type(exc).__name__ == "KilledWorker":
-        return (f"its Dask task killed its worker {DASK_RETRIES + 1} times or more (a policy that ends its own process, "
-                f"a crash, or the memory killer): {exc}")
+        return (f"its Dask task killed its worker each time it ran, alone on the cluster too (a policy that ends its "
+                f"own process, a crash, or the memory killer): {exc}")
     return f"Dask task failed: {type(exc).__name__}: {exc}"
 
 

@@ -107,21 +107,23 @@ class Exits(Policy):
 
 
 class Sleeps(Policy):
-    """Writes its process id to `pid_file` (if given) at reset, then sleeps `seconds` at its first select."""
+    """Appends its process id to `pid_file` (if given) at reset, then sleeps `seconds` at its first select."""
 
     def __init__(self, seconds=3600.0, pid_file=""):
         self.seconds, self.pid_file = seconds, pid_file
 
     def reset(self, rng, context):
         import os
-        from pathlib import Path
 
         super().reset(rng, context)
         if self.pid_file:
-            Path(self.pid_file).write_text(str(os.getpid()))
+            with open(self.pid_file, "a") as fh:
+                fh.write(f"{os.getpid()}\n")
 
     def select(self, Phi):
         import time
 
-        time.sleep(self.seconds)
+        if not getattr(self, "slept", False):
+            self.slept = True
+            time.sleep(self.seconds)
         return 0, 1

@@ -20,6 +20,24 @@ def _cli(*args):
     return [sys.executable, "-m", "tutorduel.cli", "replay", "--world", "dev", *args]
 
 
+@pytest.fixture()
+def procs():
+    """Processes a test starts; killed at the end whatever happened."""
+    started = []
+    yield started
+    for p in started:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL) if getattr(p, "own_group", False) else p.kill()
+            p.wait()
+
+
+def _start(procs, cmd, own_group=False):
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=own_group)
+    proc.own_group = own_group
+    procs.append(proc)
+    return proc
+
+
 @pytest.mark.parametrize("inline", [True, False])
 def test_a_policy_calling_sys_exit_fails_its_cell_and_the_sweep_goes_on(env_dirs, inline):
     """Finding 4: SystemExit is a BaseException, not an Exception."""
@@ -41,27 +59,26 @@ def test_a_policy_ending_its_worker_process_fails_only_its_cell(env_dirs):
     assert len(list(st.rows())) == 6
 
 
-def test_a_pool_worker_killed_from_outside_mid_sweep(env_dirs):
+def _kill_sleepers(proc, pid_file, limit, deadline):
+    """SIGKILL each process that writes its id to pid_file, up to `limit` of them; return how many."""
+    killed = set()
+    while len(killed) < limit and proc.poll() is None and time.time() < deadline:
+        pids = set(map(int, pid_file.read_text().split())) if pid_file.exists() else set()
+        for pid in sorted(pids - killed):
+            time.sleep(0.2)
+            os.kill(pid, signal.SIGKILL)
+            killed.add(pid)
+        time.sleep(0.05)
+    return len(killed)
+
+
+def test_a_pool_worker_killed_from_outside_mid_sweep(env_dirs, procs):
     """kill -9 of a local worker while it runs a cell: that cell fails, every other cell is stored, rc 1."""
     open_world("dev")
-    pid_file = env_dirs / "pid"
+    pid_file = env_dirs / "pids"
     spec = f'tests.online.helpers:Sleeps[seconds=600,pid_file="{pid_file}"]'
-    proc = subprocess.Popen(_cli("--seeds", "0-3", "--arrivals", "3", "--jobs", "2", "--policies",
-                                 ",".join(GOOD + [spec])), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    while not pid_file.exists() and time.time() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.2)
-    os.kill(int(pid_file.read_text()), signal.SIGKILL)
-    pid_file.unlink()
-    # the other Sleeps cells: kill each worker as it starts one, so the sweep ends
-    for _ in range(3):
-        while not pid_file.exists() and proc.poll() is None and time.time() < deadline:
-            time.sleep(0.05)
-        if pid_file.exists():
-            time.sleep(0.2)
-            os.kill(int(pid_file.read_text()), signal.SIGKILL)
-            pid_file.unlink()
+    proc = _start(procs, _cli("--seeds", "0-3", "--arrivals", "3", "--jobs", "2", "--policies", ",".join(GOOD + [spec])))
+    assert _kill_sleepers(proc, pid_file, 4, time.time() + 120) == 4
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 1, err
     assert "8 cells computed, 0 already stored, 4 failed" in out
@@ -91,8 +108,8 @@ def test_dask_worker_killed_by_a_cell(env_dirs):
 def test_dask_cell_time_limit(env_dirs):
     st = RunStore()
     res = run_sweep(["dev"], [0], GOOD + ["tests.online.helpers:Sleeps"], st, arrivals=3, progress=False,
-                    dask_workers=2, cell_timeout=3)
-    assert len(res.done) == 2 and len(res.failed) == 1 and "time limit" in res.failed[0][1]
+                    dask_workers=2, cell_timeout=6)
+    assert len(res.done) == 2 and len(res.failed) == 1 and "time limit of 6 s" in res.failed[0][1]
 
 
 def test_unreachable_scheduler_is_one_clear_error(env_dirs, monkeypatch):
@@ -161,14 +178,14 @@ def test_ctrl_c_inline_stops_without_failing_a_cell(env_dirs):
     assert len(res.done) + len(res.interrupted) == 20
 
 
-def test_ctrl_c_stops_the_sweep_cleanly(env_dirs):
+def test_ctrl_c_stops_the_sweep_cleanly(env_dirs, procs):
     """Finding 10: SIGINT to the process group (a terminal's Ctrl-C) at random points: rc 130, a summary,
     no cell recorded as failed; a rerun completes the sweep."""
     open_world("dev")
     cmd = _cli("--seeds", "0-7", "--policies", "coduel:greedy,no-transfer", "--jobs", "2")
     st, rng, stopped = RunStore(), random.Random(3), 0
     for _ in range(4):
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        proc = _start(procs, cmd, own_group=True)
         time.sleep(rng.uniform(2.0, 4.0))
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGINT)
@@ -181,3 +198,40 @@ def test_ctrl_c_stops_the_sweep_cleanly(env_dirs):
     assert stopped >= 2
     assert subprocess.run(cmd, capture_output=True).returncode == 0
     assert len(list(st.rows())) == 16 and not st.failures()
+
+
+def test_a_dask_worker_killed_from_outside_mid_sweep_is_retried(env_dirs, procs):
+    """kill -9 of a Dask worker while it runs a cell: the scheduler reruns the cell elsewhere, every cell is
+    stored and the exit status is 0 (no cell finally failed)."""
+    open_world("dev")
+    pid_file = env_dirs / "pids"
+    spec = f'tests.online.helpers:Sleeps[seconds=2,pid_file="{pid_file}"]'
+    proc = _start(procs, _cli("--seeds", "0-2", "--arrivals", "2", "--dask-workers", "2", "--policies",
+                              ",".join(GOOD + [spec])))
+    assert _kill_sleepers(proc, pid_file, 1, time.time() + 120) == 1
+    out, err = proc.communicate(timeout=180)
+    assert proc.returncode == 0, err
+    assert "9 cells computed, 0 already stored, 0 failed" in out
+    assert len(list(RunStore().rows())) == 9
+
+
+def test_a_killed_sweep_leaves_no_worker_behind(env_dirs, procs):
+    """SIGKILL of the sweep while its worker hangs in a policy: the worker dies with it."""
+    open_world("dev")
+    pid_file = env_dirs / "pids"
+    proc = _start(procs, _cli("--seeds", "0", "--arrivals", "2", "--policies",
+                              f'tests.online.helpers:Sleeps[seconds=600,pid_file="{pid_file}"]'))
+    deadline = time.time() + 60
+    while not pid_file.exists() and time.time() < deadline:
+        time.sleep(0.05)
+    worker = int(pid_file.read_text().split()[0])
+    proc.kill()
+    proc.wait()
+    while time.time() < deadline:
+        try:
+            os.kill(worker, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    os.kill(worker, signal.SIGKILL)
+    pytest.fail("the worker outlived its sweep")
