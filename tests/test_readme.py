@@ -17,3 +17,16 @@ def test_readme_policy_example_runs(dev_world, tmp_path, monkeypatch):
     row = replay(dev_world, 0, "readme_policy:Favourite", arrivals=10)
     assert row["arrivals"] == 10 and -100 < row["score"] < 100
     sys.modules.pop("readme_policy", None)
+
+
+def test_readme_bring_your_own_world_example_runs(env_dirs, monkeypatch, capsys):
+    from tutorduel.cli import main
+
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+    example = next(b for b in blocks if "world_from_arrays" in b)
+    monkeypatch.chdir(env_dirs)                  # the example writes worlds/mine.nc; TUTORDUEL_WORLDS is env_dirs/worlds
+    exec(compile(example, "README example", "exec"), {})
+    assert main(["replay", "--world", "mine", "--seeds", "0", "--arrivals", "5",
+                 "--policies", "random,no-transfer,coduel"]) == 0
+    out = capsys.readouterr().out
+    assert "3 cells computed" in out and "### mine" in out
