@@ -41,7 +41,7 @@ from online.process_pool import WorkerPool
 from online.protocol import PolicyOutputError
 from online.registry import PolicySpecError, make_policy, policy_spec, resolve
 from online.replay import ScoreUndefinedError, arrivals_limit, replay, replay_logged
-from online.store import CellKey, CorruptRowError, RunStore
+from online.store import CellKey, CorruptRowError, RunStore, StoreError
 from tdmodels.rosters import open_world, world_file, world_name
 from tdmodels.world import WorldFormatError, read_world_file, validate_world, world_digest
 
@@ -207,7 +207,7 @@ class _Interrupt:
 def plan_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: RunStore, allow_test: bool = False,
                arrivals: int | None = None, worlds_dir=None, keep_clicks: bool = False, copies: int = 1,
                confirm: bool = False):
-    """Check everything a sweep needs before any cell runs; return (cells to run, sources, datasets, result so far)."""
+    """Check everything a sweep needs before any cell runs; return (cells to run, world files by digest, result so far)."""
     if not worlds or not seeds or not specs:
         raise SweepError("a sweep needs at least one world, one seed and one policy")
     n = len(worlds) * len(seeds) * len(specs)
@@ -223,11 +223,11 @@ def plan_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: Run
     codes = {ps.canonical: policy_code(resolve(ps.target)).digest for ps in parsed}
     canon = list(dict.fromkeys(ps.canonical for ps in parsed))
     store.check_writable()
-    res, todo, sources, datasets = SweepResult(), [], {}, {}
+    res, todo, sources = SweepResult(), [], {}
     for w in worlds:
         ds = open_world(w, allow_test=allow_test, directory=worlds_dir, copies=copies)
         digest, limit, name = world_digest(ds), arrivals_limit(ds, arrivals), world_name(w)
-        sources[digest], datasets[digest] = str(world_file(w, worlds_dir).resolve()), ds
+        sources[digest] = str(world_file(w, worlds_dir).resolve())
         store.note_world(digest, name, {"roster": str(ds.attrs["roster"]), "students": ds.sizes["student"],
                                         "questions": ds.sizes["question"], "arrivals": int(ds.attrs["arrivals"])})
         for seed in seeds:
@@ -245,7 +245,7 @@ def plan_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: Run
                 others = store.other_versions(cell.key)
                 if others and row is None:
                     res.superseded.append((cell, others))
-    return todo, sources, datasets, res
+    return todo, sources, res
 
 
 def run_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: RunStore, jobs: int = 1,
@@ -285,7 +285,7 @@ def run_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: RunS
     if inline and (cell_timeout or scheduler or dask_workers or jobs > 1):
         raise SweepError("inline runs cells one by one in this process: no jobs, Dask or time limit")
     local = 0 if scheduler else (dask_workers or (0 if inline else jobs))
-    todo, sources, datasets, res = plan_sweep(worlds, seeds, specs, store, allow_test, arrivals, worlds_dir,
+    todo, sources, res = plan_sweep(worlds, seeds, specs, store, allow_test, arrivals, worlds_dir,
                                               keep_clicks, copies=1 + local, confirm=confirm)
     bar = Progress(len(todo)) if progress and todo else None
     finished = set()
@@ -294,11 +294,15 @@ def run_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: RunS
         finished.add(cell)
         if status == "ok":
             row, log = payload
-            if log is not None:    # the log first: a stored row with keep_clicks implies its log
-                from online.clicklog import save_click_log
+            try:
+                if log is not None:    # the log first: a stored row with keep_clicks implies its log
+                    from online.clicklog import save_click_log
 
-                save_click_log(log, store.clicks_path(cell.key))
-            store.put(row)
+                    save_click_log(log, store.clicks_path(cell.key))
+                store.put({**row, "world": cell.world})       # shown under the name it was run under
+            except OSError as exc:
+                raise StoreError(f"run store {store.root}: cannot write the row of {cell} ({exc}); the rows "
+                                 f"stored before it are kept") from exc
             res.done.append(cell)
             note = f"score {row['score']:.1f} ({row['wall_s']:.1f}s)"
         else:
@@ -317,7 +321,7 @@ def run_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: RunS
             if not todo:
                 pass
             elif scheduler or dask_workers:
-                _run_on_dask(todo, datasets, sources, keep_clicks, finish, scheduler, dask_workers, cell_timeout,
+                _run_on_dask(todo, sources, keep_clicks, finish, scheduler, dask_workers, cell_timeout,
                              lambda: stop.flag)
             elif inline:
                 for cell in todo:
@@ -339,7 +343,7 @@ def run_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: RunS
     return res
 
 
-def _run_on_dask(todo, datasets, sources, keep_clicks, finish, scheduler, n_workers, cell_timeout, should_stop):
+def _run_on_dask(todo, sources, keep_clicks, finish, scheduler, n_workers, cell_timeout, should_stop):
     """Cells as Dask tasks; results come back to this process (the only store writer) as they finish.
 
     A worker that dies takes the blame for every task it held, so a cell that fails with KilledWorker is

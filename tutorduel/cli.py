@@ -567,19 +567,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    from online.protocol import PolicyOutputError
-    from online.registry import PolicySpecError
-    from online.store import CorruptRowError, StoreError
-    from tdmodels.rosters import HeldOutError
-    from tdmodels.world import WorldFormatError
-
-    args = build_parser().parse_args(argv)
     try:
-        return args.fn(args)
-    except (CLIError, HeldOutError, WorldFormatError, PolicySpecError, PolicyOutputError, CorruptRowError,
-            StoreError, FileNotFoundError, ValueError) as exc:
-        print(f"tutorduel: error: {exc}", file=sys.stderr)
-        return 2
+        from online.protocol import PolicyOutputError
+        from online.registry import PolicySpecError
+        from online.store import CorruptRowError, StoreError
+        from tdmodels.rosters import HeldOutError
+        from tdmodels.world import WorldFormatError
+
+        args = build_parser().parse_args(argv)
+        try:
+            return args.fn(args)
+        except (CLIError, HeldOutError, WorldFormatError, PolicySpecError, PolicyOutputError, CorruptRowError,
+                StoreError, FileNotFoundError, ValueError) as exc:
+            print(f"tutorduel: error: {exc}", file=sys.stderr)
+            return 2
     except KeyboardInterrupt:
         print("tutorduel: interrupted", file=sys.stderr)
         return 130
