@@ -27,6 +27,7 @@ a running cluster (workers need this package, the same version, but not the worl
 """
 from __future__ import annotations
 
+import numbers
 import re
 import signal
 import sys
@@ -210,6 +211,9 @@ def plan_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: Run
     """Check everything a sweep needs before any cell runs; return (cells to run, world files by digest, result so far)."""
     if not worlds or not seeds or not specs:
         raise SweepError("a sweep needs at least one world, one seed and one policy")
+    bad = [s for s in seeds if isinstance(s, bool) or not isinstance(s, numbers.Integral) or s < 0]
+    if bad:
+        raise SweepError(f"seed {bad[0]!r}: seeds are non-negative integers")
     n = len(worlds) * len(seeds) * len(specs)
     if n > MAX_CELLS:
         raise SweepError(f"{n:,} cells ({len(worlds)} world(s) x {len(seeds):,} seeds x {len(specs)} policies): "
@@ -227,6 +231,8 @@ def plan_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: Run
     for w in worlds:
         ds = open_world(w, allow_test=allow_test, directory=worlds_dir, copies=copies)
         digest, limit, name = world_digest(ds), arrivals_limit(ds, arrivals), world_name(w)
+        if digest in sources:          # the same world given twice (two names or paths): its cells once
+            continue
         sources[digest] = str(world_file(w, worlds_dir).resolve())
         store.note_world(digest, name, {"roster": str(ds.attrs["roster"]), "students": ds.sizes["student"],
                                         "questions": ds.sizes["question"], "arrivals": int(ds.attrs["arrivals"])})
