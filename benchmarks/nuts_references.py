@@ -17,7 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import inference.nuts  # noqa: E402,F401  (first: host devices before JAX starts)
+from inference.nuts import configure_jax  # noqa: E402
+
+configure_jax()
 import numpy as np  # noqa: E402
 
 from inference.cell_fit import policy_prior  # noqa: E402

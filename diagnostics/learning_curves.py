@@ -81,16 +81,12 @@ def final_quarter_table(by_policy: dict[str, list[dict]], against: str | None = 
 
 def plot_learning_curves(curves: dict[str, Curve], title: str, path) -> None:
     """One PNG: each policy's curve with its 95% band."""
-    import matplotlib
+    from diagnostics.figures import new_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    fig, ax = new_figure(figsize=(8, 4.5))
     for name, c in sorted(curves.items(), key=lambda kv: -kv[1].mean[-1]):
         line, = ax.plot(c.arrival, c.mean, lw=1.4, label=f"{name} ({c.n_seeds} seeds)")
         ax.fill_between(c.arrival, c.lo, c.hi, color=line.get_color(), alpha=0.18, lw=0)
     ax.set(xlabel="arrival", ylabel="excess regret per user (centred 25-arrival mean)", title=title)
     ax.legend(fontsize=7, ncol=2)
     fig.savefig(path, dpi=100, bbox_inches="tight")
-    plt.close(fig)

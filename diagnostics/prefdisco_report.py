@@ -129,12 +129,10 @@ def curve_table(curves: dict[int, xr.Dataset]) -> str:
 
 def plot_curves(curves: dict[int, xr.Dataset], path: str | os.PathLike) -> Path:
     """NormAlign against questions actually asked (mean over seeds, 95% bands), one line per policy."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from diagnostics.figures import new_figure
 
     budgets = sorted(curves)
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = new_figure(figsize=(6, 4))
     for p in curves[budgets[0]]["policy"].values:
         x, y, h = [], [], []
         for q in budgets:
@@ -155,5 +153,4 @@ def plot_curves(curves: dict[int, xr.Dataset], path: str | os.PathLike) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
     return path

@@ -12,25 +12,21 @@ import io
 from pathlib import Path
 
 import arviz as az
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from diagnostics.posterior_checks import KHAT_MAX  # noqa: E402
-from online.store import atomic_save  # noqa: E402
+from diagnostics.figures import new_figure
+from diagnostics.posterior_checks import KHAT_MAX
+from online.store import atomic_save
 
 
 def _png(fig) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-    plt.close(fig)
     return f'<img src="data:image/png;base64,{base64.b64encode(buf.getvalue()).decode()}"/>'
 
 
 def _khat_figure(chk):
-    fig, ax = plt.subplots(figsize=(7, 3))
+    fig, ax = new_figure(figsize=(7, 3))
     k = chk.khat.values
     ax.scatter(np.arange(len(k)), k, s=12, c=np.where(k > KHAT_MAX, "tab:red", "tab:blue"))
     for level, style in ((0.5, ":"), (KHAT_MAX, "--")):
@@ -40,7 +36,7 @@ def _khat_figure(chk):
 
 
 def _forest_figure(post, online, users):
-    fig, axes = plt.subplots(1, len(users), figsize=(3.2 * len(users), 3.2), sharey=True, squeeze=False)
+    fig, axes = new_figure(1, len(users), figsize=(3.2 * len(users), 3.2), sharey=True, squeeze=False)
     d = post.sizes["dim"]
     ref = post.theta.stack(sample=("chain", "draw")).transpose("sample", "user", "dim").values
     onl = online.theta.values
@@ -56,7 +52,7 @@ def _forest_figure(post, online, users):
 
 
 def _pair_figure(post, online, chk, users):
-    fig, axes = plt.subplots(1, len(users), figsize=(3.2 * len(users), 3.2), squeeze=False)
+    fig, axes = new_figure(1, len(users), figsize=(3.2 * len(users), 3.2), squeeze=False)
     ref = post.theta.stack(sample=("chain", "draw")).transpose("sample", "user", "dim").values
     onl = online.theta.values
     for ax, u in zip(axes[0], users):
@@ -71,12 +67,16 @@ def _pair_figure(post, online, chk, users):
 
 def _rank_figure(idata, user):
     sub = idata.posterior.theta.isel(user=user).to_dataset(name=f"theta (user {user})")
-    axes = az.plot_rank(az.convert_to_inference_data(sub), kind="vlines", figsize=(9, 4))
-    return np.ravel(axes)[0].figure
+    d = sub.sizes["dim"]
+    fig, axes = new_figure(2, (d + 1) // 2, figsize=(9, 4), squeeze=False)
+    for ax in axes.ravel()[d:]:
+        ax.set_visible(False)
+    az.plot_rank(az.convert_to_inference_data(sub), kind="vlines", ax=axes.ravel()[:d])
+    return fig
 
 
 def _reliability_figure(cal):
-    fig, ax = plt.subplots(figsize=(4.5, 4.5))
+    fig, ax = new_figure(figsize=(4.5, 4.5))
     ax.plot([0, 1], [0, 1], color="grey", lw=1, ls=":")
     for name, colour in (("population", "tab:orange"), ("alone", "tab:blue")):
         if f"{name}_observed" not in cal:
@@ -92,7 +92,7 @@ def _reliability_figure(cal):
 
 def _population_figure(pf):
     names = [k for k in ("nuts", "em", "truth") if f"co_clustering_{k}" in pf]
-    fig, axes = plt.subplots(1, len(names) + 1, figsize=(3.6 * (len(names) + 1), 3.4))
+    fig, axes = new_figure(1, len(names) + 1, figsize=(3.6 * (len(names) + 1), 3.4))
     order = np.argsort(pf["co_clustering_truth"].values.argmax(1)) if "truth" in names else slice(None)
     for ax, k in zip(axes, names):
         P = pf[f"co_clustering_{k}"].values[np.ix_(order, order)] if "truth" in names else pf[f"co_clustering_{k}"].values

@@ -1,29 +1,32 @@
 """NUTS runs of the tdmodels models, returned as ArviZ InferenceData, in float64.
 
-Chains run in parallel, one host device each: `numpyro.set_host_device_count` is called at
-import with at least DEFAULT_CHAINS devices (more than the cores on a 2-core machine: each
-chain then runs its own trajectories, where vectorised chains wait for the slowest chain's
-tree at every draw; measured on the per-user reference, 60 users, 4 x (300 + 300): 48 s
-against 85 s). The call only takes effect when this module is imported before JAX first
-runs a computation (the CLI does so); otherwise chains run vectorised, with other draws.
+Every run computes in float64 inside a scoped ``jax.enable_x64(True)``; importing this module
+changes nothing in JAX. Chains run in parallel, one host device each, when the program has
+called :func:`configure_jax` before JAX's first computation (the command line and the tests
+do): each chain then runs its own trajectories, where vectorised chains wait for the slowest
+chain's tree at every draw. Otherwise chains run vectorised, with other draws.
 """
 from __future__ import annotations
 
 import os
 import warnings
 
+import arviz as az
+import jax
 import numpyro
+from numpyro.infer import MCMC, NUTS
 
 DEFAULT_CHAINS = 4
-numpyro.set_host_device_count(max(os.cpu_count() or 1, DEFAULT_CHAINS))
-numpyro.enable_x64()
-
-import arviz as az  # noqa: E402
-import jax  # noqa: E402
-from numpyro.infer import MCMC, NUTS  # noqa: E402
-
 DEFAULT_WARMUP = 1000
 DEFAULT_DRAWS = 1000
+
+
+def configure_jax(chains: int = DEFAULT_CHAINS) -> None:
+    """Give JAX one host device per chain (at least `chains`, at least the cores) and 64-bit floats,
+    for the whole program. Call it once, at the start of a program, before JAX computes anything;
+    it is what the command line does. Library functions never call it."""
+    numpyro.set_host_device_count(max(os.cpu_count() or 1, int(chains)))
+    numpyro.enable_x64()
 
 
 def run_nuts(model, *args, seed: int = 0, chains: int = DEFAULT_CHAINS, warmup: int = DEFAULT_WARMUP,
@@ -41,7 +44,9 @@ def run_nuts(model, *args, seed: int = 0, chains: int = DEFAULT_CHAINS, warmup: 
     method = "parallel" if jax.local_device_count() >= chains else "vectorized"
     mcmc = MCMC(kernel, num_warmup=warmup, num_samples=draws, num_chains=chains, chain_method=method,
                 progress_bar=False)
-    mcmc.run(jax.random.PRNGKey(seed), *args, extra_fields=("diverging", "energy", "num_steps", "adapt_state.step_size"), **kwargs)
+    with jax.enable_x64(True):
+        mcmc.run(jax.random.PRNGKey(seed), *args, extra_fields=("diverging", "energy", "num_steps",
+                                                                "adapt_state.step_size"), **kwargs)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         idata = az.from_numpyro(mcmc, coords=coords, dims=dims, log_likelihood=False)

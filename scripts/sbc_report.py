@@ -14,7 +14,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import inference.nuts  # noqa: E402,F401
+from inference.nuts import configure_jax  # noqa: E402
+
+configure_jax()
 import numpy as np  # noqa: E402
 
 from diagnostics.sbc_plots import plot_sbc_ecdf  # noqa: E402

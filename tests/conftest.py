@@ -4,9 +4,11 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-import inference.nuts  # noqa: F401,E402  (first: host devices and float64 before JAX starts)
+from inference.nuts import configure_jax
 
-from tdmodels.simulator import build_roster
+configure_jax()          # the tests are a program: host devices and float64 before JAX starts
+
+from tdmodels.simulator import build_roster  # noqa: E402
 
 # No per-example deadline: these machines are shared, and a first example may pay for
 # compiling a numba kernel.

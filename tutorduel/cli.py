@@ -337,7 +337,9 @@ def _from_arrays(a) -> int:
 
 
 def cmd_fit(a) -> int:
-    import inference.nuts  # noqa: F401  (first: sets the host device count before JAX starts)
+    from inference.nuts import configure_jax
+
+    configure_jax()                      # first: one host device per chain, float64, before JAX starts
     import pandas as pd
 
     from inference.cell_fit import fit_cell, fit_summary
@@ -366,7 +368,9 @@ def cmd_fit(a) -> int:
 
 
 def cmd_validate(a) -> int:
-    import inference.nuts  # noqa: F401  (first: sets the host device count before JAX starts)
+    from inference.nuts import configure_jax
+
+    configure_jax()                      # first: one host device per chain, float64, before JAX starts
     import numpy as np
     import pandas as pd
 

@@ -51,7 +51,9 @@ def cmd_prefdisco(a) -> int:
 
 
 def cmd_prefdisco_validate(a) -> int:
-    import inference.nuts  # noqa: F401  (first: sets the host device count before JAX starts)
+    from inference.nuts import configure_jax
+
+    configure_jax()                      # first: one host device per chain, float64, before JAX starts
     from diagnostics.prefdisco_validate import summary_lines, validate_prefdisco
     from tdmodels.prefdisco_world import build_prefdisco_world, load_prefdisco_world
 

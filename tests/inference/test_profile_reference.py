@@ -1,7 +1,6 @@
 import numpy as np
 import pytest
 
-import inference.nuts  # noqa: F401  (first: host devices before JAX starts)
 from diagnostics.profile_checks import check_belief
 from inference.health import stored_health
 from inference.profile_reference import profile_nuts, z_new_draws

@@ -5,7 +5,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpyro.infer.util import log_density
 
-import inference.nuts  # noqa: F401  (float64)
 from inference.unit_model import whiten_units, whitened_units
 from tdmodels.click_model import user_utilities
 from tdmodels.priors import MixturePrior
