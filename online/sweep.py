@@ -10,12 +10,12 @@ Faults. A cell ends as done or failed, never vanishes:
 - a local worker process that dies (``os._exit``, a crash, ``kill -9``) fails the cell it was
   running; the worker is replaced and the sweep goes on;
 - with ``cell_timeout``, a cell running longer has its worker stopped and fails;
-- on Dask, a lost worker's cells are retried by the scheduler (``distributed.scheduler.allowed-failures``,
-  set to ``DASK_RETRIES`` on a LocalCluster this sweep starts); a cell the scheduler gives up on
-  (KilledWorker, which also blames the cells that merely shared a dying worker) is run once more,
-  alone, after the others, and fails only if it kills its workers then too; a cell whose policy
-  raises fails at once and is not retried; the world is a task result on the cluster, recomputed
-  from the client's copy if the worker holding it is lost;
+- on Dask, a cell whose worker dies (KilledWorker; the scheduler's own reruns,
+  ``distributed.scheduler.allowed-failures``, are set to ``DASK_RETRIES`` = 0 on a LocalCluster this
+  sweep starts and left as they are on a cluster it joins) is run once more, alone, after the
+  others, and fails only if its worker dies then too; a cell whose policy raises fails at once and
+  is not retried; every task carries its world's bytes, so no task waits on data a dead worker held;
+  a LocalCluster left without workers gets fresh ones;
 - Ctrl-C (SIGINT) stops the sweep: the running cells are abandoned (never recorded as failed) and
   ``SweepInterrupted`` carries what was stored.
 
@@ -49,8 +49,10 @@ from tdmodels.world import WorldFormatError, read_world_file, validate_world, wo
 MAX_SEEDS = 1_000_000            # a seed list longer than this is refused outright
 CONFIRM_CELLS = 10_000           # a sweep over more cells needs confirm=True (--yes)
 MAX_CELLS = 1_000_000            # even with confirm: one row file per cell
-DASK_RETRIES = 2                 # a lost Dask task is rerun at most this many times
+DASK_RETRIES = 0                 # the scheduler's own reruns of a lost task on our LocalCluster (we rerun it alone)
 DASK_CONNECT_S = 10
+NO_WORKERS_S = 120               # a Dask cluster without workers this long fails the cells left
+HEAL_S = 5                       # our LocalCluster without workers this long gets fresh ones
 _WORLDS: dict = {}               # worker-side cache: (source, digest) -> Dataset
 
 
@@ -118,12 +120,16 @@ def parse_seeds(text: str) -> list[int]:
 
 
 def _load(source, digest: str):
-    """The world a worker computes on: a file path (loaded once per process) or the Dataset itself."""
-    if not isinstance(source, str):
-        return source
-    if (source, digest) not in _WORLDS:
-        _WORLDS[(source, digest)] = validate_world(read_world_file(source), source)
-    return _WORLDS[(source, digest)]
+    """The world a worker computes on, loaded once per process: from a file path, or from a world file's
+    bytes sent with a Dask task as (digest, bytes)."""
+    key = source if isinstance(source, str) else source[0]
+    if (key, digest) not in _WORLDS:
+        _WORLDS.clear()              # one world at a time per worker process: sweeps go world by world
+        if isinstance(source, str):
+            _WORLDS[(key, digest)] = validate_world(read_world_file(source), source)
+        else:
+            _WORLDS[(key, digest)] = _world_from_bytes(source[1], digest)
+    return _WORLDS[(key, digest)]
 
 
 def compute_cell(source, digest: str, seed: int, spec: str, arrivals, keep_clicks: bool = False, code: str = ""):
@@ -132,7 +138,8 @@ def compute_cell(source, digest: str, seed: int, spec: str, arrivals, keep_click
     try:
         world = _load(source, digest)
         if world_digest(world) != digest:
-            return "error", (f"the world file {source} changed since the sweep began (digest {world_digest(world)}, "
+            where = source if isinstance(source, str) else "sent with the task"
+            return "error", (f"the world file {where} changed since the sweep began (digest {world_digest(world)}, "
                              f"expected {digest}); rerun the sweep")
         row, log = replay_logged(world, seed, spec, arrivals) if keep_clicks else (replay(world, seed, spec, arrivals), None)
     except KeyboardInterrupt:
@@ -154,7 +161,7 @@ def _warm_up() -> None:
 
 
 def _world_from_bytes(data: bytes, digest: str):
-    """Dask task: the world, decoded once per worker from the client's file bytes."""
+    """The world decoded from a world file's bytes (a Dask task's copy of the client's file)."""
     import io
 
     import xarray as xr
@@ -352,9 +359,11 @@ def run_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: RunS
 def _run_on_dask(todo, sources, keep_clicks, finish, scheduler, n_workers, cell_timeout, should_stop):
     """Cells as Dask tasks; results come back to this process (the only store writer) as they finish.
 
-    A worker that dies takes the blame for every task it held, so a cell that fails with KilledWorker is
-    run again after the others, alone on the cluster: only a cell that kills its workers when it runs by
-    itself fails for good."""
+    Each task carries its world's file bytes (decoded once per worker process), so no task depends on
+    data a dying worker could take with it; at most two tasks per worker thread are in flight, which
+    bounds the memory the scheduler holds. A worker that dies takes the blame for every task it held,
+    so a cell that fails with KilledWorker is run again after the others, alone on the cluster: only a
+    cell that kills its workers when it runs by itself fails for good."""
     import dask
     from distributed import Client, LocalCluster
 
@@ -370,51 +379,67 @@ def _run_on_dask(todo, sources, keep_clicks, finish, scheduler, n_workers, cell_
             raise SweepError(f"cannot reach the Dask scheduler at {scheduler}: {type(exc).__name__}: {exc}") from None
         with client:
             client.run(_warm_up)         # imports outside the cells' clocks (workers that restart later pay them in-cell)
-            worlds = {digest: client.submit(_world_from_bytes, Path(sources[digest]).read_bytes(), digest,
-                                            key=f"world-{digest}", pure=False) for digest in {c.digest for c in todo}}
+            payloads = {d: Path(sources[d]).read_bytes() for d in {c.digest for c in todo}}
 
             def submit(c: Cell, attempt: int):
-                return client.submit(compute_cell, worlds[c.digest], c.digest, c.seed, c.policy, c.arrivals, keep_clicks,
-                                     c.code, key=f"cell-{c.digest}-{c.seed}-{c.policy}-{c.code}-{c.arrivals}-{attempt}",
-                                     pure=False)
+                return client.submit(compute_cell, (c.digest, payloads[c.digest]), c.digest, c.seed, c.policy,
+                                     c.arrivals, keep_clicks, c.code, pure=False,
+                                     key=f"cell-{c.digest}-{c.seed}-{c.policy}-{c.code}-{c.arrivals}-{attempt}")
 
+            heal = (lambda: (cluster.scale(0), cluster.scale(n_workers))) if cluster is not None else None
             suspects = []
-            _dask_gather({submit(c, 0): c for c in todo}, client, finish, cell_timeout, should_stop, suspects)
+            _dask_gather(todo, lambda c: submit(c, 0), client, finish, cell_timeout, should_stop, suspects, heal)
             for c in suspects:
-                if should_stop():
-                    return
-                _dask_gather({submit(c, 1): c}, client, finish, cell_timeout, should_stop, None)
+                _dask_gather([c], lambda c: submit(c, 1), client, finish, cell_timeout, should_stop, None, heal)
     finally:
         if cluster is not None:
             cluster.close()
 
 
-def _dask_gather(futs, client, finish, cell_timeout, should_stop, suspects) -> None:
-    """Wait for the futures, finishing each cell as it ends; KilledWorker cells go to `suspects` if given."""
+def _dask_gather(cells, submit, client, finish, cell_timeout, should_stop, suspects, heal=None) -> None:
+    """Run the cells, a bounded number in flight, finishing each as it ends; KilledWorker cells go to
+    `suspects` if given. A cluster left without workers (a nanny gives up on a worker that dies while
+    starting) is healed by `heal` if given (our LocalCluster: fresh workers); with no worker for
+    NO_WORKERS_S, the cells left fail."""
     from distributed import wait as dask_wait
 
-    pending, started = set(futs), {}
-    while pending:
+    queue, futs, started, idle_since, healed = list(cells)[::-1], {}, {}, None, False
+    while queue or futs:
         if should_stop():
-            client.cancel(list(pending))
+            client.cancel(list(futs))
             return
+        threads = sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values())
+        idle_since, healed = (None, False) if threads else (idle_since or time.monotonic(), healed)
+        if idle_since is not None and heal is not None and not healed and time.monotonic() - idle_since > HEAL_S:
+            heal()
+            healed = True
+        if idle_since is not None and time.monotonic() - idle_since > NO_WORKERS_S:
+            client.cancel(list(futs))
+            for c in list(futs.values()) + queue[::-1]:
+                finish(c, "error", f"no Dask worker for {NO_WORKERS_S:g} s; the cell was not run")
+            return
+        while queue and len(futs) < 2 * max(threads, 1):
+            c = queue.pop()
+            futs[submit(c)] = c
         try:
-            done, pending = dask_wait(pending, timeout=0.5, return_when="FIRST_COMPLETED")
+            done, _ = dask_wait(list(futs), timeout=0.5, return_when="FIRST_COMPLETED")
         except TimeoutError:
             done = set()
         for fut in done:
+            cell = futs.pop(fut)
             try:
                 status, payload = fut.result()
             except Exception as exc:     # lost too often (KilledWorker), cancelled
                 if suspects is not None and type(exc).__name__ == "KilledWorker":
-                    suspects.append(futs[fut])
+                    suspects.append(cell)
                     continue
                 status, payload = "error", _dask_failure(exc)
             finally:
                 fut.release()
-            finish(futs[fut], status, payload)
-        if cell_timeout is not None and pending:
-            pending -= _stop_overdue(client, pending, futs, started, cell_timeout, finish)
+            finish(cell, status, payload)
+        if cell_timeout is not None and futs:
+            for fut in _stop_overdue(client, futs, started, cell_timeout, finish):
+                futs.pop(fut)
 
 
 def _dask_failure(exc: Exception) -> str:
@@ -424,18 +449,18 @@ def _dask_failure(exc: Exception) -> str:
     return f"Dask task failed: {type(exc).__name__}: {exc}"
 
 
-def _stop_overdue(client, pending, futs, started, limit, finish) -> set:
+def _stop_overdue(client, futs, started, limit, finish) -> list:
     """Fail the cells running longer than `limit` seconds: cancel them and restart their workers."""
-    now, over, restart = time.monotonic(), set(), set()
+    now, over, restart = time.monotonic(), [], set()
     running = {key: addr for addr, keys in client.processing().items() for key in keys}
-    for fut in pending:
+    for fut in futs:
         if fut.key in running:
             started.setdefault(fut.key, now)
             if now - started[fut.key] > limit:
-                over.add(fut)
+                over.append(fut)
                 restart.add(running[fut.key])
     if over:
-        client.cancel(list(over))
+        client.cancel(over)
         try:
             client.restart_workers(list(restart), raise_for_error=False)
         except Exception:     # a worker without a nanny cannot be restarted; its task is cancelled all the same
