@@ -22,7 +22,7 @@ from inference.nuts import configure_jax  # noqa: E402
 configure_jax()
 import numpy as np  # noqa: E402
 
-from inference.cell_fit import policy_prior  # noqa: E402
+from tutorduel.cell_fit import policy_prior  # noqa: E402
 from inference.health import stored_health  # noqa: E402
 from inference.laplace import laplace_fit_batch  # noqa: E402
 from inference.mixture_em import fit_mixture_em  # noqa: E402

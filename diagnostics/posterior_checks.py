@@ -177,9 +177,9 @@ def weights_distance(online: np.ndarray, exact: np.ndarray) -> np.ndarray:
 def beliefs_at_round(log, users, t: int):
     """Each user's online belief after their first t clicks, recomputed from the log: the prior they
     arrived under, folded one click at a time through the learner's own update
-    (``online.mixture_belief.update_belief``) on the design the learner used. At t = S this is
+    (``inference.mixture_belief.update_belief``) on the design the learner used. At t = S this is
     the session-end belief the log records. Returns (weights [U, C], means, covs)."""
-    from online.mixture_belief import MixtureBelief, update_belief
+    from inference.mixture_belief import MixtureBelief, update_belief
 
     users = np.asarray(users)
     z, y = log.recalibrated_design(users)

@@ -1,4 +1,4 @@
-"""Checks of the PrefDisco profile belief (``online.profile_belief``), as for TutorDuel's learners:
+"""Checks of the PrefDisco profile belief (``inference.profile_belief``), as for TutorDuel's learners:
 
 - against NUTS on the same model and data (``inference.profile_reference``): standardised
   mean error, sd ratio, marginal W1 beside an MCMC-vs-MCMC floor, and PSIS k-hat of the belief
@@ -21,7 +21,7 @@ from scipy.stats import wasserstein_distance
 
 from diagnostics.posterior_checks import PosteriorCheck, psis_khat
 from inference.evidence import mvt_logpdf
-from online.profile_belief import ProfileBelief, condition, covariance, population_belief
+from inference.profile_belief import ProfileBelief, condition, covariance, population_belief
 from tdmodels.profile_model import ProfilePrior
 
 

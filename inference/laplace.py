@@ -33,7 +33,7 @@ def click_mode(a, s, y, iters: int = NEWTON_ITERS, rtol: float = NEWTON_RTOL):
     when it stays inside the bracket and at most halves the previous step, else bisection
     (plain Newton two-cycles on flat logistic tails); stops when the Newton step is below
     rtol (1 + |eta|), checked before the bracket test so a converged step on the
-    bracket's edge still ends the loop. ``online.kernels.click_mode`` is the compiled twin.
+    bracket's edge still ends the loop. ``inference.kernels.click_mode`` is the compiled twin.
     """
     if np.ndim(a) == 0 and np.ndim(s) == 0:
         return _click_mode_scalar(float(a), float(s), int(y), iters, rtol)

@@ -18,6 +18,13 @@ from inference.user_reference import fit_users, user_draws
 from tdmodels.priors import MixturePrior, validate_prior
 
 
+# The three-component prior the calibration checks use beside the isotropic one: two separated
+# components with small covariance and a broad one (d = 7).
+CHECK_MIXTURE = MixturePrior(np.array([0.4, 0.35, 0.25]),
+                             np.array([[1.5, 0, 0, -1.5, 0, 0, 1.0], [-1.5, 0, 1.5, 0, 0, 0, -1.0], np.zeros(7)]),
+                             np.stack([0.5 * np.eye(7), 0.5 * np.eye(7), 4.0 * np.eye(7)]))
+
+
 class SBCResult(NamedTuple):
     theta: np.ndarray        # [U, d] true values
     ranks: np.ndarray        # [U, d] in 0..L

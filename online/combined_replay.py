@@ -17,7 +17,7 @@ import time
 import numpy as np
 import xarray as xr
 
-from diagnostics.references import fit_btl_hindsight
+from inference.hindsight import fit_btl_hindsight
 from online.direct_questions import persona_contrast
 from online.protocol import PolicyOutputError, check_pair
 from online.replay import prepare_run

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-from online.mixture_belief import MixtureBelief
+from inference.mixture_belief import MixtureBelief
 
 GH_NODES, GH_WEIGHTS = np.polynomial.hermite_e.hermegauss(8)
 GH_WEIGHTS = GH_WEIGHTS / GH_WEIGHTS.sum()

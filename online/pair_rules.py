@@ -21,7 +21,7 @@ on dev) outweighed the information value, so the subtraction is our choice: KG_q
 the convexity gain of top2 alone, >= 0. Unordered pairs suffice (the click model is
 symmetric in display order); the better-looking persona is shown first. Components under
 exp(-PRUNE_NATS) of the heaviest weight are left out of the future term (their share of
-the mean is below 1e-8 of it); ``online.kernels.lookahead_scores`` is the compiled twin.
+the mean is below 1e-8 of it); ``inference.kernels.lookahead_scores`` is the compiled twin.
 """
 from __future__ import annotations
 
@@ -29,11 +29,16 @@ from itertools import combinations
 
 import numpy as np
 
-from online.mixture_belief import MixtureBelief, expected_utilities, update_belief
-from online.policies.no_transfer import greedy_pair
+from inference.mixture_belief import MixtureBelief, expected_utilities, update_belief
 
 PRUNE_NATS = 20.0        # components under exp(-20) of the heaviest are left out of the future term
 LOOKAHEAD_RTOL = 1e-8    # the one-click Newton's tolerance here: only means after the click are used
+
+
+def greedy_pair(utilities: np.ndarray) -> tuple[int, int]:
+    """Top two of `utilities` [K], best first; stable (lower index wins ties)."""
+    order = np.argsort(-utilities, kind="stable")
+    return int(order[0]), int(order[1])
 
 
 def top2_sum(u: np.ndarray) -> np.ndarray:

@@ -6,7 +6,7 @@ the fixed-order policies use) through the conjugate profile model
 (``tdmodels.profile_model``), so its belief over the user's values on F(i) is a
 multivariate t that knows how attributes co-vary. Each turn it computes, for every
 attribute not yet asked, the expected gain in the best expected PrefAlign from hearing its
-value (``online.profile_belief.question_gains``), asks the best one if that gain is at least
+value (``inference.profile_belief.question_gains``), asks the best one if that gain is at least
 `cost` (PrefAlign units per question) and stops otherwise; then it answers with the
 response of largest expected PrefAlign under the belief. The belief covers values and
 weights together, so a stated value also moves the expected weights.
@@ -22,7 +22,7 @@ from typing import NamedTuple
 import numpy as np
 import xarray as xr
 
-from online.profile_belief import ProfileBelief, condition, expected_pref_align, population_belief, question_gains
+from inference.profile_belief import ProfileBelief, condition, expected_pref_align, population_belief, question_gains
 from tdmodels.profile_model import ProfilePrior, default_profile_prior, profile_coordinates, to_logit
 
 COST = 0.002

@@ -20,10 +20,9 @@ configure_jax()
 import numpy as np  # noqa: E402
 
 from diagnostics.sbc_plots import plot_sbc_ecdf  # noqa: E402
-from inference.sbc import coverage, rank_uniformity, run_sbc  # noqa: E402
+from inference.sbc import CHECK_MIXTURE, coverage, rank_uniformity, run_sbc  # noqa: E402
 from tdmodels.priors import isotropic_prior  # noqa: E402
 from tdmodels.simulator import build_roster  # noqa: E402
-from tests.inference.test_calibration import MIXTURE  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -34,7 +33,7 @@ def main(argv=None) -> int:
     out = Path(a.out)
     out.mkdir(exist_ok=True)
     F = build_roster("dev")["features"].values
-    for name, prior, seed in [("isotropic", isotropic_prior(7), 11), ("mixture", MIXTURE, 12)]:
+    for name, prior, seed in [("isotropic", isotropic_prior(7), 11), ("mixture", CHECK_MIXTURE, 12)]:
         t = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

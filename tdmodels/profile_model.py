@@ -5,7 +5,7 @@ y_u = (logit v_u [K], log(w_u + WEIGHT_FLOOR) [K]) (D = 2K) are
 
     Sigma ~ InverseWishart(nu0, Psi0),  mu ~ N(mu0, Sigma / kappa0),  y_u ~ N(mu, Sigma)
 
-(the Normal-Inverse-Wishart population, conjugate: ``online.profile_belief`` has its exact
+(the Normal-Inverse-Wishart population, conjugate: ``inference.profile_belief`` has its exact
 posterior predictive, a multivariate t). Values and weights share one covariance because
 both follow the user's traits; answers about values then move the expected weights too.
 Earlier users' profiles are observed whole; the new user's answers observe some value

@@ -342,7 +342,7 @@ def cmd_fit(a) -> int:
     configure_jax()                      # first: one host device per chain, float64, before JAX starts
     import pandas as pd
 
-    from inference.cell_fit import fit_cell, fit_summary
+    from tutorduel.cell_fit import fit_cell, fit_summary
     from online.store import RunStore
     from tdmodels.rosters import open_world
 
@@ -374,7 +374,7 @@ def cmd_validate(a) -> int:
     import numpy as np
     import pandas as pd
 
-    from diagnostics.validate_cell import validate_users
+    from tutorduel.validate_cell import validate_users
     from online.store import RunStore
     from tdmodels.rosters import open_world
 

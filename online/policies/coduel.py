@@ -9,20 +9,20 @@ Functional core (pure functions over `CODuelState`; the class is a shell):
     state = end_session(state)
 
 Per user: a mixture belief over the population prior's component slots
-(``online.mixture_belief``) and, alongside, the no-transfer learner (the same update with
+(``inference.mixture_belief``) and, alongside, the no-transfer learner (the same update with
 the broad prior alone); both predict every click before it is revealed (probit-approximated
 predictive for both, so the gate compares like with like). After each session: the gate
 records the session's log-likelihood ratio (``online.gate``); every `recal_every` sessions
 from `recal_start` on, A = a I + A' is refitted on all completed choices with users' theta
 at their broad-prior Laplace modes (``inference.recalibration_fit``, warm-started at the
-previous A); the population prior is refitted by incremental EM (``online.population``).
+previous A); the population prior is refitted by incremental EM (``inference.population``).
 Pairs: knowledge-gradient lookahead over the bank of the `bank_size` most recent questions,
 this one included (``online.pair_rules``), or greedy; the no-transfer learner's greedy pair
 while the gate is closed. Ablations are settings: population=False keeps the prior
 isotropic, recalibration=False, lookahead=False, gate=False (always transfer once a session
 is complete).
 
-`engine` = "numba" runs the hot path in compiled kernels (``online.kernels``); "numpy" runs
+`engine` = "numba" runs the hot path in compiled kernels (``inference.kernels``); "numpy" runs
 the same algorithm in plain NumPy (the readable reference; the speed benchmark compares
 them). Both agree to rounding.
 """
@@ -34,12 +34,12 @@ from typing import NamedTuple
 import numpy as np
 
 from inference.recalibration_fit import RIDGE_A, fit_recalibration_map
-from online import kernels as kn
+from inference import kernels as kn
 from online import gate as gt
-from online.mixture_belief import MixtureBelief, update_belief
+from inference.mixture_belief import MixtureBelief, update_belief
 from online.pair_rules import lookahead_pair, mixture_greedy_pair
-from online import population as pp
-from online.population import Population, fit_units, init_population, rebase, refit_population
+from inference import population as pp
+from inference.population import Population, fit_units, init_population, rebase, refit_population
 from online.protocol import Policy
 from tdmodels.population_model import ALPHA, N_LEARNED, RIDGE, recalibrated_design
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from online import kernels as kn
+from inference import kernels as kn
 from online.direct_questions import observe_linear, pair_cost, persona_contrast, question_gains
 from online.policies.coduel import CODuel, CODuelState, recalibrate
 

@@ -9,7 +9,7 @@ A CLUB-style user graph with a linear dueling learner per cluster:
 - after the click: refit theta_i; delete the edge (i, l) when
   ||theta_i - theta_l|| > f(T_i) + f(T_l),  f(T) = alpha sqrt((1 + ln(1 + T)) / (1 + T)).
 
-COLDB estimates by ridge logistic MLE (``online.estimators.ridge_logistic``, warm-started);
+COLDB estimates by ridge logistic MLE (``inference.estimators.ridge_logistic``, warm-started);
 COLDB-LR (not described publicly; ours) by ridge least squares of 2y - 1 on z, from
 sufficient statistics. beta = sqrt(d ln S) and alpha = 1 are ours (not tuned).
 """
@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from online.estimators import ridge_least_squares, ridge_logistic
+from inference.estimators import ridge_least_squares, ridge_logistic
 from online.protocol import Policy
 
 RIDGE = 1.0

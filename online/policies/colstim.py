@@ -1,7 +1,7 @@
 """CoLSTIM (Bengs, Saha, Huellermeier, ICML 2022), each user alone.
 
 Linear stochastic transitivity with the logistic link. Per user: theta_hat, the ridge
-logistic MLE of the clicks so far (``online.estimators.ridge_logistic``), and
+logistic MLE of the clicks so far (``inference.estimators.ridge_logistic``), and
 M = lam I + sum z z^T over the user's design rows z = x_first - x_second.
 
     first  = argmax_i  theta_hat . x_i + eps_i ||x_i||_{M^-1},  eps_i ~ Gumbel clipped to [-C, C]
@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from online.estimators import ridge_logistic
+from inference.estimators import ridge_logistic
 from online.protocol import Policy
 
 RIDGE = 1.0

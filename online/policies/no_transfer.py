@@ -19,6 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from inference.laplace import laplace_update
+from online.pair_rules import greedy_pair
 from online.protocol import Policy
 
 DEFAULT_PRIOR_VAR = 4.0
@@ -43,12 +44,6 @@ def init(d: int, prior_var: float = DEFAULT_PRIOR_VAR) -> NoTransferState:
 
 def start_session(state: NoTransferState) -> NoTransferState:
     return state._replace(mean=state.prior_mean, cov=state.prior_cov)
-
-
-def greedy_pair(utilities: np.ndarray) -> tuple[int, int]:
-    """Top two of `utilities` [K], best first; stable (lower index wins ties)."""
-    order = np.argsort(-utilities, kind="stable")
-    return int(order[0]), int(order[1])
 
 
 def select(state: NoTransferState, Phi: np.ndarray) -> tuple[tuple[int, int], SelectInfo]:

@@ -10,14 +10,12 @@ from scipy import stats
 
 from diagnostics.sbc_plots import plot_sbc_ecdf
 from inference.health import FitHealthWarning
-from inference.sbc import coverage, rank_uniformity, run_sbc
-from tdmodels.priors import MixturePrior, isotropic_prior
+from inference.sbc import CHECK_MIXTURE, coverage, rank_uniformity, run_sbc
+from tdmodels.priors import isotropic_prior
 
 pytestmark = pytest.mark.slow
 
-MIXTURE = MixturePrior(np.array([0.4, 0.35, 0.25]),
-                       np.array([[1.5, 0, 0, -1.5, 0, 0, 1.0], [-1.5, 0, 1.5, 0, 0, 0, -1.0], np.zeros(7)]),
-                       np.stack([0.5 * np.eye(7), 0.5 * np.eye(7), 4.0 * np.eye(7)]))
+MIXTURE = CHECK_MIXTURE
 
 
 def _sbc(prior, features, seed):

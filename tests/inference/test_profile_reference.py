@@ -4,7 +4,7 @@ import pytest
 from diagnostics.profile_checks import check_belief
 from inference.health import stored_health
 from inference.profile_reference import profile_nuts, z_new_draws
-from online.profile_belief import ProfileBelief, condition, population_belief
+from inference.profile_belief import ProfileBelief, condition, population_belief
 from tdmodels.profile_model import ProfilePrior, default_profile_prior
 
 PRIOR = default_profile_prior(2)       # D = 4: two value logits, two log-weights

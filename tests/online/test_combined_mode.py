@@ -6,7 +6,7 @@ from scipy import stats
 
 from online.combined_replay import replay_combined, student_thetas
 from online.direct_questions import observe_linear, pair_cost, persona_contrast, question_gains
-from online.mixture_belief import MixtureBelief
+from inference.mixture_belief import MixtureBelief
 from online.protocol import PolicyOutputError
 from online.replay import replay
 from online.schedule import make_schedule, session_utilities

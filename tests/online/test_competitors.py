@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from online.estimators import ridge_least_squares, ridge_logistic
+from inference.estimators import ridge_least_squares, ridge_logistic
 from online.policies import coldb, colstim, hierarchical_ts, rucb
 
 PHI = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.5, 0.5]])

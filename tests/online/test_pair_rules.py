@@ -2,7 +2,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from online.mixture_belief import init_belief, update_belief
+from inference.mixture_belief import init_belief, update_belief
 from online.pair_rules import mixture_greedy_pair, lookahead_pair, lookahead_scores, top2_sum
 from tdmodels.priors import MixturePrior
 

@@ -5,7 +5,7 @@ from numpyro.infer import Predictive
 from numpyro.infer.util import log_density
 from scipy import stats
 
-from online.profile_belief import population_belief
+from inference.profile_belief import population_belief
 from tdmodels.profile_model import ProfilePrior, default_profile_prior, profile_population
 
 PRIOR = ProfilePrior(np.array([0.0, 1.0, -1.0]), 0.5, 7.0, 3.0 * np.eye(3))

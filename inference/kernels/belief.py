@@ -1,5 +1,5 @@
 """Kernels of the per-user belief and the pair rules: one click into a mixture belief,
-greedy pairs and the knowledge-gradient lookahead (twins of ``online.mixture_belief`` and
+greedy pairs and the knowledge-gradient lookahead (twins of ``inference.mixture_belief`` and
 ``online.pair_rules``)."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import math
 import numpy as np
 from numba import njit
 
-from online.kernels._scalar import _sigmoid, click_mode, probit_log_predictive
+from inference.kernels._scalar import _sigmoid, click_mode, probit_log_predictive
 
 PRUNE_NATS = 20.0             # lookahead: components under exp(-20) of the heaviest are left out
 LOOKAHEAD_RTOL = 1e-6         # lookahead: only means after a hypothetical click are needed

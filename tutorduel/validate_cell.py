@@ -3,7 +3,7 @@ session end against the NUTS reference posterior on the same clicks under the sa
 
 The click log (with the priors users arrived under, the recalibration their clicks were read
 with and the online beliefs) comes from the store or a deterministic replay; the reference is
-``inference.user_reference.fit_users`` through ``inference.cell_fit.fit_cell`` (written as
+``inference.user_reference.fit_users`` through ``tutorduel.cell_fit.fit_cell`` (written as
 ``seed-NNNN.users.nc``); the checks are ``diagnostics.posterior_checks``. Output, beside the
 row: ``seed-NNNN.validate.nc``, an InferenceData with the NUTS mixture draws as `posterior`,
 draws of the online belief in group `online`, and the per-user figures in group `checks`
@@ -22,7 +22,7 @@ from diagnostics.calibration import calibration_table, reliability
 from diagnostics.posterior_checks import (PosteriorCheck, UserChecks, beliefs_at_round, btl_log_posterior,
                                           check_logged_users, check_posterior, exact_component_weights,
                                           sample_mixture, weights_distance)
-from inference.cell_fit import cell_click_log, check_users, fit_cell
+from tutorduel.cell_fit import cell_click_log, check_users, fit_cell
 from inference.health import stored_health
 from inference.nuts import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_WARMUP
 from online.registry import canonical_spec

@@ -33,7 +33,7 @@ seeds better) and is faster, so it is the default. Choices the reference leaves 
 (surrogate E-step; refresh 8; one pass per session, as 16 dev seeds scored 56.7 with one
 pass and 56.5 with two; ridge 1e-2; min_support 0.5; newborn covariance = the session's
 broad Laplace covariance + ridge) are settings, chosen on the dev roster. `engine` picks
-the compiled (``online.kernels``) or the NumPy (``inference.laplace``) fits; the rest is
+the compiled (``inference.kernels``) or the NumPy (``inference.laplace``) fits; the rest is
 shared.
 """
 from __future__ import annotations
@@ -104,7 +104,7 @@ def _factors(covs, engine: str = "numba"):
     """(inverses, log determinants) of symmetric positive definite matrices [C, d, d]."""
     if engine == "numpy":
         return np.linalg.inv(covs), np.linalg.slogdet(covs)[1]
-    from online import kernels
+    from inference import kernels
 
     return kernels.spd_factors(np.ascontiguousarray(covs, dtype=float))
 
@@ -118,7 +118,7 @@ def fit_units(Z, y, users, comps, means, covs, init, engine: str = "numba", fact
     users, comps = np.asarray(users, dtype=np.int64), np.asarray(comps, dtype=np.int64)
     if engine == "numpy":
         return laplace_fit_batch(means[comps], covs[comps], Z[users], y[users], init=init)
-    from online import kernels
+    from inference import kernels
 
     precs, logdets = factors if factors is not None else _factors(covs, engine)
     modes, post, ev, ok = kernels.laplace_units(Z, y, users, comps, means, precs, logdets, np.array(init, dtype=float))
@@ -133,7 +133,7 @@ def surrogate_units(users, comps, lik_prec, lik_lin, lik_const, means, covs, eng
     users, comps = np.asarray(users, dtype=np.int64), np.asarray(comps, dtype=np.int64)
     precs, logdets = factors if factors is not None else _factors(covs, engine)
     if engine != "numpy":
-        from online import kernels
+        from inference import kernels
 
         return kernels.surrogate_units(users, comps, lik_prec, lik_lin, lik_const, means, precs, logdets)
     P, m = precs[comps], means[comps]
@@ -202,7 +202,7 @@ def _e_step(pop: Population, Z, y, users, engine, exact: bool = False, exact_min
     C = len(pop.weights)
     factors = _factors(pop.covs, engine)
     if engine != "numpy" and not exact:
-        from online import kernels
+        from inference import kernels
 
         with np.errstate(divide="ignore"):
             log_w = np.log(pop.weights)

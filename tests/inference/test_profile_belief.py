@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from diagnostics.profile_checks import sbc_profile
-from online.profile_belief import (ProfileBelief, condition, covariance, expected_pref_align, population_belief,
+from inference.profile_belief import (ProfileBelief, condition, covariance, expected_pref_align, population_belief,
                                    question_gains)
 from tdmodels.profile_model import ProfilePrior, default_profile_prior, profile_coordinates
 

@@ -1,7 +1,7 @@
 """Compiled (numba) kernels for CODuel's hot path: one click into a mixture belief, the pair
 rules, batches of Laplace fits, and the recalibration fit.
 
-Each kernel computes exactly what its NumPy counterpart computes (``online.mixture_belief``,
+Each kernel computes exactly what its NumPy counterpart computes (``inference.mixture_belief``,
 ``online.pair_rules``, ``inference.laplace.laplace_fit_batch``,
 ``inference.recalibration_fit``): same Newton iterations, same tolerances, same tie-breaks,
 so the two engines agree to rounding (tests/online/test_kernels.py). Kernels allocate and
@@ -17,12 +17,12 @@ Cholesky beats LAPACK calls at this size.
 Components are fixed slots; `active[c]` says which hold a component. Inactive slots are
 skipped everywhere (their log weight is -inf).
 """
-from online.kernels._scalar import NEWTON_RTOL, click_mode, probit_log_predictive
-from online.kernels.belief import (LOOKAHEAD_RTOL, PRUNE_NATS, greedy_pair, lookahead_pair, lookahead_scores,
+from inference.kernels._scalar import NEWTON_RTOL, click_mode, probit_log_predictive
+from inference.kernels.belief import (LOOKAHEAD_RTOL, PRUNE_NATS, greedy_pair, lookahead_pair, lookahead_scores,
                                    mixture_greedy, mixture_update, recalibrated, update_both)
-from online.kernels.laplace import RESP_FLOOR, laplace_units, surrogate_estep, surrogate_units
-from online.kernels.linalg import spd_factors
-from online.kernels.recalibration import recalibration_newton
+from inference.kernels.laplace import RESP_FLOOR, laplace_units, surrogate_estep, surrogate_units
+from inference.kernels.linalg import spd_factors
+from inference.kernels.recalibration import recalibration_newton
 
 __all__ = ["NEWTON_RTOL", "LOOKAHEAD_RTOL", "PRUNE_NATS", "RESP_FLOOR", "click_mode", "probit_log_predictive",
            "greedy_pair", "lookahead_pair", "lookahead_scores", "mixture_greedy", "mixture_update", "recalibrated",

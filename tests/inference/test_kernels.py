@@ -5,10 +5,10 @@ from hypothesis import strategies as st
 
 from inference.laplace import click_mode, laplace_fit_batch, laplace_update
 from inference.recalibration_fit import fit_recalibration_map
-from online import kernels as kn
-from online.mixture_belief import MixtureBelief, update_belief
+from inference import kernels as kn
+from inference.mixture_belief import MixtureBelief, update_belief
 from online.pair_rules import lookahead_pair, lookahead_scores
-from online.policies.no_transfer import greedy_pair
+from online.pair_rules import greedy_pair
 
 K, D = 6, 7
 

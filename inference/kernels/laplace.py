@@ -1,6 +1,6 @@
 """Kernels of the population refit: batches of Laplace fits (twin of
 ``inference.laplace.laplace_fit_batch``) and the closed-form surrogate E-step (twin of
-``online.population``)."""
+``inference.population``)."""
 from __future__ import annotations
 
 import math
@@ -8,7 +8,7 @@ import math
 import numpy as np
 from numba import njit
 
-from online.kernels.linalg import _chol_solve, _cholesky, _inverse_from_chol
+from inference.kernels.linalg import _chol_solve, _cholesky, _inverse_from_chol
 
 RESP_FLOOR = 1e-12            # E-step: responsibilities below this are set to 0 (moments not stored)
 
@@ -158,7 +158,7 @@ def _surrogate_one(u, c, lik_prec, lik_lin, lik_const, comp_means, comp_precs, c
 @njit(cache=True)
 def surrogate_units(users, comps, lik_prec, lik_lin, lik_const, comp_means, comp_precs, comp_logdets):
     """Closed-form fits of units under a Gaussian surrogate of each user's likelihood,
-    exp(c_u - theta' Lam_u theta / 2 + h_u' theta); as ``online.population.surrogate_units``.
+    exp(c_u - theta' Lam_u theta / 2 + h_u' theta); as ``inference.population.surrogate_units``.
 
     Returns (modes [B, d], covs [B, d, d], log_evidence [B]).
     """
@@ -182,7 +182,7 @@ def surrogate_units(users, comps, lik_prec, lik_lin, lik_const, comp_means, comp
 @njit(cache=True)
 def surrogate_estep(users, active, log_w, comp_means, comp_precs, comp_logdets, lik_prec, lik_lin, lik_const,
                     resp, unit_modes, unit_covs, T0, T1, T2):
-    """The surrogate E-step of ``online.population._e_step`` for `users`, in place.
+    """The surrogate E-step of ``inference.population._e_step`` for `users`, in place.
 
     Refits every active unit of each user in closed form, replaces the user's responsibilities
     resp [n, C] and moments unit_modes [n, C, d], unit_covs [n, C, d, d], and moves its share

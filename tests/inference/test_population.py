@@ -5,8 +5,8 @@ from hypothesis import strategies as st
 
 from inference.laplace import laplace_fit_batch
 from inference.sbc import simulate_clicks
-from online import population as pp
-from online.population import init_population, refit_population
+from inference import population as pp
+from inference.population import init_population, refit_population
 
 CENTERS = np.array([[3.0, 0, 0], [-3.0, 0, 0], [0, 3.0, -3.0]])
 

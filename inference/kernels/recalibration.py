@@ -6,7 +6,7 @@ import math
 import numpy as np
 from numba import njit
 
-from online.kernels.linalg import _chol_solve, _cholesky
+from inference.kernels.linalg import _chol_solve, _cholesky
 
 
 @njit(cache=True)

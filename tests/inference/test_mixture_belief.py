@@ -4,7 +4,7 @@ from hypothesis import strategies as st
 
 from inference.laplace import laplace_update
 from inference.mixture_em import component_laplace
-from online.mixture_belief import expected_utilities, init_belief, update_belief
+from inference.mixture_belief import expected_utilities, init_belief, update_belief
 from tdmodels.priors import MixturePrior, isotropic_prior
 
 
