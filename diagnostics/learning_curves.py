@@ -3,7 +3,7 @@
 A run row keeps each arrival's regret and floor (``per_user``), so the excess regret of
 arrival n is regret_n - floor_n. The learning curve of one seed is its centred moving mean
 over `window` arrivals (arrivals n - window//2 .. n + window//2, only where the window fits);
-the curve plotted is the mean over seeds with a 95% band (1.96 standard errors across seeds).
+the curve plotted is the mean over seeds with a 95% band (a t-interval across seeds).
 The final quarter is the summed excess regret of the last quarter of arrivals, per seed.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from diagnostics.stats import mean_se, paired_gain
+from diagnostics.stats import mean_se, paired_gain, t_quantile
 
 WINDOW = 25
 
@@ -48,8 +48,9 @@ def learning_curve(rows: list[dict], window: int = WINDOW) -> Curve:
     w = min(window, N)
     curves = np.stack([moving_mean(per_user_excess(r), w) for r in rows])
     mean = curves.mean(0)
-    se = curves.std(0, ddof=1) / np.sqrt(len(rows)) if len(rows) > 1 else np.zeros_like(mean)
-    return Curve(np.arange(len(mean)) + (w - 1) / 2, mean, mean - 1.96 * se, mean + 1.96 * se, len(rows))
+    half = (t_quantile(len(rows)) * curves.std(0, ddof=1) / np.sqrt(len(rows)) if len(rows) > 1
+            else np.zeros_like(mean))
+    return Curve(np.arange(len(mean)) + (w - 1) / 2, mean, mean - half, mean + half, len(rows))
 
 
 def final_quarter(rows: list[dict]) -> np.ndarray:

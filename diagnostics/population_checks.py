@@ -18,6 +18,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import logsumexp
 
+from diagnostics.stats import t_interval
 from inference.evidence import importance_log_evidence
 from inference.laplace import laplace_fit_batch
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior, isotropic_prior
@@ -34,7 +35,7 @@ class HeldOut(NamedTuple):
         base = self.log_pred[against]
         for name, lp in self.log_pred.items():
             diff = lp - base
-            half = 1.96 * diff.std(ddof=1) / np.sqrt(len(diff)) if len(diff) > 1 else np.nan
+            half = t_interval(diff)[1]
             out[name] = {"mean": float(lp.mean()), "vs_" + against: float(diff.mean()), "ci95": float(half),
                          "max_khat": self.max_khat[name]}
         return out

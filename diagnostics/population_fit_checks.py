@@ -23,6 +23,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from diagnostics.posterior_checks import mixture_logpdf, sample_mixture
+from diagnostics.stats import t_interval
 from inference.evidence import mvt_logpdf, mvt_sample
 from inference.laplace import laplace_fit_batch
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior
@@ -48,7 +49,7 @@ class PopulationComparison(NamedTuple):
             if name != "nuts":
                 diff = lp - self.log_pred["nuts"]
                 out[f"log_pred_{name}_vs_nuts"] = float(diff.mean())
-                out[f"log_pred_{name}_vs_nuts_ci95"] = float(1.96 * diff.std(ddof=1) / np.sqrt(len(diff)))
+                out[f"log_pred_{name}_vs_nuts_ci95"] = t_interval(diff)[1]
         iu = np.triu_indices(len(self.co_clustering["nuts"]), 1)
         truth = self.co_clustering.get("truth")
         for name, P in self.co_clustering.items():

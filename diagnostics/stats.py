@@ -26,11 +26,15 @@ def mean_se(x) -> tuple[float, float]:
     return float(x.mean()), se
 
 
+def t_quantile(n: int, level: float = 0.95) -> float:
+    """The two-sided t quantile of a `level` interval from n observations (NaN below two)."""
+    return float(sps.t.ppf(0.5 + level / 2, n - 1)) if n > 1 else float("nan")
+
+
 def t_interval(x, level: float = 0.95) -> tuple[float, float]:
-    """Mean and half-width of the t-interval of per-seed figures x [S] (NaN half-width for one seed)."""
+    """Mean and half-width of the t-interval of figures x [n] (seeds, users; NaN half-width for one)."""
     m, se = mean_se(x)
-    n = len(np.asarray(x))
-    return m, (float(sps.t.ppf(0.5 + level / 2, n - 1) * se) if n > 1 else float("nan"))
+    return m, t_quantile(len(np.asarray(x)), level) * se
 
 
 def paired_gain(excess_a, excess_b, level: float = 0.95) -> dict:

@@ -29,10 +29,8 @@ from itertools import combinations
 
 import numpy as np
 
+from inference.kernels.belief import LOOKAHEAD_RTOL, PRUNE_NATS    # one source for both engines
 from inference.mixture_belief import MixtureBelief, expected_utilities, update_belief
-
-PRUNE_NATS = 20.0        # components under exp(-20) of the heaviest are left out of the future term
-LOOKAHEAD_RTOL = 1e-8    # the one-click Newton's tolerance here: only means after the click are used
 
 
 def greedy_pair(utilities: np.ndarray) -> tuple[int, int]:

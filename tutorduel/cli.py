@@ -374,8 +374,9 @@ def cmd_validate(a) -> int:
     import numpy as np
     import pandas as pd
 
-    from tutorduel.validate_cell import validate_users
+    from diagnostics.stats import t_interval
     from online.store import RunStore
+    from tutorduel.validate_cell import validate_users
     from tdmodels.rosters import open_world
 
     world = open_world(a.world, allow_test=a.allow_test, directory=a.worlds)
@@ -414,7 +415,7 @@ def cmd_validate(a) -> int:
         for name in ("online", "batch_em", "isotropic"):
             if f"log_pred_{name}" in pop:
                 diff = pop[f"log_pred_{name}"].values - base
-                half = 1.96 * diff.std(ddof=1) / np.sqrt(len(diff))
+                half = t_interval(diff)[1]
                 print(f"held-out users' clicks under the {name} prior: {pop[f'log_pred_{name}'].values.mean():.3f} "
                       f"nats per user ({diff.mean():+.3f} +- {half:.3f} against isotropic; "
                       f"max k-hat {pop.attrs[f'max_khat_{name}']:.2f})")

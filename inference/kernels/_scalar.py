@@ -5,8 +5,7 @@ import math
 
 from numba import njit
 
-NEWTON_ITERS = 100            # scalar one-click step, as inference.laplace
-NEWTON_RTOL = 1e-12
+from inference.laplace import NEWTON_ITERS, NEWTON_RTOL   # one source: the NumPy one-click step's
 
 
 @njit(cache=True)

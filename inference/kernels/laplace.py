@@ -9,8 +9,7 @@ import numpy as np
 from numba import njit
 
 from inference.kernels.linalg import _chol_solve, _cholesky, _inverse_from_chol
-
-RESP_FLOOR = 1e-12            # E-step: responsibilities below this are set to 0 (moments not stored)
+from inference.population import RESP_FLOOR   # one source: the NumPy E-step's
 
 
 @njit(cache=True)

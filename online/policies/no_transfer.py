@@ -21,8 +21,7 @@ import numpy as np
 from inference.laplace import laplace_update
 from online.pair_rules import greedy_pair
 from online.protocol import Policy
-
-DEFAULT_PRIOR_VAR = 4.0
+from tdmodels.priors import DEFAULT_PRIOR_VAR
 
 
 class NoTransferState(NamedTuple):
