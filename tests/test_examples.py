@@ -1,0 +1,34 @@
+"""Every script in examples/ runs with small arguments (numpyro's test_examples pattern)."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = {
+    "fit_click_model.py": ["--arrivals", "6", "--users", "3", "--chains", "2", "--warmup", "100", "--draws", "100",
+                           "--out", "{tmp}/posterior.png"],
+    "validate_coduel_beliefs.py": ["--arrivals", "12", "--users", "4", "--chains", "2", "--warmup", "100",
+                                   "--draws", "100"],
+    "my_policy_vs_coduel.py": ["--seeds", "3", "--arrivals", "30"],
+    "sbc_click_model.py": ["--sims", "10", "--L", "19", "--chains", "2", "--warmup", "100", "--draws", "100",
+                           "--out", "{tmp}/sbc.png"],
+    "prefdisco_ask_bayes.py": ["--scenarios", "20"],
+    "bring_your_own_world.py": ["--students", "12", "--seeds", "2", "--arrivals", "20"],
+}
+
+
+def test_every_example_is_smoke_tested():
+    assert sorted(p.name for p in (ROOT / "examples").glob("*.py")) == sorted(EXAMPLES)
+
+
+@pytest.mark.parametrize("script", sorted(EXAMPLES))
+def test_example_runs(script, tmp_path):
+    args = [a.format(tmp=tmp_path) for a in EXAMPLES[script]]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, str(ROOT / "examples" / script), *args], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip()
