@@ -39,6 +39,16 @@ def greedy_pair(utilities: np.ndarray) -> tuple[int, int]:
     return int(order[0]), int(order[1])
 
 
+def thompson_pair(mean: np.ndarray, cov: np.ndarray, Phi: np.ndarray, rng: np.random.Generator) -> tuple[int, int]:
+    """Double Thompson sampling from N(mean [d], cov [d, d]) for features Phi [K, d]."""
+    L = np.linalg.cholesky(cov + 1e-12 * np.eye(len(mean)))
+    draws = mean + rng.standard_normal((2, len(mean))) @ L.T
+    first = int(np.argmax(Phi @ draws[0]))
+    u = Phi @ draws[1]
+    u[first] = -np.inf
+    return first, int(np.argmax(u))
+
+
 def top2_sum(u: np.ndarray) -> np.ndarray:
     """Sum of the two largest entries along the last axis."""
     part = np.partition(u, -2, axis=-1)

@@ -33,10 +33,12 @@ import types
 import typing
 from typing import NamedTuple
 
+from online.learner import Learner, LearnerPolicy
+
 REGISTRY = {
-    "random": "online.policies.random_pairs:RandomPairs",
-    "no-transfer": "online.policies.no_transfer:NoTransfer",
-    "pooled": "online.policies.no_transfer:Pooled",
+    "random": "online.policies.random_pairs:random_pairs",
+    "no-transfer": "online.policies.no_transfer:no_transfer",
+    "pooled": "online.policies.no_transfer:pooled",
     "coduel": "online.policies.coduel:CODuel",
     "rucb": "online.policies.rucb:RUCB",
     "colstim": "online.policies.colstim:CoLSTIM",
@@ -103,7 +105,7 @@ def split_specs(text: str) -> list[str]:
 
 
 def resolve(target: str):
-    """The class a target names: a registered name or module:Class."""
+    """What a target names: a policy class, or a function returning an ``online.learner.Learner``."""
     path = REGISTRY.get(target, target)
     if ":" not in path:
         raise PolicySpecError(f"unknown policy {target!r}; registered: {', '.join(sorted(REGISTRY))}, or use module:Class")
@@ -114,8 +116,8 @@ def resolve(target: str):
         raise PolicySpecError(f"cannot load policy {target!r}: {exc}") from None
     except Exception as exc:  # a researcher's module that fails on import
         raise PolicySpecError(f"cannot load policy {target!r}: importing {mod} raised {type(exc).__name__}: {exc}") from None
-    if not inspect.isclass(obj):
-        raise PolicySpecError(f"policy {target!r} is a {type(obj).__name__}, not a class")
+    if not (inspect.isclass(obj) or inspect.isfunction(obj)):
+        raise PolicySpecError(f"policy {target!r} is a {type(obj).__name__}, not a class or a learner factory")
     return obj
 
 
@@ -129,29 +131,41 @@ def _kind(annotation) -> tuple[object, bool]:
     return _UNTYPED, True
 
 
-def declared_settings(cls) -> tuple[dict[str, Setting], bool]:
-    """The keyword settings of a policy class (following ``**kwargs`` into the base class's
-    constructor) and whether it takes further undeclared ones."""
+def _collect(fn, skip: int, out: dict) -> bool | None:
+    """Add fn's keyword parameters (after the first `skip`) to `out`; whether it takes **kwargs, None if
+    its signature cannot be read."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return None
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:  # an annotation that does not evaluate: read as untyped
+        hints = {}
+    for name, p in list(params.items())[skip:]:
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and name not in out:
+            kind, optional = _kind(hints.get(name, _UNTYPED))
+            out[name] = Setting(kind, optional or p.default is None, p.default)
+    return any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+def declared_settings(target) -> tuple[dict[str, Setting], bool]:
+    """The keyword settings of a learner factory, or of a policy class (following ``**kwargs`` into the
+    base class's constructor), and whether it takes further undeclared ones."""
     out = {}
-    for klass in getattr(cls, "__mro__", (cls,))[:-1]:       # object's own (*args, **kwargs) aside
+    if inspect.isfunction(target):
+        more = _collect(target, 0, out)
+        return out, more is not False
+    for klass in getattr(target, "__mro__", (target,))[:-1]:       # object's own (*args, **kwargs) aside
         init = klass.__dict__.get("__init__")
         if init is None:
             continue
-        try:
-            params = inspect.signature(init).parameters
-        except (TypeError, ValueError):
+        more = _collect(init, 1, out)
+        if more is None:
             return out, True
-        try:
-            hints = typing.get_type_hints(init)
-        except Exception:  # an annotation that does not evaluate: read as untyped
-            hints = {}
-        for name, p in list(params.items())[1:]:
-            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and name not in out:
-                kind, optional = _kind(hints.get(name, _UNTYPED))
-                out[name] = Setting(kind, optional or p.default is None, p.default)
-        if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        if not more:
             return out, False
-    return out, cls.__init__ is not object.__init__
+    return out, target.__init__ is not object.__init__
 
 
 def _describe(kind) -> str:
@@ -274,6 +288,8 @@ def make_policy(spec: str):
     ps = policy_spec(spec)
     try:
         pol = resolve(ps.target)(**ps.settings)
+        if isinstance(pol, Learner):
+            pol = LearnerPolicy(pol, name=ps.target)
     except (TypeError, ValueError) as exc:
         shown = ", ".join(f"{k}={json.dumps(v)}" for k, v in sorted(ps.changed.items())) or "defaults"
         raise PolicySpecError(f"policy {ps.target!r} refused its settings ({shown}): {exc}") from None

@@ -22,6 +22,7 @@ from typing import NamedTuple
 import numpy as np
 
 from inference.laplace import laplace_update
+from online.pair_rules import thompson_pair
 from online.protocol import Policy
 
 S0_VAR, Q_VAR = 1.0, 3.0
@@ -56,16 +57,6 @@ def start_session(state: HierTSState, variant: str, rng: np.random.Generator) ->
     else:
         m0, S0 = mq, Sq + state.sigma0
     return state._replace(prior_mean=m0, prior_cov=S0, mean=m0, cov=S0)
-
-
-def thompson_pair(mean: np.ndarray, cov: np.ndarray, Phi: np.ndarray, rng: np.random.Generator) -> tuple[int, int]:
-    """Double Thompson sampling from N(mean [d], cov [d, d]) for features Phi [K, d]."""
-    L = np.linalg.cholesky(cov + 1e-12 * np.eye(len(mean)))
-    draws = mean + rng.standard_normal((2, len(mean))) @ L.T
-    first = int(np.argmax(Phi @ draws[0]))
-    u = Phi @ draws[1]
-    u[first] = -np.inf
-    return first, int(np.argmax(u))
 
 
 def select(state: HierTSState, Phi: np.ndarray, rng: np.random.Generator) -> tuple[int, int]:

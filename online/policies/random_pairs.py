@@ -1,16 +1,23 @@
 """Uniformly random distinct pairs: the benchmark's zero."""
 from __future__ import annotations
 
-import numpy as np
+from typing import NamedTuple
 
-from online.protocol import Policy
+from online.learner import Context, Learner, no_session_info
 
 
-class RandomPairs(Policy):
-    """Shows a uniformly random ordered pair of distinct personas every round."""
+class RandomState(NamedTuple):
+    K: int                   # personas
 
-    name = "random"
 
-    def select(self, Phi: np.ndarray) -> tuple[int, int]:
-        i, j = self.rng.choice(self.K, size=2, replace=False)
-        return int(i), int(j)
+def random_pairs() -> Learner:
+    """A uniformly random ordered pair of distinct personas every round."""
+
+    def init(context: Context) -> RandomState:
+        return RandomState(context.K)
+
+    def select(state: RandomState, Phi, rng):
+        i, j = rng.choice(state.K, size=2, replace=False)
+        return (int(i), int(j)), None
+
+    return Learner(init, lambda state: state, select, lambda state, Phi, pair, y: (state, None), no_session_info)
