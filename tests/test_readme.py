@@ -30,3 +30,13 @@ def test_readme_bring_your_own_world_example_runs(env_dirs, monkeypatch, capsys)
                  "--policies", "random,no-transfer,coduel"]) == 0
     out = capsys.readouterr().out
     assert "3 cells computed" in out and "### mine" in out
+
+
+def test_readme_learner_interface_example_runs(dev_world):
+    import numpy as np
+
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+    example = next(b for b in blocks if "learner.init(Context" in b)
+    ns = {"Phi": dev_world["features"].values[0], "rng": np.random.default_rng(0), "y": 1}
+    exec(compile(example, "README learner example", "exec"), ns)
+    assert ns["state"].mean.shape == (7,) and ns["pair"][0] != ns["pair"][1]
