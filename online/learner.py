@@ -2,7 +2,7 @@
 
     learner = no_transfer(prior_var=4.0)              # settings are closed over here
     state = learner.init(context)                      # a State pytree
-    state = learner.start_session(state)               # a new user arrives
+    state = learner.start_session(state, rng)          # a new user arrives
     pair, info = learner.select(state, Phi, rng)       # two distinct persona indices; the state is not changed
     state, info = learner.update(state, Phi, pair, y)  # the click: y = 1 if pair[0] won
     state, info = learner.end_session(state)           # the session joins what the learner knows
@@ -14,7 +14,8 @@ randomness comes in as the `rng` argument. ``LearnerPolicy`` adapts a learner to
 ``online.protocol.Policy`` that the replay loop and users' own policies speak, and keeps the
 infos it was given.
 
-Built-in learners migrated to this interface so far: random, no-transfer, pooled.
+Every function that may draw takes the run's `rng` (a ``numpy.random.Generator``): `init` does not,
+`start_session` and `select` do.
 """
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ class Context(NamedTuple):
 class Learner(NamedTuple):
     """Five pure functions over a learner's State (see the module docstring for their signatures)."""
     init: Callable[[Context], Any]
-    start_session: Callable[[Any], Any]
+    start_session: Callable[[Any, np.random.Generator], Any]
     select: Callable[[Any, np.ndarray, np.random.Generator], tuple[tuple[int, int], Any]]
     update: Callable[[Any, np.ndarray, tuple[int, int], int], tuple[Any, Any]]
     end_session: Callable[[Any], tuple[Any, Any]]
@@ -51,6 +52,11 @@ class Learner(NamedTuple):
 def no_session_info(state):
     """An `end_session` for learners that learn nothing between users: the state, no info."""
     return state, None
+
+
+def same_state(state, rng=None):
+    """A `start_session` for learners that carry everything over between users."""
+    return state
 
 
 class LearnerPolicy(Policy):
@@ -66,7 +72,7 @@ class LearnerPolicy(Policy):
         self.infos = []
 
     def start_student(self):
-        self.state = self.learner.start_session(self.state)
+        self.state = self.learner.start_session(self.state, self.rng)
 
     def select(self, Phi):
         pair, info = self.learner.select(self.state, Phi, self.rng)

@@ -40,11 +40,11 @@ REGISTRY = {
     "no-transfer": "online.policies.no_transfer:no_transfer",
     "pooled": "online.policies.no_transfer:pooled",
     "coduel": "online.policies.coduel:CODuel",
-    "rucb": "online.policies.rucb:RUCB",
-    "colstim": "online.policies.colstim:CoLSTIM",
+    "rucb": "online.policies.rucb:rucb",
+    "colstim": "online.policies.colstim:colstim",
     "coldb": "online.policies.coldb:COLDB",
-    "meta-ts": "online.policies.hierarchical_ts:MetaTS",
-    "hierts": "online.policies.hierarchical_ts:HierTS",
+    "meta-ts": "online.policies.hierarchical_ts:meta_ts",
+    "hierts": "online.policies.hierarchical_ts:hierts",
     "coduel-ask": "online.policies.coduel_ask:CODuelAsk",
 }
 # Named ablations: an alias stands for its settings, so both spellings name the same store cell.

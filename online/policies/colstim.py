@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from inference.estimators import ridge_logistic
-from online.protocol import Policy
+from online.learner import Learner, no_session_info
 
 RIDGE = 1.0
 
@@ -26,16 +26,18 @@ RIDGE = 1.0
 class CoLSTIMState(NamedTuple):
     theta: np.ndarray     # [d] ridge logistic MLE of the current user
     M: np.ndarray         # [d, d] lam I + sum z z^T
-    Z: np.ndarray         # [n, d] the current user's design rows
-    y: np.ndarray         # [n] their clicks
+    Z: np.ndarray         # [S, d] the current user's design rows, the first n filled
+    y: np.ndarray         # [S] their clicks
+    n: int                # clicks of the current user so far
+    lam: float            # the ridge (a setting; kept to restart a session)
 
 
-def init(d: int, lam: float = RIDGE) -> CoLSTIMState:
-    return CoLSTIMState(np.zeros(d), lam * np.eye(d), np.zeros((0, d)), np.zeros(0))
+def init(d: int, S: int, lam: float = RIDGE) -> CoLSTIMState:
+    return CoLSTIMState(np.zeros(d), lam * np.eye(d), np.zeros((S, d)), np.zeros(S), 0, lam)
 
 
-def start_session(state: CoLSTIMState, lam: float = RIDGE) -> CoLSTIMState:
-    return init(len(state.theta), lam)
+def start_session(state: CoLSTIMState, rng=None) -> CoLSTIMState:
+    return init(*state.Z.shape[::-1], state.lam)
 
 
 def select(state: CoLSTIMState, Phi: np.ndarray, eps: np.ndarray, c: float) -> tuple[int, int]:
@@ -50,37 +52,37 @@ def select(state: CoLSTIMState, Phi: np.ndarray, eps: np.ndarray, c: float) -> t
     return first, int(np.argmax(score))
 
 
-def update(state: CoLSTIMState, z: np.ndarray, y: int, lam: float = RIDGE) -> CoLSTIMState:
-    Z, Y = np.vstack([state.Z, z]), np.append(state.y, float(y))
-    return CoLSTIMState(ridge_logistic(Z, Y, lam, init=state.theta), state.M + np.outer(z, z), Z, Y)
+def update(state: CoLSTIMState, z: np.ndarray, y: int) -> CoLSTIMState:
+    n = state.n + 1
+    Z, Y = state.Z.copy(), state.y.copy()
+    Z[n - 1], Y[n - 1] = z, float(y)
+    theta = ridge_logistic(Z[:n], Y[:n], state.lam, init=state.theta)
+    return state._replace(theta=theta, M=state.M + np.outer(z, z), Z=Z, y=Y, n=n)
 
 
-class CoLSTIM(Policy):
-    """Per-user CoLSTIM. Settings: lam (ridge, default 1.0), c (confidence width and Gumbel clip;
-    default sqrt(d ln S))."""
+def colstim(lam: float = RIDGE, c: float | None = None) -> Learner:
+    """Per-user CoLSTIM.
 
-    name = "colstim"
+    Parameters
+    ----------
+    lam : float
+        Ridge of the logistic MLE, > 0 (default 1.0).
+    c : float, optional
+        Confidence width and Gumbel clip, >= 0 (default sqrt(d ln S)).
+    """
+    if not lam > 0:
+        raise ValueError(f"lam must be positive, got {lam!r}")
+    if c is not None and not c >= 0:
+        raise ValueError(f"c must be non-negative, got {c!r}")
+    lam = float(lam)
 
-    def __init__(self, lam: float = RIDGE, c: float | None = None):
-        if not lam > 0:
-            raise ValueError(f"lam must be positive, got {lam!r}")
-        if c is not None and not c >= 0:
-            raise ValueError(f"c must be non-negative, got {c!r}")
-        self.lam, self.c_setting = float(lam), c
+    def width(context_d: int, S: int) -> float:
+        return float(c) if c is not None else float(np.sqrt(context_d * np.log(S)))
 
-    def reset(self, rng, context):
-        super().reset(rng, context)
-        self.c = float(self.c_setting) if self.c_setting is not None else float(np.sqrt(context["d"] * np.log(context["S"])))
-        self.state = init(context["d"], self.lam)
+    def pick(state, Phi, rng):
+        w = width(state.Z.shape[1], state.Z.shape[0])
+        eps = np.clip(rng.gumbel(size=len(Phi)), -w, w)
+        return select(state, Phi, eps, w), None
 
-    def start_student(self):
-        self.state = start_session(self.state, self.lam)
-
-    def select(self, Phi):
-        eps = np.clip(self.rng.gumbel(size=len(Phi)), -self.c, self.c)
-        i, j = select(self.state, Phi, eps, self.c)
-        self._z = Phi[i] - Phi[j]
-        return i, j
-
-    def update(self, outcome):
-        self.state = update(self.state, self._z, outcome, self.lam)
+    return Learner(lambda context: init(context.d, context.S, lam), start_session, pick,
+                   lambda state, Phi, pair, y: (update(state, Phi[pair[0]] - Phi[pair[1]], y), None), no_session_info)

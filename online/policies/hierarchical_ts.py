@@ -23,7 +23,7 @@ import numpy as np
 
 from inference.laplace import laplace_update
 from online.pair_rules import thompson_pair
-from online.protocol import Policy
+from online.learner import Learner
 
 S0_VAR, Q_VAR = 1.0, 3.0
 
@@ -79,42 +79,34 @@ def end_session(state: HierTSState) -> HierTSState:
     return state._replace(q_prec=state.q_prec + 0.5 * (lam + lam.T), q_lin=state.q_lin + eta)
 
 
-class _HierarchicalTS(Policy):
-    """The shared shell; subclasses fix the variant. Settings: s0_var, q_var."""
-
-    variant = "hier"
-
-    def __init__(self, s0_var: float = S0_VAR, q_var: float = Q_VAR):
-        if not s0_var > 0 or not q_var > 0:
-            raise ValueError(f"s0_var and q_var must be positive, got {s0_var!r}, {q_var!r}")
-        self.s0_var, self.q_var = float(s0_var), float(q_var)
-
-    def reset(self, rng, context):
-        super().reset(rng, context)
-        self.state = init(context["d"], self.s0_var, self.q_var)
-
-    def start_student(self):
-        self.state = start_session(self.state, self.variant, self.rng)
-
-    def select(self, Phi):
-        i, j = select(self.state, Phi, self.rng)
-        self._z = Phi[i] - Phi[j]
-        return i, j
-
-    def update(self, outcome):
-        self.state = update(self.state, self._z, outcome)
-
-    def end_student(self):
-        self.state = end_session(self.state)
+def _check(s0_var, q_var) -> tuple[float, float]:
+    if not s0_var > 0 or not q_var > 0:
+        raise ValueError(f"s0_var and q_var must be positive, got {s0_var!r}, {q_var!r}")
+    return float(s0_var), float(q_var)
 
 
-class HierTS(_HierarchicalTS):
-    """HierTS: TS under the marginal N(mu_q, Sigma_q + Sigma_0). Settings: s0_var (1.0), q_var (3.0)."""
+def _learner(variant: str, s0_var: float, q_var: float) -> Learner:
+    s0_var, q_var = _check(s0_var, q_var)
+    return Learner(lambda context: init(context.d, s0_var, q_var),
+                   lambda state, rng: start_session(state, variant, rng),
+                   lambda state, Phi, rng: (select(state, Phi, rng), None),
+                   lambda state, Phi, pair, y: (update(state, Phi[pair[0]] - Phi[pair[1]], y), None),
+                   lambda state: (end_session(state), None))
 
-    name, variant = "hierts", "hier"
+
+def hierts(s0_var: float = S0_VAR, q_var: float = Q_VAR) -> Learner:
+    """HierTS: Thompson sampling under the marginal N(mu_q, Sigma_q + Sigma_0).
+
+    Parameters
+    ----------
+    s0_var : float
+        Sigma_0 = s0_var I, users' spread around mu (default 1.0).
+    q_var : float
+        Q starts at N(0, q_var I) (default 3.0).
+    """
+    return _learner("hier", s0_var, q_var)
 
 
-class MetaTS(_HierarchicalTS):
-    """Meta-TS: each user draws mu ~ Q, then TS under N(mu, Sigma_0). Settings: s0_var (1.0), q_var (3.0)."""
-
-    name, variant = "meta-ts", "meta"
+def meta_ts(s0_var: float = S0_VAR, q_var: float = Q_VAR) -> Learner:
+    """Meta-TS: each user draws mu ~ Q, then Thompson sampling under N(mu, Sigma_0). Settings as `hierts`."""
+    return _learner("meta", s0_var, q_var)

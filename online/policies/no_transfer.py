@@ -16,7 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from inference.laplace import laplace_update
-from online.learner import Context, Learner, no_session_info
+from online.learner import Learner, no_session_info, same_state
 from online.pair_rules import greedy_pair, thompson_pair
 from tdmodels.priors import DEFAULT_PRIOR_VAR
 
@@ -44,7 +44,7 @@ def init(d: int, prior_var: float = DEFAULT_PRIOR_VAR) -> GaussianState:
     return GaussianState(m0, S0, m0, S0)
 
 
-def start_session(state: GaussianState) -> GaussianState:
+def start_session(state: GaussianState, rng=None) -> GaussianState:
     return state._replace(mean=state.prior_mean, cov=state.prior_cov)
 
 
@@ -101,4 +101,4 @@ def pooled(prior_var: float = DEFAULT_PRIOR_VAR, rule: str = "greedy") -> Learne
             return greedy_select(state, Phi)
         return thompson_pair(state.mean, state.cov, Phi, rng), None
 
-    return Learner(lambda context: init(context.d, prior_var), lambda state: state, select, update, no_session_info)
+    return Learner(lambda context: init(context.d, prior_var), same_state, select, update, no_session_info)

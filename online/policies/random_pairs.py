@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from online.learner import Context, Learner, no_session_info
+from online.learner import Context, Learner, no_session_info, same_state
 
 
 class RandomState(NamedTuple):
@@ -20,4 +20,4 @@ def random_pairs() -> Learner:
         i, j = rng.choice(state.K, size=2, replace=False)
         return (int(i), int(j)), None
 
-    return Learner(init, lambda state: state, select, lambda state, Phi, pair, y: (state, None), no_session_info)
+    return Learner(init, same_state, select, lambda state, Phi, pair, y: (state, None), no_session_info)

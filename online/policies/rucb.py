@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from online.protocol import Policy
+from online.learner import Learner, no_session_info, same_state
 
 ALPHA = 0.51
 
@@ -22,6 +22,11 @@ ALPHA = 0.51
 class RUCBState(NamedTuple):
     wins: np.ndarray      # [K, K] wins[i, j]: times i beat j
     champion: int         # previous champion, -1 before the first
+
+
+class SelectInfo(NamedTuple):
+    upper: np.ndarray     # [K, K] the upper confidence bounds U
+    candidates: np.ndarray  # arms c with U[c, j] >= 1/2 for every j
 
 
 def init(K: int) -> RUCBState:
@@ -38,7 +43,8 @@ def upper_bounds(wins: np.ndarray, alpha: float = ALPHA) -> np.ndarray:
     return U
 
 
-def select(state: RUCBState, rng: np.random.Generator, alpha: float = ALPHA) -> tuple[tuple[int, int], RUCBState]:
+def select(state: RUCBState, rng: np.random.Generator, alpha: float = ALPHA) -> tuple[tuple[int, int], SelectInfo]:
+    """(champion, challenger): the champion is shown first."""
     U = upper_bounds(state.wins, alpha)
     candidates = np.flatnonzero((U >= 0.5).all(1))
     if state.champion in candidates:
@@ -51,33 +57,27 @@ def select(state: RUCBState, rng: np.random.Generator, alpha: float = ALPHA) -> 
     col[c] = -np.inf
     best = np.flatnonzero(col == col.max())
     d = int(rng.choice(best)) if len(best) > 1 else int(best[0])
-    return (c, d), state._replace(champion=c)
+    return (c, d), SelectInfo(U, candidates)
 
 
 def update(state: RUCBState, pair: tuple[int, int], outcome: int) -> RUCBState:
+    """Count the comparison; the champion shown (first) stays the champion to beat."""
     i, j = pair if outcome else pair[::-1]
     wins = state.wins.copy()
     wins[i, j] += 1
-    return state._replace(wins=wins)
+    return state._replace(wins=wins, champion=int(pair[0]))
 
 
-class RUCB(Policy):
-    """Pooled, non-contextual RUCB over the personas. Settings: alpha (exploration, > 0.5; default 0.51)."""
+def rucb(alpha: float = ALPHA) -> Learner:
+    """Pooled, non-contextual RUCB over the personas; the counts are never reset between users.
 
-    name = "rucb"
-
-    def __init__(self, alpha: float = ALPHA):
-        if not alpha > 0.5:
-            raise ValueError(f"alpha must exceed 0.5, got {alpha!r}")
-        self.alpha = float(alpha)
-
-    def reset(self, rng, context):
-        super().reset(rng, context)
-        self.state = init(context["K"])
-
-    def select(self, Phi):
-        self._pair, self.state = select(self.state, self.rng, self.alpha)
-        return self._pair
-
-    def update(self, outcome):
-        self.state = update(self.state, self._pair, outcome)
+    Parameters
+    ----------
+    alpha : float
+        Exploration, > 0.5 (default 0.51).
+    """
+    if not alpha > 0.5:
+        raise ValueError(f"alpha must exceed 0.5, got {alpha!r}")
+    alpha = float(alpha)
+    return Learner(lambda context: init(context.K), same_state, lambda state, Phi, rng: select(state, rng, alpha),
+                   lambda state, Phi, pair, y: (update(state, pair, y), None), no_session_info)

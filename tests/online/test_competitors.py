@@ -18,9 +18,10 @@ def test_rucb_bounds_champion_and_challenger():
     assert U[0, 1] == pytest.approx(40 / 50 + np.sqrt(0.51 * np.log(t) / 50))
     assert np.all(np.diag(U) == 0.5)
     # arm 0 is the only arm whose optimistic win rate is >= 1/2 against all: the champion
-    (c, d), state = rucb.select(rucb.RUCBState(W, -1), np.random.default_rng(0))
+    (c, d), info = rucb.select(rucb.RUCBState(W, -1), np.random.default_rng(0))
     assert c == 0 and d == 1                                   # challenger: the best bound against 0
-    assert state.champion == 0
+    assert list(info.candidates) == [0]
+    assert rucb.update(rucb.RUCBState(W, -1), (c, d), 1).champion == 0     # the champion shown stays
     # no comparisons yet: every bound is 1, every arm a candidate, the pair distinct
     (c, d), _ = rucb.select(rucb.init(3), np.random.default_rng(1))
     assert c != d
@@ -29,7 +30,7 @@ def test_rucb_bounds_champion_and_challenger():
 
 
 def test_colstim_first_is_the_optimistic_best_second_the_widest_challenger():
-    state = colstim.init(2, lam=1.0)                           # theta = 0, M = I
+    state = colstim.init(2, 24, lam=1.0)                       # theta = 0, M = I
     first, second = colstim.select(state, PHI, eps=np.zeros(4), c=1.0)
     assert first == 0 and second == 2                          # no estimate: the farthest persona from the first
     sure = state._replace(theta=np.array([2.0, 1.0]), M=1e9 * np.eye(2))
