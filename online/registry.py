@@ -42,7 +42,7 @@ REGISTRY = {
     "coduel": "online.policies.coduel:CODuel",
     "rucb": "online.policies.rucb:rucb",
     "colstim": "online.policies.colstim:colstim",
-    "coldb": "online.policies.coldb:COLDB",
+    "coldb": "online.policies.coldb:coldb",
     "meta-ts": "online.policies.hierarchical_ts:meta_ts",
     "hierts": "online.policies.hierarchical_ts:hierts",
     "coduel-ask": "online.policies.coduel_ask:CODuelAsk",

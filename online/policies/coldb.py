@@ -20,7 +20,7 @@ from typing import NamedTuple
 import numpy as np
 
 from inference.estimators import ridge_least_squares, ridge_logistic
-from online.protocol import Policy
+from online.learner import Learner, no_session_info
 
 RIDGE = 1.0
 ALPHA = 1.0
@@ -37,13 +37,14 @@ class COLDBState(NamedTuple):
     adjacency: np.ndarray  # [N, N] bool user graph
     user: int              # current user, -1 before the first
     cluster: np.ndarray    # [n_V] users in the current user's component
-    theta_cluster: np.ndarray  # [d] last pooled estimate (warm start)
+    theta_cluster: np.ndarray  # [d] the pooled estimate of the current cluster (also the next fit's warm start)
+    M_cluster: np.ndarray  # [d, d] lam I + sum z z^T over the current cluster
 
 
 def init(N: int, S: int, d: int) -> COLDBState:
     return COLDBState(np.zeros((N, S, d)), np.zeros((N, S)), np.zeros(N, dtype=int), np.zeros((N, d)),
                       np.zeros((N, d, d)), np.zeros((N, d)), np.zeros((N, N), dtype=bool), -1,
-                      np.zeros(0, dtype=int), np.zeros(d))
+                      np.zeros(0, dtype=int), np.zeros(d), np.eye(d))
 
 
 def component(adjacency: np.ndarray, u: int, n: int) -> np.ndarray:
@@ -77,15 +78,14 @@ def cluster_estimate(state: COLDBState, lam: float, estimator: str) -> tuple[np.
     return ridge_logistic(rows, ys, lam, init=state.theta_cluster, iters=8), M
 
 
-def select(state: COLDBState, Phi: np.ndarray, beta: float, lam: float, estimator: str
-           ) -> tuple[tuple[int, int], COLDBState]:
-    theta, M = cluster_estimate(state, lam, estimator)
+def choose(theta: np.ndarray, M: np.ndarray, Phi: np.ndarray, beta: float) -> tuple[int, int]:
+    """first = argmax theta . x; second = argmax_{j != first} theta . x_j + beta ||x_j - x_first||_{M^-1}."""
     u = Phi @ theta
     first = int(np.argmax(u))
     D = Phi - Phi[first]
     score = u + beta * np.sqrt(np.maximum(np.einsum("kd,de,ke->k", D, np.linalg.inv(M), D), 0.0))
     score[first] = -np.inf
-    return (first, int(np.argmax(score))), state._replace(theta_cluster=theta)
+    return first, int(np.argmax(score))
 
 
 def _f(T, alpha):
@@ -113,33 +113,42 @@ def update(state: COLDBState, z: np.ndarray, y: int, lam: float, alpha: float, e
                           cluster=component(adj, i, n))
 
 
-class COLDB(Policy):
-    """COLDB over users. Settings: estimator ("logistic" | "least-squares"; COLDB-LR is the latter),
-    lam (ridge, 1.0), beta (confidence width, default sqrt(d ln S)), alpha (edge-deletion scale, 1.0)."""
+def coldb(estimator: str = "logistic", lam: float = RIDGE, beta: float | None = None, alpha: float = ALPHA) -> Learner:
+    """COLDB over users (COLDB-LR with estimator="least-squares").
 
-    name = "coldb"
+    The pooled estimate of the current cluster is refitted whenever the cluster or its clicks change
+    (a new user, a click before the session's last), warm-started at the previous one, and kept in
+    the state for the next select.
 
-    def __init__(self, estimator: str = "logistic", lam: float = RIDGE, beta: float | None = None,
-                 alpha: float = ALPHA):
-        if estimator not in ESTIMATORS:
-            raise ValueError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
-        if not lam > 0 or not alpha > 0 or (beta is not None and not beta >= 0):
-            raise ValueError(f"lam and alpha must be positive and beta non-negative; got {lam!r}, {alpha!r}, {beta!r}")
-        self.estimator, self.lam, self.beta_setting, self.alpha = estimator, float(lam), beta, float(alpha)
+    Parameters
+    ----------
+    estimator : {"logistic", "least-squares"}
+    lam : float
+        Ridge, > 0 (default 1.0).
+    beta : float, optional
+        Confidence width, >= 0 (default sqrt(d ln S)).
+    alpha : float
+        Edge-deletion scale, > 0 (default 1.0).
+    """
+    if estimator not in ESTIMATORS:
+        raise ValueError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
+    if not lam > 0 or not alpha > 0 or (beta is not None and not beta >= 0):
+        raise ValueError(f"lam and alpha must be positive and beta non-negative; got {lam!r}, {alpha!r}, {beta!r}")
+    lam, alpha = float(lam), float(alpha)
 
-    def reset(self, rng, context):
-        super().reset(rng, context)
-        self.beta = (float(self.beta_setting) if self.beta_setting is not None
-                     else float(np.sqrt(context["d"] * np.log(context["S"]))))
-        self.state = init(context["N"], context["S"], context["d"])
+    def estimated(state: COLDBState) -> COLDBState:
+        theta, M = cluster_estimate(state, lam, estimator)
+        return state._replace(theta_cluster=theta, M_cluster=M)
 
-    def start_student(self):
-        self.state = start_session(self.state)
+    def select(state, Phi, rng):
+        N, S, d = state.Z.shape
+        width = float(beta) if beta is not None else float(np.sqrt(d * np.log(S)))
+        return choose(state.theta_cluster, state.M_cluster, Phi, width), None
 
-    def select(self, Phi):
-        (i, j), self.state = select(self.state, Phi, self.beta, self.lam, self.estimator)
-        self._z = Phi[i] - Phi[j]
-        return i, j
+    def click(state, Phi, pair, y):
+        state = update(state, Phi[pair[0]] - Phi[pair[1]], y, lam, alpha, estimator)
+        last = state.counts[state.user] == state.Z.shape[1]       # no select follows in this session
+        return (state if last else estimated(state)), None
 
-    def update(self, outcome):
-        self.state = update(self.state, self._z, outcome, self.lam, self.alpha, self.estimator)
+    return Learner(lambda context: init(context.N, context.S, context.d),
+                   lambda state, rng: estimated(start_session(state)), select, click, no_session_info)
