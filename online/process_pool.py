@@ -31,6 +31,8 @@ def _die_with_parent() -> None:
 
 def _serve(conn) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})   # blocked since its start (see _Worker)
     _die_with_parent()
     while True:
         try:
@@ -66,7 +68,22 @@ class _Worker:
     def __init__(self, ctx):
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(target=_serve, args=(child,), daemon=True)
-        self.proc.start()
+        # A Ctrl-C while the worker's interpreter starts up would kill it before _serve ignores SIGINT (and
+        # read as a crashed cell). Start it with SIGINT blocked (the mask is inherited across fork and exec);
+        # a SIGINT meant for the parent stays pending here and is delivered when the mask is restored.
+        masked = hasattr(signal, "pthread_sigmask")
+        if masked:
+            # The start would launch multiprocessing's resource tracker, which unblocks SIGINT in this
+            # process after launching it; have it running first.
+            from multiprocessing import resource_tracker
+
+            resource_tracker.ensure_running()
+            old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            self.proc.start()
+        finally:
+            if masked:
+                signal.pthread_sigmask(signal.SIG_SETMASK, old)
         child.close()
         self.task, self.started = None, None
 
@@ -150,6 +167,8 @@ class WorkerPool:
         tag = w.task
         w.stop(kill=True)
         self.workers.remove(w)
+        if self.should_stop():        # abandoned, not failed: the sweep is being stopped
+            return
         on_result(tag, "error", note or f"its worker process died ({_exit_note(w.proc.exitcode)}); a policy that "
                                         f"ends its own process, a crash in compiled code or the memory killer")
 
