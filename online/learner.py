@@ -60,8 +60,8 @@ def same_state(state, rng=None):
 
 
 class LearnerPolicy(Policy):
-    """The five-method protocol over a Learner. `infos` keeps (kind, info) of every call that returned
-    one, in order, when `record` is true."""
+    """The five-method protocol over a Learner. `last_info` is the info of the latest call that returns
+    one; `infos` keeps (kind, info) of every call that returned one, in order, when `record` is true."""
 
     def __init__(self, learner: Learner, name: str = "learner", record: bool = False):
         self.learner, self.name, self.record = learner, name, record
@@ -69,7 +69,7 @@ class LearnerPolicy(Policy):
     def reset(self, rng, context):
         super().reset(rng, context)
         self.state = self.learner.init(Context.of(context))
-        self.infos = []
+        self.infos, self.last_info = [], None
 
     def start_student(self):
         self.state = self.learner.start_session(self.state, self.rng)
@@ -89,5 +89,6 @@ class LearnerPolicy(Policy):
         self._keep("end_session", info)
 
     def _keep(self, kind, info):
+        self.last_info = info
         if self.record and info is not None:
             self.infos.append((kind, info))

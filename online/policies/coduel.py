@@ -1,12 +1,11 @@
 """CODuel: a Bayesian logistic learner with a learned population prior, recalibration, lookahead and a gate.
 
-Functional core (pure functions over `CODuelState`; the class is a shell):
-
-    state = init(K, d, S, settings)
-    state = start_session(state)
-    (i, j), state = select(state, Phi)
-    state = update(state, y)
-    state = end_session(state)
+    learner = coduel(lookahead=False)                   # an online.learner.Learner
+    state = learner.init(context)
+    state = learner.start_session(state, rng)
+    pair, info = learner.select(state, Phi, rng)        # the state is not changed
+    state, info = learner.update(state, Phi, pair, y)
+    state, info = learner.end_session(state)
 
 Per user: a mixture belief over the population prior's component slots
 (``inference.mixture_belief``) and, alongside, the no-transfer learner (the same update with
@@ -22,9 +21,16 @@ while the gate is closed. Ablations are settings: population=False keeps the pri
 isotropic, recalibration=False, lookahead=False, gate=False (always transfer once a session
 is complete).
 
+The state has fixed shapes: the session's rounds in [S] arrays, the completed sessions in [N]
+arrays with a count, the question bank in a [bank_size] window. The population's own
+per-session statistics (``inference.population.Population``) still grow by one row a session.
+
 `engine` = "numba" runs the hot path in compiled kernels (``inference.kernels``); "numpy" runs
 the same algorithm in plain NumPy (the readable reference; the speed benchmark compares
-them). Both agree to rounding.
+them). Both agree to rounding. ``CODuel`` is the registered policy: this learner behind the
+protocol, keeping what the click log records (the prior and recalibration each user arrived
+under, each user's final belief, both learners' click predictions, and with record=True the
+belief after every click).
 """
 from __future__ import annotations
 
@@ -33,14 +39,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from inference.recalibration_fit import RIDGE_A, fit_recalibration_map
 from inference import kernels as kn
-from online import gate as gt
-from inference.mixture_belief import MixtureBelief, update_belief
-from online.pair_rules import lookahead_pair, mixture_greedy_pair
 from inference import population as pp
+from inference.mixture_belief import MixtureBelief, update_belief
 from inference.population import Population, fit_units, init_population, rebase, refit_population
-from online.protocol import Policy
+from inference.recalibration_fit import RIDGE_A, fit_recalibration_map
+from online import gate as gt
+from online.learner import Context, Learner, LearnerPolicy
+from online.pair_rules import lookahead_pair, mixture_greedy_pair
 from tdmodels.population_model import ALPHA, N_LEARNED, RIDGE, recalibrated_design
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior
 
@@ -50,6 +56,7 @@ RECAL_TOL = 1e-7         # Newton step size at which the recalibration fit stops
 
 
 class Settings(NamedTuple):
+    """Every CODuel constant; `bank_size` is the context's b unless given."""
     population: bool = True
     recalibration: bool = True
     lookahead: bool = True
@@ -59,7 +66,7 @@ class Settings(NamedTuple):
     ridge: float = RIDGE
     recal_start: int = 20
     recal_every: int = 10
-    bank_size: int = 16
+    bank_size: int | None = None
     gate_z: float = gt.GATE_Z
     gate_min: int = gt.GATE_MIN_SESSIONS
     prior_var: float = DEFAULT_PRIOR_VAR
@@ -69,18 +76,22 @@ class Settings(NamedTuple):
     engine: str = "numba"
 
 
+class Rounds(NamedTuple):
+    """Rounds of one or more sessions: shown pairs, the question's rater scores and the clicks."""
+    first: np.ndarray        # [..., S] int
+    second: np.ndarray       # [..., S] int
+    rater: np.ndarray        # [..., S, K] the question's rater scores g
+    y: np.ndarray            # [..., S] float clicks
+
+
 class Completed(NamedTuple):
-    """All completed sessions, n of them."""
-    first: np.ndarray        # [n, S] int
-    second: np.ndarray       # [n, S] int
-    rater: np.ndarray        # [n, S, K] the question's rater scores g
-    y: np.ndarray            # [n, S] float clicks
-    Z: np.ndarray            # [n, S, d] click designs under the current A
+    """The completed sessions: rows [:n] of [N, ...] arrays."""
+    rounds: Rounds           # [N, S, ...]
+    Z: np.ndarray            # [N, S, d] click designs under the current A
+    n: int
 
 
 class CODuelState(NamedTuple):
-    settings: Settings
-    S: int                       # rounds per session
     pop: Population
     A: np.ndarray                # [K, K] recalibration (identity until fitted)
     recal_w: np.ndarray          # [1 + K*K] its parameters (a, vec A'), the next fit's warm start
@@ -88,13 +99,23 @@ class CODuelState(NamedTuple):
     transfer: bool               # whether the population learner selects this session
     belief: MixtureBelief        # current user, over the population's component slots
     alone: MixtureBelief         # current user, the no-transfer learner (one component: the broad prior)
-    bank: np.ndarray             # [<= bank_size, K, d] recent questions, raw Phi
+    bank: np.ndarray             # [bank_size, K, d] recent questions, raw Phi, the newest last
     bank_P: np.ndarray           # the same, recalibrated by A
-    t: int                       # round within the session
-    pending: tuple               # (z, first, second, rater) of the shown pair, until its click
-    session: tuple               # (first, second, rater, clicks) lists of this session
+    n_bank: int                  # how many of the bank's last rows hold questions
+    t: int                       # rounds played in this session
+    session: Rounds              # [S, ...] this session's rounds (rows [:t] filled)
     done: Completed
-    last_logpred: tuple = ()     # (population, alone): log p(y) of the last click, predicted before it was revealed
+
+
+class UpdateInfo(NamedTuple):
+    """Both learners' log predictive probability of the click, computed before it was revealed."""
+    log_predictive_population: float
+    log_predictive_alone: float
+
+
+class SessionInfo(NamedTuple):
+    recalibrated: bool           # A was refitted after this session
+    n_components: int            # active components of the population prior now (the broad one included)
 
 
 def recalibrate(Phi: np.ndarray, A: np.ndarray) -> np.ndarray:
@@ -102,6 +123,10 @@ def recalibrate(Phi: np.ndarray, A: np.ndarray) -> np.ndarray:
     out = np.array(Phi, dtype=float)
     out[..., -1] = np.einsum("pq,...q->...p", A, Phi[..., -1])
     return out
+
+
+def _recalibrated(Phi, A, engine):
+    return kn.recalibrated(np.asarray(Phi, dtype=float), A) if engine == "numba" else recalibrate(Phi, A)
 
 
 def _belief_from(pop: Population) -> MixtureBelief:
@@ -114,50 +139,65 @@ def _broad(pop: Population) -> MixtureBelief:
     return MixtureBelief(np.zeros(1), pop.means[-1:].copy(), pop.covs[-1:].copy())
 
 
-def init(K: int, d: int, S: int, settings: Settings = Settings()) -> CODuelState:
-    if settings.engine not in ENGINES:
-        raise ValueError(f"CODuel engine must be one of {ENGINES}, got {settings.engine!r}")
+def _with_row(a: np.ndarray, i: int, value) -> np.ndarray:
+    out = a.copy()
+    out[i] = value
+    return out
+
+
+def record_round(session: Rounds, t: int, i: int, j: int, g: np.ndarray, y: float) -> Rounds:
+    """The session's rounds with round t set (a copy)."""
+    return Rounds(_with_row(session.first, t, i), _with_row(session.second, t, j), _with_row(session.rater, t, g),
+                  _with_row(session.y, t, y))
+
+
+def _empty_rounds(shape: tuple, K: int) -> Rounds:
+    return Rounds(np.zeros(shape, np.int64), np.zeros(shape, np.int64), np.zeros(shape + (K,)), np.zeros(shape))
+
+
+def init(context: Context, settings: Settings = Settings()) -> CODuelState:
+    """The state before the first user: the isotropic prior alone, A = I, an empty bank."""
+    K, d, S, N = context.K, context.d, context.S, context.N
+    B = settings.bank_size if settings.bank_size is not None else context.b
     pop = init_population(d, settings.prior_var, settings.max_learned)
-    done = Completed(np.zeros((0, S), int), np.zeros((0, S), int), np.zeros((0, S, K)), np.zeros((0, S)),
-                     np.zeros((0, S, d)))
-    return CODuelState(settings, S, pop, np.eye(K), np.r_[1.0, np.zeros(K * K)], gt.GateState(), False, _belief_from(pop), _broad(pop),
-                       np.zeros((0, K, d)), np.zeros((0, K, d)), 0, (), ([], [], [], []), done)
+    done = Completed(_empty_rounds((N, S), K), np.zeros((N, S, d)), 0)
+    return CODuelState(pop, np.eye(K), np.r_[1.0, np.zeros(K * K)], gt.GateState(), False, _belief_from(pop),
+                       _broad(pop), np.zeros((B, K, d)), np.zeros((B, K, d)), 0, 0, _empty_rounds((S,), K), done)
 
 
-def start_session(state: CODuelState) -> CODuelState:
-    s = state.settings
+def start_session(state: CODuelState, settings: Settings = Settings()) -> CODuelState:
+    s = settings
     transfer = (not s.gate and state.pop.n > 0) or gt.transfer_on(state.gate, s.gate_z, s.gate_min)
     return state._replace(belief=_belief_from(state.pop), alone=_broad(state.pop), transfer=transfer, t=0,
-                          session=([], [], [], []))
+                          session=Rounds(*(np.zeros_like(x) for x in state.session)))
 
 
-def select(state: CODuelState, Phi: np.ndarray) -> tuple[tuple[int, int], CODuelState]:
-    s = state.settings
+def select(state: CODuelState, Phi: np.ndarray, settings: Settings = Settings()) -> tuple[int, int]:
+    """The pair to show for the question Phi [K, d]; the lookahead's bank is the state's with Phi added."""
+    s = settings
     fast = s.engine == "numba"
-    if fast:
-        P = kn.recalibrated(np.asarray(Phi, dtype=float), state.A)
-    else:
-        P = recalibrate(Phi, state.A)
-    bank, bank_P = state.bank, state.bank_P
-    if s.lookahead:                 # greedy play needs no bank
-        keep = s.bank_size - 1
-        bank = np.concatenate([bank[len(bank) - keep:] if keep > 0 else bank[:0], Phi[None]])
-        bank_P = np.concatenate([bank_P[len(bank_P) - keep:] if keep > 0 else bank_P[:0], P[None]])
+    P = _recalibrated(Phi, state.A, s.engine)
     b = state.belief if state.transfer else state.alone
     active = state.pop.active if state.transfer else _ONE
     if state.transfer and s.lookahead:
-        remaining = state.S - state.t - 1
+        B = len(state.bank_P)
+        keep = min(state.n_bank, B - 1)
+        bank_P = np.concatenate([state.bank_P[B - keep:], P[None]])
+        remaining = len(state.session.y) - state.t - 1
         pair = (kn.lookahead_pair(b.log_w, b.means, b.covs, active, P, bank_P, remaining) if fast
                 else lookahead_pair(b, P, bank_P, remaining))
     else:
         pair = kn.mixture_greedy(b.log_w, b.means, active, P) if fast else mixture_greedy_pair(b, P)
-    i, j = int(pair[0]), int(pair[1])
-    return (i, j), state._replace(bank=bank, bank_P=bank_P, pending=(P[i] - P[j], i, j, Phi[:, -1].copy()))
+    return int(pair[0]), int(pair[1])
 
 
-def update(state: CODuelState, y: int) -> CODuelState:
-    z, i, j, g = state.pending
-    if state.settings.engine == "numba":
+def update(state: CODuelState, Phi: np.ndarray, pair: tuple[int, int], y: int,
+           settings: Settings = Settings()) -> tuple[CODuelState, UpdateInfo]:
+    """Fold the click y (1 if pair[0] won) on the question Phi into both beliefs; Phi joins the bank."""
+    i, j = pair
+    P = _recalibrated(Phi, state.A, settings.engine)
+    z = P[i] - P[j]
+    if settings.engine == "numba":
         b, a = state.belief, state.alone
         w1, m1, S1, lp_pop, w2, m2, S2, lp_alone = kn.update_both(b.log_w, b.means, b.covs, state.pop.active,
                                                                   a.log_w, a.means, a.covs, z, int(y))
@@ -165,28 +205,31 @@ def update(state: CODuelState, y: int) -> CODuelState:
     else:
         belief, lp_pop = update_belief(state.belief, z, y)
         alone, lp_alone = update_belief(state.alone, z, y)
-    f, sc, r, c = state.session
-    return state._replace(belief=belief, alone=alone, gate=gt.observe(state.gate, lp_pop, lp_alone),
-                          t=state.t + 1, pending=(), session=(f + [i], sc + [j], r + [g], c + [int(y)]),
-                          last_logpred=(float(lp_pop), float(lp_alone)))
+    state = state._replace(belief=belief, alone=alone, gate=gt.observe(state.gate, lp_pop, lp_alone),
+                           t=state.t + 1, session=record_round(state.session, state.t, i, j, Phi[:, -1], float(y)))
+    if settings.lookahead:              # greedy play needs no bank
+        state = state._replace(bank=np.concatenate([state.bank[1:], Phi[None]]),
+                               bank_P=np.concatenate([state.bank_P[1:], P[None]]),
+                               n_bank=min(state.n_bank + 1, len(state.bank)))
+    return state, UpdateInfo(float(lp_pop), float(lp_alone))
 
 
-def _refit_A(state: CODuelState, done: Completed) -> np.ndarray:
+def _refit_A(state: CODuelState, done: Completed, s: Settings) -> np.ndarray:
     """(a, vec A') by ridge logistic regression, theta at each session's broad-prior Laplace mode
     under the current A, Newton warm-started at the previous fit."""
-    s, pop = state.settings, state.pop
-    n, S, d = done.Z.shape
+    pop, n = state.pop, done.n
+    Z, r = done.Z[:n], Rounds(*(x[:n] for x in done.rounds))
+    S, d = Z.shape[1:]
     init = np.zeros((n, d))
     init[:len(pop.broad_modes)] = pop.broad_modes        # earlier sessions' broad fits warm-start Newton
-    theta, _, _ = fit_units(done.Z, done.y, np.arange(n), np.full(n, len(pop.weights) - 1), pop.means, pop.covs,
+    theta, _, _ = fit_units(Z, r.y, np.arange(n), np.full(n, len(pop.weights) - 1), pop.means, pop.covs,
                             init, s.engine)
     K = state.A.shape[0]
     w0 = state.recal_w
     th = np.repeat(theta, S, 0)
-    first, second, rater, y = done.first.ravel(), done.second.ravel(), done.rater.reshape(-1, K), done.y.ravel()
+    first, second, rater, y = r.first.ravel(), r.second.ravel(), r.rater.reshape(-1, K), r.y.ravel()
     if s.engine == "numba":
-        w, it = kn.recalibration_newton(first.astype(np.int64), second.astype(np.int64), rater, th, y,
-                                        float(s.ridge), RIDGE_A, w0, tol=RECAL_TOL)
+        w, it = kn.recalibration_newton(first, second, rater, th, y, float(s.ridge), RIDGE_A, w0, tol=RECAL_TOL)
         if it < 0:
             raise RuntimeError("recalibration fit: Newton did not converge")
         return w
@@ -194,31 +237,78 @@ def _refit_A(state: CODuelState, done: Completed) -> np.ndarray:
     return np.r_[fit.a, fit.A_dev.ravel()]
 
 
-def end_session(state: CODuelState) -> CODuelState:
-    s = state.settings
-    f, sc, r, c = state.session
-    if len(c) != state.S:
-        raise ValueError(f"CODuel: a session of {len(c)} clicks, expected {state.S}")
-    new = (np.asarray(f)[None], np.asarray(sc)[None], np.asarray(r)[None], np.asarray(c, dtype=float)[None])
-    z_new = recalibrated_design(state.A, *new[:3])
-    done = Completed(*(np.concatenate([old, x]) for old, x in zip(state.done, new + (z_new,))))
-    n = len(done.y)
+def end_session(state: CODuelState, settings: Settings = Settings()) -> tuple[CODuelState, SessionInfo]:
+    """The session joins the completed ones; A and the population prior are refitted."""
+    s, S = settings, len(state.session.y)
+    if state.t != S:
+        raise ValueError(f"CODuel: a session of {state.t} clicks, expected {S}")
+    n = state.done.n
+    if n == len(state.done.Z):
+        raise ValueError(f"CODuel: more sessions than the {n} arrivals the run was started for (context N)")
+    new = state.session
+    z_new = recalibrated_design(state.A, new.first[None], new.second[None], new.rater[None])[0]
+    done = Completed(Rounds(*(_with_row(a, n, x) for a, x in zip(state.done.rounds, new))),
+                     _with_row(state.done.Z, n, z_new), n + 1)
+    n += 1
     A, recal_w, bank_P = state.A, state.recal_w, state.bank_P
-    if s.recalibration and n >= s.recal_start and (n - s.recal_start) % s.recal_every == 0:
-        recal_w = _refit_A(state, done)
+    recalibrated = s.recalibration and n >= s.recal_start and (n - s.recal_start) % s.recal_every == 0
+    if recalibrated:
+        recal_w = _refit_A(state, done, s)
         K = len(A)
         A = recal_w[0] * np.eye(K) + recal_w[1:].reshape(K, K)
-        done = done._replace(Z=recalibrated_design(A, done.first, done.second, done.rater))
+        r = done.rounds
+        Z = done.Z.copy()
+        Z[:n] = recalibrated_design(A, r.first[:n], r.second[:n], r.rater[:n])
+        done = done._replace(Z=Z)
         bank_P = recalibrate(state.bank, A)
-        pop = rebase(state.pop, done.Z, done.y, s.engine) if s.population else state.pop
+        pop = rebase(state.pop, done.Z[:n], done.rounds.y[:n], s.engine) if s.population else state.pop
     else:
         pop = state.pop
     if s.population:
-        pop = refit_population(pop, done.Z, done.y, alpha=s.alpha, em_iters=s.em_iters, refresh=s.refresh,
-                               exact=s.exact_estep, engine=s.engine)
+        pop = refit_population(pop, done.Z[:n], done.rounds.y[:n], alpha=s.alpha, em_iters=s.em_iters,
+                               refresh=s.refresh, exact=s.exact_estep, engine=s.engine)
     else:
         pop = pop._replace(n=n)
-    return state._replace(pop=pop, A=A, recal_w=recal_w, bank_P=bank_P, gate=gt.end_session(state.gate), done=done)
+    state = state._replace(pop=pop, A=A, recal_w=recal_w, bank_P=bank_P, gate=gt.end_session(state.gate), done=done)
+    return state, SessionInfo(bool(recalibrated), int(pop.active.sum()))
+
+
+def check_settings(settings: Settings) -> Settings:
+    """The settings, or ValueError naming the first that is out of range."""
+    s = settings
+    if s.engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}, got {s.engine!r}")
+    if int(s.em_iters) < 1 or int(s.refresh) < 0:
+        raise ValueError(f"em_iters >= 1 and refresh >= 0 are required, got {s.em_iters}, {s.refresh}")
+    if s.bank_size is not None and int(s.bank_size) < 1:
+        raise ValueError(f"bank_size must be at least 1, got {s.bank_size}")
+    return s
+
+
+def coduel(population: bool = True, recalibration: bool = True, lookahead: bool = True, gate: bool = True,
+           engine: str = "numba", em_iters: int = pp.EM_ITERS, refresh: int = pp.REFRESH,
+           exact_estep: bool = False, **constants) -> Learner:
+    """CODuel as a Learner; the settings (and any other field of `Settings`) are closed over.
+
+    Parameters
+    ----------
+    population, recalibration, lookahead, gate : bool
+        The four parts; False is the ablation without it.
+    engine : {"numba", "numpy"}
+        Compiled kernels, or the plain NumPy reference of the same algorithm.
+    em_iters, refresh, exact_estep
+        The population refit's incremental EM (``inference.population.refit_population``).
+    **constants
+        Other fields of `Settings` (alpha, ridge, recal_start, bank_size, ...).
+    """
+    s = check_settings(Settings(population=bool(population), recalibration=bool(recalibration),
+                                lookahead=bool(lookahead), gate=bool(gate), engine=engine, em_iters=int(em_iters),
+                                refresh=int(refresh), exact_estep=bool(exact_estep), **constants))
+    return Learner(lambda context: init(context, s),
+                   lambda state, rng: start_session(state, s),
+                   lambda state, Phi, rng: (select(state, Phi, s), None),
+                   lambda state, Phi, pair, y: update(state, Phi, pair, y, s),
+                   lambda state: end_session(state, s))
 
 
 class BeliefTrace(NamedTuple):
@@ -232,7 +322,7 @@ class BeliefTrace(NamedTuple):
     gate_se: np.ndarray      # [N] at arrival: its standard error (nan below two sessions)
 
 
-class CODuel(Policy):
+class CODuel(LearnerPolicy):
     """CODuel with the reference settings; ablations by setting, e.g. coduel[population=false],
     or by name, e.g. coduel:no-population. record=true keeps the belief after every click."""
 
@@ -241,28 +331,35 @@ class CODuel(Policy):
     def __init__(self, population: bool = True, recalibration: bool = True, lookahead: bool = True,
                  gate: bool = True, engine: str = "numba", record: bool = False, em_iters: int = pp.EM_ITERS,
                  refresh: int = pp.REFRESH, exact_estep: bool = False):
-        if engine not in ENGINES:
-            raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
-        if int(em_iters) < 1 or int(refresh) < 0:
-            raise ValueError(f"em_iters >= 1 and refresh >= 0 are required, got {em_iters}, {refresh}")
-        self.settings = Settings(population=bool(population), recalibration=bool(recalibration),
-                                 lookahead=bool(lookahead), gate=bool(gate), engine=engine, em_iters=int(em_iters),
-                                 refresh=int(refresh), exact_estep=bool(exact_estep))
-        self.record = bool(record)
+        super().__init__(coduel(population, recalibration, lookahead, gate, engine, em_iters, refresh, exact_estep),
+                         name=self.name, record=record)
 
     def reset(self, rng, context):
         super().reset(rng, context)
-        self.state = init(context["K"], context["d"], context["S"],
-                          self.settings._replace(bank_size=int(context.get("b", 16))))
         self._priors, self._recal, self._trace, self._final, self._pred = [], [], [], [], []
 
     def start_student(self):
-        self.state = start_session(self.state)
+        super().start_student()
         self._priors.append(self.state.pop.prior)
         self._recal.append(self.state.A)
         if self.record:
             g = self.state.gate
             self._trace.append((self.state.transfer, [], g.mean, gt.standard_error(g)))
+
+    def update(self, outcome):
+        super().update(outcome)
+        lp = self.last_info                                # P(first wins) as each learner predicted it
+        self._pred.append([math.exp(x) if outcome else -math.expm1(x) for x in lp])
+        self._trace_round()
+
+    def end_student(self):
+        self._final.append((self.state.belief, self.state.pop.active))
+        super().end_student()
+
+    def _trace_round(self):
+        if self.record:
+            b = self.state.belief
+            self._trace[-1][1].append((b.log_w, b.means, b.covs, self.state.gate.current))
 
     def arrival_priors(self) -> MixturePrior:
         """The population prior each user arrived under, zero-padded to a common component count."""
@@ -279,22 +376,6 @@ class CODuel(Policy):
         return BeliefTrace(*(np.array([[x[k] for x in r] for r in rounds]) for k in range(3)),
                            np.array([t[0] for t in self._trace]), np.array([[x[3] for x in r] for r in rounds]),
                            np.array([t[2] for t in self._trace]), np.array([t[3] for t in self._trace]))
-
-    def select(self, Phi):
-        pair, self.state = select(self.state, Phi)
-        return pair
-
-    def update(self, outcome):
-        self.state = update(self.state, int(outcome))
-        lp = self.state.last_logpred                       # P(first wins) as each learner predicted it
-        self._pred.append([math.exp(x) if outcome else -math.expm1(x) for x in lp])
-        if self.record:
-            b = self.state.belief
-            self._trace[-1][1].append((b.log_w, b.means, b.covs, self.state.gate.current))
-
-    def end_student(self):
-        self._final.append((self.state.belief, self.state.pop.active))
-        self.state = end_session(self.state)
 
     def click_predictions(self) -> dict:
         """P(first wins) [N, S] that each learner predicted before every click was revealed."""
@@ -319,5 +400,5 @@ def _padded(priors: list) -> MixturePrior:
     return MixturePrior(w, m, S)
 
 
-__all__ = ["CODuel", "CODuelState", "Settings", "BeliefTrace", "init", "start_session", "select", "update",
-           "end_session"]
+__all__ = ["coduel", "CODuel", "CODuelState", "Settings", "Rounds", "Completed", "UpdateInfo", "SessionInfo",
+           "BeliefTrace", "init", "start_session", "select", "update", "end_session", "recalibrate"]

@@ -12,7 +12,8 @@ session for +0.18 [-0.75, +1.12], horizon 1 in 69% for +0.65 [-0.36, +1.66]; wit
 +3.30 [+1.92, +4.67] against +2.70 [+1.26, +4.14]. An asked round is stored as a click with no information (the
 same persona on both sides: a zero design, a constant likelihood), so the session's record,
 the population refit, recalibration and the gate read it as nothing; the population refit
-therefore learns from clicks only, not from answers.
+therefore learns from clicks only, not from answers. An asked question does not join the
+lookahead's question bank.
 
 Settings: max_questions (default 1), answer_sd (the answer noise sd the policy assumes, in
 logits, default 0.5), horizon (default 1), and every CODuel setting. In `tutorduel replay`
@@ -22,23 +23,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from inference import kernels as kn
 from online.direct_questions import observe_linear, pair_cost, persona_contrast, question_gains
-from online.policies.coduel import CODuel, CODuelState, recalibrate
+from online.policies.coduel import CODuel, CODuelState, _recalibrated, record_round
 
 
 def choose_question(state: CODuelState, Phi: np.ndarray, asked: int, max_questions: int, noise_var: float,
-                    horizon: int = 0):
+                    horizon: int = 0, engine: str = "numba"):
     """The persona to ask about this round, or None (show a pair). The gain counts for the rounds
     left, or for at most `horizon` of them when horizon > 0."""
     if asked >= max_questions:
         return None
-    P = kn.recalibrated(np.asarray(Phi, dtype=float), state.A) if state.settings.engine == "numba" \
-        else recalibrate(Phi, state.A)
+    P = _recalibrated(Phi, state.A, engine)
     b = state.belief if state.transfer else state.alone
     gains = question_gains(b, P, noise_var)
     k = int(np.argmax(gains))
-    remaining = state.S - state.t - 1
+    remaining = len(state.session.y) - state.t - 1
     if horizon > 0:
         remaining = min(remaining, horizon)
     return k if gains[k] * remaining >= pair_cost(b, P) else None
@@ -48,10 +47,9 @@ def answer(state: CODuelState, k: int, value: float, noise_var: float, Phi: np.n
     """Fold the answer about persona k into both learners' beliefs; record a no-information round."""
     K, d = Phi.shape
     c = persona_contrast(K, d, k)
-    f, sc, r, cl = state.session
     return state._replace(belief=observe_linear(state.belief, c, value, noise_var),
-                          alone=observe_linear(state.alone, c, value, noise_var), t=state.t + 1, pending=(),
-                          session=(f + [k], sc + [k], r + [Phi[:, -1].copy()], cl + [0]))
+                          alone=observe_linear(state.alone, c, value, noise_var), t=state.t + 1,
+                          session=record_round(state.session, state.t, k, k, Phi[:, -1], 0.0))
 
 
 class CODuelAsk(CODuel):
@@ -62,6 +60,7 @@ class CODuelAsk(CODuel):
             raise ValueError(f"max_questions >= 0, answer_sd > 0 and horizon >= 0 are required, "
                              f"got {max_questions}, {answer_sd}, {horizon}")
         super().__init__(**coduel_settings)
+        self.engine = coduel_settings.get("engine", "numba")
         self.max_questions, self.noise_var, self.horizon = int(max_questions), float(answer_sd) ** 2, int(horizon)
 
     def start_student(self):
@@ -70,7 +69,8 @@ class CODuelAsk(CODuel):
 
     def ask(self, Phi):
         """A persona index to ask about this round, or None to show a pair."""
-        k = choose_question(self.state, Phi, self._asked, self.max_questions, self.noise_var, self.horizon)
+        k = choose_question(self.state, Phi, self._asked, self.max_questions, self.noise_var, self.horizon,
+                            self.engine)
         self._phi = Phi
         return k
 
@@ -78,6 +78,4 @@ class CODuelAsk(CODuel):
         self.state = answer(self.state, int(k), float(value), self.noise_var, self._phi)
         self._asked += 1
         self._pred.append([0.5, 0.5])               # no click was predicted this round
-        if self.record:
-            b = self.state.belief
-            self._trace[-1][1].append((b.log_w, b.means, b.covs, self.state.gate.current))
+        self._trace_round()

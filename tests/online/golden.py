@@ -1,5 +1,8 @@
 """Golden figures: every built-in policy's rows on dev, seeds 0-3, as they were when the learner
 interface was refactored (issue 16). A refactor must leave them identical, field by field.
+CODuel's lookahead rows (coduel, no-recalibration, no-gate) were rewritten once, for the bank fix
+(the bank had held 8 questions, not the world's 16; with bank_size=8 the new code reproduced the
+old rows exactly).
 
     python -m tests.online.golden           # print the figures of this code
     python -m tests.online.golden --write   # store them as the golden file (only after checking why they moved)

@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from online.learner import Context
 from online.policies import coduel as cd
 from online.registry import make_policy
 from online.replay import replay, replay_logged
@@ -15,16 +16,20 @@ def test_functional_core_gives_the_class_rows(dev_world):
     _, log = replay_logged(dev_world, 4, spec, arrivals=ARR)
     sched = make_schedule(dev_world, 4, arrivals=ARR)
     feats, probs = dev_world["features"].values, dev_world["probs"].values
-    state = cd.init(6, 7, 24, cd.Settings(lookahead=False))
+    learner = cd.coduel(lookahead=False)
+    state = learner.init(Context(6, 7, 24, 1.0, 16, ARR))
+    rng = np.random.default_rng(0)
     pairs = []
     for a in range(ARR):
-        state = cd.start_session(state)
+        state = learner.start_session(state, rng)
         for t in range(24):
             q = sched.question[a, t]
-            (i, j), state = cd.select(state, feats[q])
-            state = cd.update(state, int(sched.uniform[a, t] < probs[sched.student[a], q, i, j]))
+            (i, j), _ = learner.select(state, feats[q], rng)
+            state, info = learner.update(state, feats[q], (i, j), int(sched.uniform[a, t] < probs[sched.student[a], q, i, j]))
+            assert info.log_predictive_population < 0 and info.log_predictive_alone < 0
             pairs.append((i, j))
-        state = cd.end_session(state)
+        state, info = learner.end_session(state)
+        assert info.n_components == state.pop.active.sum()
     np.testing.assert_array_equal(np.array(pairs), np.stack([log.first, log.second], -1).reshape(-1, 2))
     assert state.pop.n == ARR and len(state.pop.prior.weights) >= 2       # components were learned
 
@@ -53,13 +58,13 @@ def test_recalibration_replaces_the_rater_column():
     out = cd.recalibrate(Phi, A)
     np.testing.assert_array_equal(out[:, :6], np.eye(6))
     np.testing.assert_array_equal(out[:, 6], 2.0 * np.arange(6.0))
+    learner, rng = cd.coduel(), np.random.default_rng(0)
+    st = learner.start_session(learner.init(Context(6, 7, 24, 1.0, 16, 1)), rng)
     with pytest.raises(ValueError, match="session of 3 clicks"):
-        st = cd.init(6, 7, 24)
-        st = cd.start_session(st)
         for _ in range(3):
-            _, st = cd.select(st, Phi)
-            st = cd.update(st, 1)
-        cd.end_session(st)
+            pair, _ = learner.select(st, Phi, rng)
+            st, _ = learner.update(st, Phi, pair, 1)
+        learner.end_session(st)
 
 
 def test_the_prior_each_user_arrived_under_is_kept_with_the_log(dev_world, tmp_path):
@@ -102,7 +107,7 @@ def test_the_belief_can_be_recorded_every_round(dev_world):
     pol = make_policy("coduel[lookahead=false,record=true]")
     sched = make_schedule(dev_world, 0, arrivals=10)
     feats, probs = dev_world["features"].values, dev_world["probs"].values
-    pol.reset(np.random.default_rng(0), {"K": 6, "d": 7, "S": 24, "b": 16, "N": 10})
+    pol.reset(np.random.default_rng(0), {"K": 6, "d": 7, "S": 24, "beta": 1.0, "b": 16, "N": 10})
     for a in range(10):
         pol.start_student()
         for t in range(24):
@@ -144,3 +149,30 @@ def test_the_log_reads_each_users_clicks_with_the_recalibration_in_force(dev_wor
         np.testing.assert_allclose(z[u], ref, atol=1e-12)
     back = load_click_log(save_click_log(log, tmp_path / "c.clicks.nc"))
     np.testing.assert_array_equal(back.recalibration, A)
+
+
+def test_the_lookahead_bank_holds_the_bank_size_most_recent_questions(dev_world, monkeypatch):
+    """Bug: the bank was cut with a negative index while it filled up (bank[len - 15:]), so it never
+    held more than 8 questions instead of the world's 16. It holds the b most recent, this one last."""
+    seen = []
+
+    def spy(belief, P, bank, remaining):
+        seen.append(bank.copy())
+        return (0, 1)
+
+    monkeypatch.setattr(cd, "lookahead_pair", spy)
+    feats = dev_world["features"].values
+    learner, rng = cd.coduel(gate=False, recalibration=False, engine="numpy"), np.random.default_rng(0)
+    state = learner.init(Context(6, 7, 24, 1.0, 16, 3))
+    shown = []
+    for a in range(2):
+        state = learner.start_session(state, rng)
+        for t in range(24):
+            Phi = feats[(a * 24 + t) % len(feats)]
+            pair, _ = learner.select(state, Phi, rng)
+            shown.append(Phi)
+            state, _ = learner.update(state, Phi, pair, t % 2)
+        state, _ = learner.end_session(state)
+    assert len(seen) == 24                                    # the second session transfers (gate off)
+    for t, bank in enumerate(seen):
+        np.testing.assert_array_equal(bank, np.stack(shown[24 + t - 15:24 + t + 1]))   # 16, this one last
