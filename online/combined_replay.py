@@ -12,15 +12,12 @@ is charged the expected regret of a uniformly random pair on that question. Poli
 """
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import xarray as xr
 
 from inference.hindsight import fit_btl_hindsight
 from online.direct_questions import persona_contrast
-from online.protocol import PolicyOutputError, check_pair
-from online.replay import prepare_run
+from online.replay import play, prepare_run
 from online.scoring import benchmark_score, floor_regret, random_regret, strong_regret
 from tdmodels.bradley_terry import order_averaged
 
@@ -38,38 +35,18 @@ def replay_combined(world: xr.Dataset, seed: int, spec: str, arrivals: int | Non
                     answer_noise: float = 0.5) -> dict:
     """One run; returns score, regrets, the persona asked about per round (-1: a pair was shown)
     and the stated answers [N, S] (NaN where none)."""
-    _, ps, policy, sched, feats, probs, U, ctx, rng = prepare_run(world, seed, spec, arrivals)
-    spec = ps.canonical
-    N, S = sched.question.shape
-    K, d = feats.shape[-2:]
+    run = prepare_run(world, seed, spec, arrivals)
+    spec, sched, U = run.spec.canonical, run.sched, run.U
+    N = sched.question.shape[0]
+    K, d = run.feats.shape[-2:]
     theta = student_thetas(world, sched)
     answer_rng = np.random.default_rng(np.random.SeedSequence([int(seed), ANSWER_STREAM]))
-    pairs = np.zeros((N, S, 2), dtype=np.int64)
-    asked = np.full((N, S), -1, dtype=np.int64)
-    answers = np.full((N, S), np.nan)
-    can_ask = callable(getattr(policy, "ask", None))
-    t0 = time.perf_counter()
-    policy.reset(rng, ctx)
-    for a in range(N):
-        s = sched.student[a]
-        policy.start_student()
-        for t in range(S):
-            q = sched.question[a, t]
-            k = policy.ask(feats[q]) if can_ask else None
-            if k is not None:
-                if type(k) not in (int, np.int64) or not 0 <= k < K:
-                    raise PolicyOutputError(f"policy {spec!r} at arrival {a}, round {t}: ask returned {k!r}, "
-                                            f"expected None or a persona index in 0..{K - 1}")
-                value = float(persona_contrast(K, d, int(k)) @ theta[a] + answer_noise * answer_rng.standard_normal())
-                policy.answer(int(k), value)
-                asked[a, t], answers[a, t] = k, value
-                continue
-            i, j = check_pair(policy.select(feats[q]), K, spec, a, t)
-            y = int(sched.uniform[a, t] < probs[s, q, i, j])
-            policy.update(y)
-            pairs[a, t] = i, j
-        policy.end_student()
-    wall = time.perf_counter() - t0
+
+    def answer(a, k):
+        return persona_contrast(K, d, k) @ theta[a] + answer_noise * answer_rng.standard_normal()
+
+    played = play(run, answer)
+    pairs, asked, answers, wall = played.pairs, played.asked, played.answers, played.wall_s
     Rr, G = random_regret(U), floor_regret(U)
     r = np.where(asked >= 0, Rr, strong_regret(U, pairs[..., 0], pairs[..., 1]))
     R_sum, G_sum, Rr_sum = float(r.sum()), float(G.sum()), float(Rr.sum())

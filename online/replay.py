@@ -10,14 +10,14 @@ from __future__ import annotations
 import platform
 import time
 from importlib import metadata
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import numpy as np
 import xarray as xr
 
 from online.clicklog import ClickLog, make_click_log
 from online.code_identity import policy_code
-from online.protocol import check_pair
+from online.protocol import PolicyOutputError, check_pair
 from online.registry import make_policy, policy_spec, resolve
 from online.schedule import make_schedule, session_utilities
 from online.scoring import benchmark_score, floor_regret, random_regret, strong_regret
@@ -113,28 +113,70 @@ def prepare_run(world: xr.Dataset, seed: int, spec: str, arrivals: int | None) -
                     policy_context(world, sched.question.shape[0]), rng)
 
 
-def _play(world: xr.Dataset, seed: int, spec: str, arrivals: int | None, keep_log: bool) -> tuple[dict, ClickLog | None]:
-    arrivals, ps, policy, sched, feats, probs, U, ctx, rng = prepare_run(world, seed, spec, arrivals)
-    spec, target, settings = ps.canonical, ps.target, ps.settings
-    N, S = sched.question.shape
-    K = U.shape[-1]
-    pairs = np.empty((N, S, 2), dtype=np.int64)
-    clicks = np.empty((N, S), dtype=np.int8)
+class Played(NamedTuple):
+    """What the replay loop records: [N, S] arrays."""
+    pairs: np.ndarray        # [N, S, 2] shown pairs (0, 0 on asked rounds)
+    clicks: np.ndarray       # [N, S] int8, 1 if the first won (0 on asked rounds)
+    asked: np.ndarray        # [N, S] the persona asked about, -1 where a pair was shown
+    answers: np.ndarray      # [N, S] the stated answers, NaN where none
+    wall_s: float            # the loop's wall time (the policy's methods and the click draws)
 
+
+def play(run: RunSetup, answer: Callable[[int, int], float] | None = None) -> Played:
+    """The replay loop, the one every mode runs: each arrival's session, round by round.
+
+    Parameters
+    ----------
+    run : RunSetup
+        From `prepare_run`.
+    answer : callable, optional
+        answer(arrival, k) -> the stated answer about persona k. Given, a policy with an ``ask(Phi)``
+        method is asked each round first, and a persona index it returns spends the round on the
+        question (``policy.answer(k, value)``) instead of a pair (the combined mode). Without it,
+        ``ask`` is never called.
+    """
+    policy, sched, feats, probs, spec = run.policy, run.sched, run.feats, run.probs, run.spec.canonical
+    N, S = sched.question.shape
+    K = feats.shape[-2]
+    pairs = np.zeros((N, S, 2), dtype=np.int64)
+    clicks = np.zeros((N, S), dtype=np.int8)
+    asked = np.full((N, S), -1, dtype=np.int64)
+    answers = np.full((N, S), np.nan)
+    ask = getattr(policy, "ask", None) if answer is not None else None
+    ask = ask if callable(ask) else None
     t0 = time.perf_counter()
-    policy.reset(rng, ctx)
+    policy.reset(run.rng, run.ctx)
     for a in range(N):
         s = sched.student[a]
         policy.start_student()
         for t in range(S):
             q = sched.question[a, t]
+            if ask is not None:
+                k = ask(feats[q])
+                if k is not None:
+                    if type(k) not in (int, np.int64) or not 0 <= k < K:
+                        raise PolicyOutputError(f"policy {spec!r} at arrival {a}, round {t}: ask returned {k!r}, "
+                                                f"expected None or a persona index in 0..{K - 1}")
+                    value = float(answer(a, int(k)))
+                    policy.answer(int(k), value)
+                    asked[a, t], answers[a, t] = k, value
+                    continue
             i, j = check_pair(policy.select(feats[q]), K, spec, a, t)
             y = int(sched.uniform[a, t] < probs[s, q, i, j])
             policy.update(y)
             pairs[a, t] = i, j
             clicks[a, t] = y
         policy.end_student()
-    wall = time.perf_counter() - t0
+    return Played(pairs, clicks, asked, answers, time.perf_counter() - t0)
+
+
+def _play(world: xr.Dataset, seed: int, spec: str, arrivals: int | None, keep_log: bool) -> tuple[dict, ClickLog | None]:
+    run = prepare_run(world, seed, spec, arrivals)
+    arrivals, ps, policy, sched, U = run.arrivals, run.spec, run.policy, run.sched, run.U
+    spec, target, settings = ps.canonical, ps.target, ps.settings
+    played = play(run)
+    pairs, clicks, wall = played.pairs, played.clicks, played.wall_s
+    N, S = sched.question.shape
 
     r = strong_regret(U, pairs[..., 0], pairs[..., 1])
     G, Rr = floor_regret(U), random_regret(U)

@@ -9,7 +9,8 @@ of the round (``pair_cost``): early in a session under a broad belief asking is 
 a confident population prior it is not. horizon = 1 (the question must pay on the question
 at hand) was chosen on dev, 16 seeds: with answers of sd 2 logits, horizon 0 asked in every
 session for +0.18 [-0.75, +1.12], horizon 1 in 69% for +0.65 [-0.36, +1.66]; with sd 0.5,
-+3.30 [+1.92, +4.67] against +2.70 [+1.26, +4.14]. An asked round is stored as a click with no information (the
++3.30 [+1.92, +4.67] against +2.70 [+1.26, +4.14] (measured with the 8-question bank CODuel had
+before issue 16's fix). An asked round is stored as a click with no information (the
 same persona on both sides: a zero design, a constant likelihood), so the session's record,
 the population refit, recalibration and the gate read it as nothing; the population refit
 therefore learns from clicks only, not from answers. An asked question does not join the
