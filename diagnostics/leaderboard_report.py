@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tdmodels.atomic_file import atomic_save
+
 # The reference paper's leaderboard (scores), from ../shared/COMPETITORS.md.
 # Roster letters there: U test_profiles, C composite, I quirky, T test_topics, D dev.
 PUBLISHED = {
@@ -131,6 +133,4 @@ def write_page(path: str | Path, table: str, findings_lines: list[str], figures:
             f"<table border=1 cellpadding=3>{''.join(rows)}</table><h2>Findings of the paper on this simulator</h2>"
             f"<ul>{''.join(f'<li>{html.escape(x)}</li>' for x in findings_lines)}</ul><h2>Learning curves</h2>{imgs}"
             "</body></html>")
-    path = Path(path)
-    path.write_text(page)
-    return path
+    return atomic_save(path, lambda tmp: tmp.write_text(page))

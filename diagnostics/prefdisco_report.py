@@ -16,6 +16,7 @@ import numpy as np
 import xarray as xr
 
 from diagnostics.stats import t_interval
+from tdmodels.atomic_file import atomic_save
 
 FIELDS = ("baseline", "oracle", "discovery", "norm_align", "asked")
 
@@ -51,12 +52,7 @@ def run_grid(seeds, policies, questions: int, answer_noise: float = 0.0, cost: f
 
 def save_results(ds: xr.Dataset, path: str | os.PathLike) -> Path:
     """Write the results atomically as netCDF."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    ds.to_netcdf(tmp, engine="h5netcdf")
-    os.replace(tmp, path)
-    return path
+    return atomic_save(path, lambda tmp: ds.to_netcdf(tmp, engine="h5netcdf"))
 
 
 def fmt(x, digits: int = 2) -> str:

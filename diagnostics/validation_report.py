@@ -16,7 +16,7 @@ import numpy as np
 
 from diagnostics.figures import new_figure
 from diagnostics.posterior_checks import KHAT_MAX
-from online.store import atomic_save
+from tdmodels.atomic_file import atomic_save
 
 
 def _png(fig) -> str:

@@ -14,7 +14,7 @@ from typing import NamedTuple
 import numpy as np
 import xarray as xr
 
-from online.store import atomic_save
+from tdmodels.atomic_file import atomic_save
 from tdmodels.priors import MixturePrior
 
 LOG_VERSION = 2           # 2: recalibration and session-end beliefs over the arrival prior's components

@@ -33,6 +33,8 @@ import re
 from pathlib import Path
 from typing import Iterator, NamedTuple
 
+from tdmodels.atomic_file import atomic_save
+
 ROW_SCHEMA = 2
 FAILED = "_failed"
 _DIGEST = re.compile(r"[0-9a-f]{16}")
@@ -70,31 +72,6 @@ def store_root(path: str | os.PathLike | None = None) -> Path:
 def policy_slug(spec: str) -> str:
     clean = re.sub(r"[^A-Za-z0-9._-]+", "_", spec).strip("_.")[:60] or "policy"
     return f"{clean}-{hashlib.sha1(spec.encode()).hexdigest()[:8]}"
-
-
-def atomic_save(path: str | os.PathLike, write) -> Path:
-    """Write a file so a kill leaves the old file or the whole new one: `write(tmp_path)` fills a
-    temporary file in the same folder, which is fsynced and renamed over `path`."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        write(tmp)
-        fd = os.open(tmp, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    dfd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
-    return path
 
 
 def _atomic_write(path: Path, text: str) -> None:

@@ -29,6 +29,8 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from tdmodels.atomic_file import atomic_save
+
 KINDS = ("definition", "computation", "why")
 FORMAT_VERSION = 1
 REQUIRED_ATTRS = {
@@ -308,14 +310,9 @@ def check_fits_in_memory(ds: xr.Dataset, label: str, copies: int = 1) -> None:
 
 
 def write_world_file(ds: xr.Dataset, path: str | os.PathLike) -> Path:
-    """Write atomically as netCDF (h5netcdf engine, zlib-compressed numeric variables); no validation."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    """Write atomically (``tdmodels.atomic_file``: a kill leaves the old file or the new one) as netCDF (h5netcdf engine, zlib-compressed numeric variables); no validation."""
     enc = {v: {"zlib": True, "complevel": 4} for v in ds.data_vars if ds[v].dtype.kind in "fiu"}
-    ds.to_netcdf(tmp, engine="h5netcdf", encoding=enc)
-    os.replace(tmp, path)
-    return path
+    return atomic_save(path, lambda tmp: ds.to_netcdf(tmp, engine="h5netcdf", encoding=enc))
 
 
 def read_world_file(path: str | os.PathLike, label: str = "world", copies: int = 1) -> xr.Dataset:

@@ -14,7 +14,8 @@ from inference.nuts import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_WARMUP
 from online.clicklog import ClickLog, ClickLogError, load_click_log, save_click_log
 from online.registry import canonical_spec, parse_spec
 from online.replay import replay_logged, run_key
-from online.store import RunStore, atomic_save
+from online.store import RunStore
+from tdmodels.atomic_file import atomic_save
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior, isotropic_prior
 from tdmodels.world import world_digest
 

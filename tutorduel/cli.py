@@ -176,6 +176,7 @@ def cmd_leaderboard(a) -> int:
     from online.registry import canonical_spec, split_specs
     from online.store import RunStore
     from online.sweep import parse_seeds, run_sweep
+    from tdmodels.atomic_file import atomic_save
     from tdmodels.rosters import open_world
     from tdmodels.simulator import ROSTERS
 
@@ -216,7 +217,7 @@ def cmd_leaderboard(a) -> int:
     md += [f"- {x}" for x in found]
     md += ["", "## Code", "", "Each policy's rows ran on this code identity (`online.code_identity`): "
            + ", ".join(f"{p} {c}" for p, c in sorted(codes.items())) + "."]
-    (out / "leaderboard.md").write_text("\n".join(md) + "\n")
+    atomic_save(out / "leaderboard.md", lambda tmp: tmp.write_text("\n".join(md) + "\n"))
     page = write_page(out / "leaderboard.html", table, found, figures)
     print()
     print(table)

@@ -67,7 +67,9 @@ def cmd_prefdisco_validate(a) -> int:
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"prefdisco-validate-seed-{a.seed:04d}.nc"
-    idata.to_netcdf(str(path))
+    from tdmodels.atomic_file import atomic_save
+
+    atomic_save(path, lambda tmp: idata.to_netcdf(str(tmp)))
     print(f"written: {path}")
     return 0
 

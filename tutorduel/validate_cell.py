@@ -27,7 +27,8 @@ from inference.health import stored_health
 from inference.nuts import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_WARMUP
 from online.registry import canonical_spec
 from online.replay import run_key
-from online.store import RunStore, atomic_save
+from online.store import RunStore
+from tdmodels.atomic_file import atomic_save
 
 
 def _log_with_beliefs(world, seed, spec, store, arrivals):

@@ -120,3 +120,26 @@ def test_a_world_too_large_for_memory_is_refused_before_loading(dev_world, tmp_p
 def _attr(ds, key, value):
     ds.attrs[key] = value
     return ds
+
+
+def test_a_write_that_dies_midway_leaves_the_old_world_file(dev_world, tmp_path, monkeypatch):
+    """write_world_file wrote a temporary file and renamed it but left the temporary behind on failure
+    and did not fsync; it now goes through tdmodels.atomic_file like the run store."""
+    import xarray as xr
+
+    from tdmodels.world import world_digest
+
+    path = save_world(dev_world, tmp_path / "w.nc")
+    before = path.read_bytes()
+
+    def dies(self, target, *args, **kwargs):
+        with open(target, "wb") as fh:
+            fh.write(b"half a file")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(xr.Dataset, "to_netcdf", dies)
+    with pytest.raises(KeyboardInterrupt):
+        save_world(dev_world, path)
+    monkeypatch.undo()
+    assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["w.nc"]
+    assert world_digest(load_world(path)) == world_digest(dev_world)
