@@ -9,13 +9,13 @@ asked and the scenario's domain; ``run_grid`` makes one, ``save_results`` stores
 from __future__ import annotations
 
 import os
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import xarray as xr
 
 from diagnostics.stats import t_interval
+from online.process_pool import map_in_workers
 from tdmodels.atomic_file import atomic_save
 
 FIELDS = ("baseline", "oracle", "discovery", "norm_align", "asked")
@@ -38,11 +38,7 @@ def run_grid(seeds, policies, questions: int, answer_noise: float = 0.0, cost: f
 
     cost = COST if cost is None else cost
     tasks = [(int(s), tuple(policies), questions, answer_noise, cost, scenarios) for s in seeds]
-    if jobs > 1:
-        with ProcessPoolExecutor(jobs) as pool:
-            runs = list(pool.map(_run_seed, tasks))
-    else:
-        runs = [_run_seed(t) for t in tasks]
+    runs = map_in_workers(_run_seed, tasks, jobs)
     data = {f: (("policy", "seed", "scenario"), np.array([[r[p][f] for r in runs] for p in policies], dtype=float))
             for f in FIELDS}
     data["domain"] = (("seed", "scenario"), np.array([runs[k][policies[0]]["domain"] for k in range(len(runs))]))

@@ -176,3 +176,51 @@ class WorkerPool:
         for w in self.workers:
             w.stop(kill=kill or w.task is not None)
         self.workers = []
+
+
+class TaskError(RuntimeError):
+    """A task of `map_in_workers` raised, or its worker died; names the task."""
+
+
+def _ok(fn, item):
+    return ("ok", fn(item))
+
+
+def map_in_workers(fn: Callable, items: Iterable, jobs: int = 1) -> list:
+    """``[fn(x) for x in items]``, in `jobs` worker processes of a `WorkerPool` (in this process when
+    jobs is 1), results in the order of `items`.
+
+    Parameters
+    ----------
+    fn : callable
+        A module-level function (the workers import it by name), called once per item.
+    items : iterable
+        Picklable arguments.
+    jobs : int
+        Worker processes, at least 1.
+
+    Returns
+    -------
+    list
+        fn's results. The first task that raises, or whose worker dies, stops the rest and
+        raises TaskError naming its item and what happened.
+    """
+    items = list(items)
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, got {jobs}")
+    if jobs == 1 or len(items) <= 1:
+        return [fn(x) for x in items]
+    out, errors = [None] * len(items), []
+
+    def on_result(k, status, payload):
+        if status == "ok":
+            out[k] = payload
+        else:
+            errors.append((k, payload))
+
+    WorkerPool(min(jobs, len(items)), should_stop=lambda: bool(errors)).run(
+        ((k, _ok, (fn, x)) for k, x in enumerate(items)), on_result)
+    if errors:
+        k, note = errors[0]
+        raise TaskError(f"task {items[k]!r} failed: {note}")
+    return out

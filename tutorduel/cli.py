@@ -574,6 +574,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     try:
+        from online.process_pool import TaskError
         from online.protocol import PolicyOutputError
         from online.registry import PolicySpecError
         from online.store import CorruptRowError, StoreError
@@ -584,7 +585,7 @@ def main(argv=None) -> int:
         try:
             return args.fn(args)
         except (CLIError, HeldOutError, WorldFormatError, PolicySpecError, PolicyOutputError, CorruptRowError,
-                StoreError, FileNotFoundError, ValueError) as exc:
+                StoreError, TaskError, FileNotFoundError, ValueError) as exc:
             print(f"tutorduel: error: {exc}", file=sys.stderr)
             return 2
     except KeyboardInterrupt:

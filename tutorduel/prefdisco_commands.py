@@ -84,11 +84,10 @@ def _combined_seed(args):
 
 
 def cmd_combined(a) -> int:
-    from concurrent.futures import ProcessPoolExecutor
-
     import numpy as np
 
     from diagnostics.stats import paired_gain, t_interval
+    from online.process_pool import map_in_workers
     from online.registry import canonical_spec, make_policy, split_specs
     from online.sweep import parse_seeds
     from tdmodels.rosters import open_world
@@ -101,11 +100,7 @@ def cmd_combined(a) -> int:
         raise CLIError("--answer-noise must be >= 0")
     seeds = parse_seeds(a.seeds)
     tasks = [(a.world, s, specs, a.arrivals, a.answer_noise, a.allow_test, a.worlds) for s in seeds]
-    if a.jobs > 1:
-        with ProcessPoolExecutor(a.jobs) as pool:
-            runs = list(pool.map(_combined_seed, tasks))
-    else:
-        runs = [_combined_seed(t) for t in tasks]
+    runs = map_in_workers(_combined_seed, tasks, a.jobs)
     print(f"combined mode on {a.world}: {len(seeds)} seeds, answer noise sd {a.answer_noise} logits; "
           "an asked round is charged a random pair's regret; mean ± 95% t-interval over seeds\n")
     print("| policy | score | excess regret | questions per user |\n|---|---|---|---|")

@@ -43,3 +43,26 @@ def test_a_worker_that_dies_otherwise_fails_its_cell_only():
     assert WorkerPool(1).run([("a", _exit_now, ()), ("b", _pid, ())], lambda *r: results.append(r))
     assert results[0][:2] == ("a", "error") and "exit status 1" in results[0][2]
     assert results[1][:2] == ("b", "ok")
+
+
+def _square(x):
+    if x == 3:
+        raise ValueError("three is not allowed")
+    if x == 4:
+        os._exit(9)
+    return x * x
+
+
+def test_map_in_workers_keeps_the_order_and_names_the_failing_task():
+    import pytest
+
+    from online.process_pool import TaskError, map_in_workers
+
+    assert map_in_workers(_square, [5, 1, 2, 0], jobs=2) == [25, 1, 4, 0]
+    assert map_in_workers(_square, [2, 1], jobs=1) == [4, 1]
+    with pytest.raises(TaskError, match=r"task 3 failed: ValueError: three is not allowed"):
+        map_in_workers(_square, [1, 2, 3], jobs=2)
+    with pytest.raises(TaskError, match=r"task 4 failed: its worker process died \(exit status 9\)"):
+        map_in_workers(_square, [4, 1], jobs=2)
+    with pytest.raises(ValueError, match="jobs must be at least 1"):
+        map_in_workers(_square, [1], jobs=0)
