@@ -1,0 +1,20 @@
+"""Checks of approximations against exact references, the benchmark's statistics, plots
+and reports; reads, never writes.
+
+Public names are imported from their modules on first use: ``import diagnostics`` imports nothing else.
+"""
+from tdmodels._lazy import lazy_namespace
+
+_EXPORTS = {
+    "paired_gain": ".stats",
+    "t_interval": ".stats",
+    "leaderboard": ".stats",
+    "mean_se": ".stats",
+    "reference_regrets": ".references",
+    "check_posterior": ".posterior_checks",
+    "check_logged_users": ".posterior_checks",
+    "psis_khat": ".posterior_checks",
+    "calibration_table": ".calibration",
+    "reliability": ".calibration",
+}
+__getattr__, __dir__, __all__ = lazy_namespace(__name__, _EXPORTS)

@@ -21,16 +21,21 @@ class Reliability(NamedTuple):
 
 
 def log_loss(p, y) -> float:
+    """Mean negative log-likelihood of clicks y under predicted probabilities p (clipped to 1e-15)."""
     p = np.clip(np.asarray(p, dtype=float), 1e-15, 1 - 1e-15)
     y = np.asarray(y, dtype=float)
     return float(-np.mean(y * np.log(p) + (1 - y) * np.log1p(-p)))
 
 
 def brier(p, y) -> float:
+    """Mean squared error of predicted probabilities p against clicks y."""
     return float(np.mean((np.asarray(p, dtype=float) - np.asarray(y, dtype=float)) ** 2))
 
 
 def reliability(p, y, bins: int = 10) -> Reliability:
+    """Reliability diagram of predicted click probabilities p against clicks y (any equal shapes),
+    in `bins` equal-width bins of p: mean prediction, observed frequency, its binomial standard
+    error and the count per bin (NaN in empty bins)."""
     p, y = np.ravel(p).astype(float), np.ravel(y).astype(float)
     edges = np.linspace(0.0, 1.0, bins + 1)
     idx = np.clip(np.digitize(p, edges[1:-1]), 0, bins - 1)

@@ -21,6 +21,7 @@ REFERENCE_LABELS = {
 
 
 def mean_se(x) -> tuple[float, float]:
+    """(mean, standard error) of the values x [n]; the standard error is NaN for one value."""
     x = np.asarray(x, dtype=float)
     se = float(x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else float("nan")
     return float(x.mean()), se

@@ -1,0 +1,31 @@
+"""Every posterior computation: Laplace, the mixture belief, the population prior's EM,
+recalibration, NUTS references and their health, SBC.
+
+Public names are imported from their modules on first use: ``import inference`` imports nothing else.
+"""
+from tdmodels._lazy import lazy_namespace
+
+_EXPORTS = {
+    "laplace_update": ".laplace",
+    "laplace_fit": ".laplace",
+    "click_mode": ".laplace",
+    "MixtureBelief": ".mixture_belief",
+    "init_belief": ".mixture_belief",
+    "update_belief": ".mixture_belief",
+    "Population": ".population",
+    "init_population": ".population",
+    "refit_population": ".population",
+    "fit_mixture_em": ".mixture_em",
+    "fit_recalibration_map": ".recalibration_fit",
+    "configure_jax": ".nuts",
+    "run_nuts": ".nuts",
+    "fit_health": ".health",
+    "check_health": ".health",
+    "FitHealthError": ".health",
+    "FitHealthWarning": ".health",
+    "fit_users": ".user_reference",
+    "fit_population": ".model_fits",
+    "fit_recalibration": ".model_fits",
+    "run_sbc": ".sbc",
+}
+__getattr__, __dir__, __all__ = lazy_namespace(__name__, _EXPORTS)

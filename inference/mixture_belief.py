@@ -24,12 +24,26 @@ from inference.laplace import NEWTON_RTOL, click_mode, log_sigmoid, sigmoid
 from tdmodels.priors import MixturePrior
 
 class MixtureBelief(NamedTuple):
+    """One user's posterior: a Gaussian (Laplace) posterior inside every prior component, with the
+    components' log posterior weights (-inf on empty slots)."""
     log_w: np.ndarray        # [C] normalised log weights
     means: np.ndarray        # [C, d]
     covs: np.ndarray         # [C, d, d]
 
 
 def init_belief(prior: MixturePrior) -> MixtureBelief:
+    """The belief before any click: the prior itself.
+
+    Parameters
+    ----------
+    prior : MixturePrior
+        weights [C] (zeros allowed: those slots get log weight -inf), means [C, d], covs [C, d, d].
+
+    Returns
+    -------
+    MixtureBelief
+        log_w [C] normalised, means [C, d], covs [C, d, d] (copies).
+    """
     w = np.asarray(prior.weights, dtype=float)
     with np.errstate(divide="ignore"):
         log_w = np.log(w)

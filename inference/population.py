@@ -55,6 +55,7 @@ MIN_SUPPORT = 0.5
 
 
 class Population(NamedTuple):
+    """The learned population prior and the per-session statistics its incremental EM keeps."""
     weights: np.ndarray      # [C] mixture weights, 0 on empty slots; slot C - 1 is the broad component
     means: np.ndarray        # [C, d]
     covs: np.ndarray         # [C, d, d]
@@ -82,6 +83,22 @@ class Population(NamedTuple):
 
 
 def init_population(d: int, broad_var: float = DEFAULT_PRIOR_VAR, max_learned: int = N_LEARNED) -> Population:
+    """The population before any session: the broad component N(0, broad_var I) alone.
+
+    Parameters
+    ----------
+    d : int
+        Features per persona (the dimension of theta).
+    broad_var : float
+        Variance of the broad isotropic component, logits^2.
+    max_learned : int
+        Slots for learned components (the broad one is slot max_learned).
+
+    Returns
+    -------
+    Population
+        C = max_learned + 1 slots, the last active with weight 1; no sessions.
+    """
     C = max_learned + 1
     weights, active = np.zeros(C), np.zeros(C, dtype=bool)
     weights[-1], active[-1] = 1.0, True

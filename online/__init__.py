@@ -1,0 +1,26 @@
+"""The policy protocol, the learners, replay, the run store and sweeps.
+
+Public names are imported from their modules on first use: ``import online`` imports nothing else. The replay
+functions are ``online.replay.replay`` and ``online.replay.replay_logged`` (the module has the name).
+"""
+from tdmodels._lazy import lazy_namespace
+
+_EXPORTS = {
+    "Learner": ".learner",
+    "Context": ".learner",
+    "LearnerPolicy": ".learner",
+    "Policy": ".protocol",
+    "make_policy": ".registry",
+    "policy_spec": ".registry",
+    "canonical_spec": ".registry",
+    "PolicySpecError": ".registry",
+    "make_schedule": ".schedule",
+    "strong_regret": ".scoring",
+    "benchmark_score": ".scoring",
+    "ClickLog": ".clicklog",
+    "load_click_log": ".clicklog",
+    "save_click_log": ".clicklog",
+    "RunStore": ".store",
+    "run_sweep": ".sweep",
+}
+__getattr__, __dir__, __all__ = lazy_namespace(__name__, _EXPORTS)

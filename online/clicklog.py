@@ -25,6 +25,8 @@ class ClickLogError(ValueError):
 
 
 class ClickLog(NamedTuple):
+    """Every round of one run: who arrived, the questions, the pairs shown and the clicks, and what
+    the policy recorded (its prior, recalibration, final beliefs and predictions at each arrival)."""
     student: np.ndarray      # [N] int: student index of each arrival (arrival = user)
     question: np.ndarray     # [N, S] int
     first: np.ndarray        # [N, S] int: persona shown first
@@ -98,6 +100,7 @@ def to_dataset(log: ClickLog) -> xr.Dataset:
 
 
 def save_click_log(log: ClickLog, path: str | os.PathLike) -> Path:
+    """Write the log as netCDF, atomically; returns the path (``load_click_log`` reads it back)."""
     return atomic_save(path, lambda tmp: to_dataset(log).to_netcdf(tmp, engine="h5netcdf"))
 
 

@@ -150,6 +150,16 @@ def read_row(path: Path) -> dict:
 
 
 class RunStore:
+    """The run store: one JSON row per run at the path of its identity (world digest, policy spec,
+    code digest, seed, truncation), written atomically; rows that fail their schema check are moved
+    aside as ``*.corrupt`` and reported, never counted.
+
+    Parameters
+    ----------
+    root : path, optional
+        The store folder (default: $TUTORDUEL_STORE or ./runs).
+    """
+
     def __init__(self, root: str | os.PathLike | None = None):
         self.root = store_root(root)
 

@@ -17,6 +17,7 @@ DEFAULT_PRIOR_VAR = 4.0      # logits^2: the no-transfer learner's prior and COD
 
 
 class MixturePrior(NamedTuple):
+    """A Gaussian mixture over theta, or a batch of them (leading axes ...): weights, means, covariances."""
     weights: np.ndarray      # [..., C], sums to 1 over C
     means: np.ndarray        # [..., C, d]
     covs: np.ndarray         # [..., C, d, d], symmetric positive definite
