@@ -20,7 +20,7 @@ import sys
 from online.replay import replay
 from tdmodels.simulator import build_roster
 
-SPECS = (("lookahead", "coduel"), ("greedy", "coduel:greedy"))
+SPECS = (("lookahead", "coduel"), ("greedy", "coduel-greedy"))
 ROUNDS_REF = 350 * 24
 
 

@@ -3,7 +3,7 @@
     random
     no-transfer[prior_var=2.0]
     mypackage.policies:MyPolicy[alpha=0.5,name="x"]
-    coduel:greedy                      (a named ablation = coduel[lookahead=false])
+    coduel-greedy                      (a named ablation = coduel[lookahead=false])
 
 Settings are parsed by the type the policy's constructor declares for them:
 
@@ -49,12 +49,14 @@ REGISTRY = {
 }
 # Named ablations: an alias stands for its settings, so both spellings name the same store cell.
 ALIASES = {
-    "coduel:no-population": ("coduel", {"population": False}),
-    "coduel:no-recalibration": ("coduel", {"recalibration": False}),
-    "coduel:greedy": ("coduel", {"lookahead": False}),
-    "coduel:no-gate": ("coduel", {"gate": False}),
+    "coduel-no-population": ("coduel", {"population": False}),
+    "coduel-no-recalibration": ("coduel", {"recalibration": False}),
+    "coduel-greedy": ("coduel", {"lookahead": False}),
+    "coduel-no-gate": ("coduel", {"gate": False}),
     "coldb-lr": ("coldb", {"estimator": "least-squares"}),
 }
+# The first spelling of CODuel's ablations, `coduel:greedy`, read like `module:Class`; still accepted.
+ALIASES.update({f"coduel:{k[len('coduel-'):]}": v for k, v in list(ALIASES.items()) if k.startswith("coduel-")})
 PROTOCOL = ("reset", "start_student", "select", "update", "end_student")
 _SPEC = re.compile(r"^\s*(?P<target>[A-Za-z0-9_.:\-]+)\s*(?:\[(?P<settings>.*)\])?\s*$", re.S)
 _INT = re.compile(r"[+-]?\d+")

@@ -40,7 +40,7 @@ def test_wrong_settings_stop_before_any_cell(env_dirs, capsys, policy, words):
 
 def test_boolean_spellings_are_one_cell(env_dirs, capsys):
     assert main(["replay", "--seeds", "0", "--arrivals", "3", "--policies",
-                 "coduel[lookahead=false],coduel[lookahead=False],coduel:greedy"]) == 0
+                 "coduel[lookahead=false],coduel[lookahead=False],coduel-greedy"]) == 0
     assert "1 cells computed" in capsys.readouterr().out and len(_rows()) == 1
 
 

@@ -324,7 +324,7 @@ class BeliefTrace(NamedTuple):
 
 class CODuel(LearnerPolicy):
     """CODuel with the reference settings; ablations by setting, e.g. coduel[population=false],
-    or by name, e.g. coduel:no-population. record=true keeps the belief after every click."""
+    or by name, e.g. coduel-no-population. record=true keeps the belief after every click."""
 
     name = "coduel"
 

@@ -26,7 +26,7 @@ def test_log_predictive_matches_laplace_evidence_and_prefers_the_true_prior():
 def test_held_out_check_on_a_coduel_run(dev_world):
     from online.replay import replay_logged
 
-    _, log = replay_logged(dev_world, 0, "coduel:greedy", arrivals=40)
+    _, log = replay_logged(dev_world, 0, "coduel-greedy", arrivals=40)
     out = held_out_check(log, holdout=10)
     assert set(out.log_pred) == {"isotropic", "batch_em", "online"}
     assert all(v.shape == (10,) and np.all(np.isfinite(v)) for v in out.log_pred.values())

@@ -14,8 +14,8 @@ import json
 import sys
 from pathlib import Path
 
-SPECS = ("random", "no-transfer", "coduel", "coduel:no-population", "coduel:no-recalibration", "coduel:greedy",
-         "coduel:no-gate", "rucb", "pooled", 'pooled[rule="thompson"]', "colstim", "coldb", "coldb-lr", "meta-ts",
+SPECS = ("random", "no-transfer", "coduel", "coduel-no-population", "coduel-no-recalibration", "coduel-greedy",
+         "coduel-no-gate", "rucb", "pooled", 'pooled[rule="thompson"]', "colstim", "coldb", "coldb-lr", "meta-ts",
          "hierts")
 SEEDS = (0, 1, 2, 3)
 FIELDS = ("regret", "floor", "random", "excess", "score", "per_user", "per_round", "arrivals", "rounds")

@@ -83,14 +83,16 @@ def test_the_prior_each_user_arrived_under_is_kept_with_the_log(dev_world, tmp_p
 def test_ablations_by_name_are_the_same_cells_as_their_settings(dev_world):
     from online.registry import canonical_spec, parse_spec
 
-    assert canonical_spec("coduel:greedy") == canonical_spec("coduel[lookahead=false]")
-    assert canonical_spec("coduel:no-population") == "coduel[population=false]"
-    assert parse_spec("coduel:no-gate[engine=\"numpy\"]") == ("coduel", {"gate": False, "engine": "numpy"})
+    assert canonical_spec("coduel-greedy") == canonical_spec("coduel[lookahead=false]")
+    assert canonical_spec("coduel-no-population") == "coduel[population=false]"
+    assert parse_spec("coduel-no-gate[engine=\"numpy\"]") == ("coduel", {"gate": False, "engine": "numpy"})
     from online.registry import PolicySpecError
     with pytest.raises(PolicySpecError, match="alias fixes lookahead=false"):
-        parse_spec("coduel:greedy[lookahead=true]")
-    row = replay(dev_world, 0, "coduel:no-recalibration", arrivals=2)
+        parse_spec("coduel-greedy[lookahead=true]")
+    row = replay(dev_world, 0, "coduel-no-recalibration", arrivals=2)
     assert row["policy"] == "coduel[recalibration=false]"
+    for name in ("no-population", "no-recalibration", "greedy", "no-gate"):        # the first spelling
+        assert canonical_spec(f"coduel:{name}") == canonical_spec(f"coduel-{name}")
 
 
 def test_compiled_and_numpy_engines_choose_the_same_pairs(dev_world):
@@ -136,7 +138,7 @@ def test_the_log_reads_each_users_clicks_with_the_recalibration_in_force(dev_wor
     from online.clicklog import load_click_log, save_click_log
     from tdmodels.population_model import recalibrated_design
 
-    _, log = replay_logged(dev_world, 2, "coduel:greedy", arrivals=22)
+    _, log = replay_logged(dev_world, 2, "coduel-greedy", arrivals=22)
     A = log.recalibration
     assert A.shape == (22, 6, 6)
     np.testing.assert_array_equal(A[:20], np.broadcast_to(np.eye(6), (20, 6, 6)))

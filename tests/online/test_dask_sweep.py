@@ -11,7 +11,7 @@ def _same(a, b):
 
 
 def test_dask_local_cluster_sweep_matches_local_rows(env_dirs):
-    specs = ["random", "no-transfer", "coduel:greedy", "tests.online.helpers:Exploding"]
+    specs = ["random", "no-transfer", "coduel-greedy", "tests.online.helpers:Exploding"]
     local = RunStore(env_dirs / "local")
     run_sweep(["dev"], [0, 1], specs[:3], local, arrivals=6, progress=False)
     st = RunStore(env_dirs / "dask")

@@ -9,7 +9,7 @@ from online.sweep import run_sweep
 
 
 @pytest.mark.parametrize("spellings, canonical", [
-    (["coduel[lookahead=false]", "coduel[lookahead=False]", "coduel[lookahead=FALSE]", "coduel:greedy",
+    (["coduel[lookahead=false]", "coduel[lookahead=False]", "coduel[lookahead=FALSE]", "coduel-greedy",
       "coduel[lookahead=false,gate=true]"], "coduel[lookahead=false]"),
     (["no-transfer", "no-transfer[prior_var=4.0]", "no-transfer[prior_var=4]", "no-transfer[prior_var=4e0]"],
      "no-transfer"),
@@ -56,7 +56,7 @@ def test_wrong_settings_are_refused_naming_policy_setting_and_value(spec, words)
 def test_equal_specs_are_one_cell_with_one_row(env_dirs):
     """Finding 3: boolean spellings run once; a wrong value stops the sweep before any cell."""
     st_ = RunStore()
-    res = run_sweep(["dev"], [0], ["coduel[lookahead=false]", "coduel[lookahead=False]", "coduel:greedy"], st_,
+    res = run_sweep(["dev"], [0], ["coduel[lookahead=false]", "coduel[lookahead=False]", "coduel-greedy"], st_,
                     arrivals=4, progress=False, inline=True)
     assert len(res.done) == 1 and len(list(st_.rows())) == 1
     for bad in ("coduel[gate=no]", 'coduel[population="false"]'):

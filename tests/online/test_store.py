@@ -240,7 +240,7 @@ def _without_timing(row):
 
 
 def test_rows_are_identical_under_one_and_two_jobs(env_dirs):
-    specs = ["random", "no-transfer", "coduel:greedy"]
+    specs = ["random", "no-transfer", "coduel-greedy"]
     one, two = RunStore(env_dirs / "one"), RunStore(env_dirs / "two")
     run_sweep(["dev"], [0, 1], specs, one, arrivals=8, progress=False, jobs=1)
     run_sweep(["dev"], [0, 1], specs, two, arrivals=8, progress=False, jobs=2)
@@ -257,7 +257,7 @@ def test_twenty_sigkills_then_resume_equal_an_uninterrupted_sweep(env_dirs):
     """SIGKILL a sweep at random points 20 times; the final store holds every cell exactly once and
     every row equals the row of an uninterrupted sweep (timing aside)."""
     open_world("dev")
-    seeds, specs = "0-9", "random,no-transfer,coduel:greedy"
+    seeds, specs = "0-9", "random,no-transfer,coduel-greedy"
     cmd = [sys.executable, "-m", "tutorduel.cli", "replay", "--world", "dev", "--seeds", seeds, "--policies", specs]
     st = RunStore()
     rng, kills = random.Random(1), 0

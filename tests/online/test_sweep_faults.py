@@ -182,7 +182,7 @@ def test_ctrl_c_stops_the_sweep_cleanly(env_dirs, procs):
     """Finding 10: SIGINT to the process group (a terminal's Ctrl-C) at random points: rc 130, a summary,
     no cell recorded as failed; a rerun completes the sweep."""
     open_world("dev")
-    cmd = _cli("--seeds", "0-7", "--policies", "coduel:greedy,no-transfer", "--jobs", "2")
+    cmd = _cli("--seeds", "0-7", "--policies", "coduel-greedy,no-transfer", "--jobs", "2")
     st, rng, stopped = RunStore(), random.Random(3), 0
     for _ in range(4):
         proc = _start(procs, cmd, own_group=True)
