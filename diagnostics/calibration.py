@@ -13,6 +13,7 @@ import numpy as np
 
 
 class Reliability(NamedTuple):
+    """A reliability diagram: per bin of predicted probability, the mean prediction, the observed click frequency, its standard error and the count."""
     edges: np.ndarray        # [B + 1] bin edges on [0, 1]
     predicted: np.ndarray    # [B] mean prediction in the bin (nan if empty)
     observed: np.ndarray     # [B] click frequency in the bin (nan if empty)
@@ -48,6 +49,7 @@ def reliability(p, y, bins: int = 10) -> Reliability:
 
 
 def expected_calibration_error(rel: Reliability) -> float:
+    """Count-weighted mean |observed - predicted| over the non-empty bins of `rel`."""
     ok = rel.count > 0
     return float(np.sum(rel.count[ok] * np.abs(rel.observed[ok] - rel.predicted[ok])) / rel.count.sum())
 

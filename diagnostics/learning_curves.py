@@ -18,6 +18,7 @@ WINDOW = 25
 
 
 class Curve(NamedTuple):
+    """Excess regret per user against arrival: centred moving means, averaged over seeds, with a 95% band."""
     arrival: np.ndarray   # [M] arrival index at the centre of each window
     mean: np.ndarray      # [M] mean over seeds of the centred moving mean of excess regret per user
     lo: np.ndarray        # [M] 95% band

@@ -25,6 +25,7 @@ from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior, isotropic_prior
 
 
 class HeldOut(NamedTuple):
+    """Held-out arrivals' log predictive densities under each prior, with the importance sampler's worst k-hat per prior."""
     users: np.ndarray        # [H] held-out arrivals
     log_pred: dict           # prior name -> [H] log p(y_u | prior), nats
     max_khat: dict           # prior name -> largest PSIS k-hat of its importance-sampled evidences

@@ -30,6 +30,7 @@ from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior
 
 
 class PopulationComparison(NamedTuple):
+    """Label-invariant figures of population fits side by side: new-user density at test points, held-out log predictive densities, co-clustering."""
     test_points: np.ndarray     # [P, d]
     log_density: dict           # fit name -> [P] log density of a new user's theta at the test points
     log_pred: dict              # fit name -> [H] log p(y_u | fit), nats

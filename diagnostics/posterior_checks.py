@@ -30,6 +30,7 @@ SD_RATIO_RANGE = (0.75, 1.33)
 
 
 class PosteriorCheck(NamedTuple):
+    """One user's online posterior q against the exact reference p, per coordinate and as a whole (PSIS k-hat)."""
     mean_error: np.ndarray   # [d] (E_q - E_p) / sd_p
     sd_ratio: np.ndarray     # [d] sd_q / sd_p
     w1: np.ndarray           # [d] W1(q, p) / sd_p, with as many draws of q as in half the reference

@@ -52,6 +52,7 @@ def save_results(ds: xr.Dataset, path: str | os.PathLike) -> Path:
 
 
 def fmt(x, digits: int = 2) -> str:
+    """'mean ± half-width' of the 95% t-interval of x, with `digits` decimals."""
     m, h = t_interval(x)
     return f"{m:.{digits}f} ± {h:.{digits}f}"
 
@@ -68,6 +69,7 @@ def per_seed(ds: xr.Dataset) -> xr.Dataset:
 
 
 def summary_table(ds: xr.Dataset) -> str:
+    """Markdown table, one line per policy: PrefAlign of each condition, NormAlign, its share below 0 and questions asked (mean ± 95% t-interval over seeds)."""
     s = per_seed(ds)
     lines = ["| policy | baseline | oracle | discovery | NormAlign | share NormAlign < 0 | questions asked |",
              "|---|---|---|---|---|---|---|"]

@@ -16,6 +16,9 @@ from tdmodels.bradley_terry import order_averaged
 
 
 def world_figures(world: xr.Dataset, seed: int = 0, arrivals: int | None = None) -> dict:
+    """Calibration figures of a world on one seed's schedule, as {figure name: value}: how the click
+    probabilities spread, the floor gap and random regret per question and session, how often each
+    persona is best, how profiles recur among the first 48 arrivals, and the click scale."""
     sched = make_schedule(world, seed, arrivals)
     U = world["utilities"].values[sched.student[:, None], sched.question]                  # [N, S, K]
     P = world["probs"].values[sched.student[:, None], sched.question]
@@ -47,6 +50,7 @@ def world_figures(world: xr.Dataset, seed: int = 0, arrivals: int | None = None)
 
 
 def format_side_by_side(a: dict, b: dict | None, name_a: str, name_b: str = "sample") -> str:
+    """Markdown table of two `world_figures` dicts side by side (`b` may be None: shown as -)."""
     keys = [k for k in a if k != "best persona share"]
     lines = [f"| figure | {name_a} | {name_b} |", "|---|---|---|"]
     fmt = lambda v: "-" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))

@@ -27,6 +27,7 @@ class FitHealthWarning(UserWarning):
 
 
 class Health(NamedTuple):
+    """An MCMC fit's diagnostics against the thresholds (R-hat, bulk and tail ESS, divergences, E-BFMI); `ok` and `problems` say whether it may serve as a reference."""
     n_params: int            # scalar parameters checked
     max_rhat: float
     n_rhat_over: int         # parameters with R-hat above MAX_RHAT

@@ -22,6 +22,7 @@ NEWTON_RTOL = 1e-12
 
 
 def sigmoid(x):
+    """The logistic function, 1 / (1 + exp(-x)), elementwise (tanh form: no overflow)."""
     return 0.5 * (1.0 + np.tanh(0.5 * x))
 
 
@@ -142,6 +143,7 @@ def laplace_fit(prior_mean: np.ndarray, prior_cov: np.ndarray, Z: np.ndarray, y:
 
 
 def log_sigmoid(x):
+    """log sigmoid(x), elementwise and stable for large |x|."""
     return -np.logaddexp(0.0, -x)
 
 

@@ -28,6 +28,7 @@ COV_RIDGE = 1e-2
 
 
 class EMResult(NamedTuple):
+    """A batch EM fit of the population prior: the mixture, each user's responsibilities, the Laplace log evidence and whether EM converged."""
     prior: MixturePrior            # learned components first, the broad component last
     responsibilities: np.ndarray   # [U, C + 1]
     log_evidence: float            # sum_u log sum_k w_k p(y_u | k), Laplace approximation

@@ -25,6 +25,7 @@ from tdmodels.profile_model import WEIGHT_FLOOR, ProfilePrior
 
 
 class ProfileBelief(NamedTuple):
+    """A multivariate Student-t belief over a PrefDisco profile (value logits, then log-weights)."""
     mean: np.ndarray    # [D] location (value logits, then log-weights)
     shape: np.ndarray   # [D, D] scale matrix of the t (covariance = shape df / (df - 2))
     df: float

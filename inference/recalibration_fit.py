@@ -22,6 +22,7 @@ RIDGE_A = 1e-3
 
 
 class Recalibration(NamedTuple):
+    """A point fit of the rater recalibration A = a I + A_dev, with the Newton iterations it took."""
     a: float
     A_dev: np.ndarray        # [K, K]
     iterations: int

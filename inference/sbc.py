@@ -26,6 +26,7 @@ CHECK_MIXTURE = MixturePrior(np.array([0.4, 0.35, 0.25]),
 
 
 class SBCResult(NamedTuple):
+    """A simulation-based calibration run: true theta, their ranks among thinned posterior draws, all draws and whether every fit was healthy."""
     theta: np.ndarray        # [U, d] true values
     ranks: np.ndarray        # [U, d] in 0..L
     L: int                   # thinned draws per user
@@ -51,6 +52,7 @@ def sample_prior(prior: MixturePrior, n: int, rng) -> np.ndarray:
 
 
 def simulate_clicks(theta: np.ndarray, z: np.ndarray, rng) -> np.ndarray:
+    """Clicks y [U, S] ~ Bernoulli(sigmoid(z . theta_u)) for theta [U, d] and designs z [U, S, d]."""
     eta = np.einsum("usd,ud->us", z, theta)
     return (rng.random(eta.shape) < 1.0 / (1.0 + np.exp(-eta))).astype(np.int64)
 

@@ -28,6 +28,7 @@ from scipy.linalg import solve_triangular
 
 
 class WhitenedUnits(NamedTuple):
+    """Many Gaussian-prior BTL posteriors (users under given components) in whitened coordinates xi, theta = loc + L xi: what the batched NUTS model needs."""
     zl: np.ndarray        # [n, S, d] design rows in xi coordinates, L^T z
     offset: np.ndarray    # [n, S] loc . z
     B: np.ndarray         # [n, d, d] L_C^{-1} L

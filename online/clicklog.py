@@ -75,6 +75,7 @@ def make_click_log(features: np.ndarray, student: np.ndarray, question: np.ndarr
 
 
 def to_dataset(log: ClickLog) -> xr.Dataset:
+    """The log as an xarray Dataset over (arrival, round, ...) dims, with what the policy recorded as extra variables."""
     a = ("arrival",)
     ar = ("arrival", "round")
     attrs = {k: ("" if v is None else v) for k, v in log.attrs.items()}

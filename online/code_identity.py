@@ -26,6 +26,7 @@ RUNNER_MODULES = ("online.replay",)
 
 
 class CodeIdentity(NamedTuple):
+    """The digest of a policy's code: the source of every module in its static import closure."""
     digest: str              # 12 hex digits
     modules: tuple           # the module names hashed, sorted
 

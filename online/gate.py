@@ -18,6 +18,7 @@ GATE_MIN_SESSIONS = 8
 
 
 class GateState(NamedTuple):
+    """Running moments of the per-session log-likelihood ratio (population learner against the no-transfer learner) and the current session's running ratio."""
     n: int = 0               # completed sessions
     mean: float = 0.0        # mean of D_s
     m2: float = 0.0          # sum of squared deviations of D_s
@@ -30,6 +31,7 @@ def observe(state: GateState, logp_population: float, logp_alone: float) -> Gate
 
 
 def end_session(state: GateState) -> GateState:
+    """The session's ratio joins the completed ones (Welford's update); the running ratio restarts at 0."""
     n = state.n + 1
     delta = state.current - state.mean
     mean = state.mean + delta / n

@@ -32,6 +32,7 @@ class ScoreUndefinedError(ValueError):
 
 
 def versions() -> dict:
+    """Versions of Python and the numerical packages, recorded in every row."""
     out = {"python": platform.python_version()}
     for pkg in ("tutorduel", "numpy", "scipy", "xarray", "jax", "numpyro"):
         try:
@@ -42,6 +43,7 @@ def versions() -> dict:
 
 
 def policy_context(world: xr.Dataset, n_arrivals: int) -> dict:
+    """The context a policy's `reset` receives: K, d, S, beta, b and N."""
     K = world.sizes["persona"]
     return {"K": K, "d": world.sizes["feature"], "S": session_length(world), "beta": float(world.attrs["beta"]),
             "b": int(world.attrs["bank_size"]), "N": n_arrivals}

@@ -16,6 +16,7 @@ from tdmodels.world import KINDS, session_length
 
 
 class Schedule(NamedTuple):
+    """Who arrives, which questions they ask and the click uniforms of one (world, seed): common random numbers shared by every policy."""
     student: np.ndarray      # [N] int, index into the world's student dim
     question: np.ndarray     # [N, S] int, index into the question dim
     uniform: np.ndarray      # [N, S] float in [0, 1)

@@ -66,10 +66,12 @@ class CellKey(NamedTuple):
 
 
 def store_root(path: str | os.PathLike | None = None) -> Path:
+    """The run store folder: `path`, else $TUTORDUEL_STORE, else ./runs."""
     return Path(path or os.environ.get("TUTORDUEL_STORE") or "runs")
 
 
 def policy_slug(spec: str) -> str:
+    """A file-name-safe folder name for a canonical spec: its text cleaned and cut, with a hash of the whole."""
     clean = re.sub(r"[^A-Za-z0-9._-]+", "_", spec).strip("_.")[:60] or "policy"
     return f"{clean}-{hashlib.sha1(spec.encode()).hexdigest()[:8]}"
 

@@ -62,6 +62,7 @@ class SweepError(ValueError):
 
 @dataclass(frozen=True)
 class Cell:
+    """One run of a sweep, with its store identity."""
     world: str                  # the name the world was asked for
     digest: str                 # its content digest
     seed: int
@@ -80,6 +81,7 @@ class Cell:
 
 @dataclass
 class SweepResult:
+    """What a sweep did with each cell: computed, already stored, failed, damaged rows moved aside, other code versions kept, not finished."""
     done: list = field(default_factory=list)        # cells computed now
     cached: list = field(default_factory=list)      # cells already in the store
     failed: list = field(default_factory=list)      # (cell, message)
@@ -172,6 +174,7 @@ def _world_from_bytes(data: bytes, digest: str):
 
 
 class Progress:
+    """One progress line per finished cell (a bar on a terminal, plain lines otherwise)."""
     def __init__(self, total: int, stream=None):
         stream = stream or sys.stderr
         self.total, self.n, self.stream, self.t0 = total, 0, stream, time.perf_counter()

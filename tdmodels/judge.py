@@ -29,6 +29,7 @@ RATER_NOISE = 0.15
 
 
 def smoothed_log_odds(k, n=PICKS_PER_LABEL, smooth=SMOOTH):
+    """log((k + smooth) / (n - k + smooth)): the judge's smoothed log odds of k picks out of n."""
     return np.log((k + smooth) / (n - k + smooth))
 
 

@@ -24,10 +24,12 @@ class HeldOutError(PermissionError):
 
 
 def worlds_dir(path: str | os.PathLike | None = None) -> Path:
+    """The world files folder: `path`, else $TUTORDUEL_WORLDS, else ./worlds."""
     return Path(path or os.environ.get("TUTORDUEL_WORLDS") or "worlds")
 
 
 def is_path(name: str) -> bool:
+    """Whether a --world value names a file (ends in .nc or has a path separator) rather than a world."""
     return name.endswith(".nc") or os.sep in name or (os.altsep is not None and os.altsep in name)
 
 

@@ -25,6 +25,7 @@ _SENTENCE_END = re.compile(r"(?<=[.?!])\s+")
 
 
 def last_sentence(text: str) -> str:
+    """The last sentence of `text` (the site sample's question is its last sentence)."""
     return _SENTENCE_END.split(text.strip())[-1]
 
 

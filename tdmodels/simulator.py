@@ -29,6 +29,7 @@ DEMAND_GAIN = 2.5          # weight of the question-dependent response against t
 
 @dataclass(frozen=True)
 class RosterRecipe:
+    """How a roster is built: its arrivals, topics, student population and whether it is held out."""
     name: str
     arrivals: int
     topics: tuple

@@ -20,6 +20,7 @@ from .catalog import ATTRIBUTES, PERSONA_STYLE, vec
 
 
 class StudentSpec(NamedTuple):
+    """One simulated student: style tastes and sensitivities, per-persona offsets, template traits and quirks."""
     profile: str
     taste: np.ndarray          # [attributes] base weight on each style attribute
     sens: np.ndarray           # [attributes] response to the question's demand
@@ -104,11 +105,13 @@ N_COMBINATIONS = int(np.prod([len(v) for v in TRAITS.values()]))
 
 
 def all_trait_combinations() -> list[dict]:
+    """Every combination of the template's trait values, one dict per student."""
     names = list(TRAITS)
     return [dict(zip(names, combo)) for combo in itertools.product(*(TRAITS[n] for n in names))]
 
 
 def template_student(traits: dict, quirks: tuple = (), name: str = "template") -> StudentSpec:
+    """A student built from template traits (and optional quirks)."""
     taste = sum(TRAITS[t][v] for t, v in traits.items())
     sens = TEMPLATE_SENS_BASE + sum((TRAIT_SENS.get((t, v), 0.0) for t, v in traits.items()), np.zeros(len(ATTRIBUTES)))
     return StudentSpec(name, taste, sens, np.zeros(PERSONA_STYLE.shape[0]), dict(traits), tuple(quirks))
@@ -145,4 +148,5 @@ def student_logits(spec: StudentSpec, kinds, chains, demand: np.ndarray, style: 
 
 
 def describe_traits(spec: StudentSpec) -> str:
+    """The student's template traits as sorted JSON ('' for hand-written profiles)."""
     return json.dumps(spec.traits, sort_keys=True) if spec.traits else ""

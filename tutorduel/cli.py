@@ -43,6 +43,7 @@ def _dask_options(p):
 
 
 def cmd_replay(a) -> int:
+    """`tutorduel replay`: run the sweep of worlds x seeds x policies through the run store and print the stats of what it touched."""
     from online.registry import split_specs
     from online.store import RunStore
     from online.sweep import SweepInterrupted, parse_seeds, run_sweep
@@ -161,6 +162,7 @@ def _print_final_quarter(rows, against=None):
 
 
 def cmd_stats(a) -> int:
+    """`tutorduel stats`: the stored rows of a world as tables, with paired gains and curves on request."""
     from online.store import RunStore
 
     store = RunStore(a.store)
@@ -170,6 +172,7 @@ def cmd_stats(a) -> int:
 
 
 def cmd_leaderboard(a) -> int:
+    """`tutorduel leaderboard`: every policy over the evaluation rosters through the store, then the markdown, curves and HTML page."""
     from diagnostics.leaderboard_report import POLICIES, PUBLISHED_ROSTERS, SEEDS, fidelity_table, findings, write_page
     from diagnostics.learning_curves import learning_curve, plot_learning_curves
     from diagnostics.stats import leaderboard
@@ -229,6 +232,7 @@ def cmd_leaderboard(a) -> int:
 
 
 def cmd_worlds(a) -> int:
+    """`tutorduel worlds`: list, build, describe worlds, import the site sample, or make one from arrays."""
     from tdmodels.rosters import known_worlds, open_world, world_file
     from tdmodels.simulator import ROSTERS
 
@@ -338,6 +342,7 @@ def _from_arrays(a) -> int:
 
 
 def cmd_fit(a) -> int:
+    """`tutorduel fit`: an exact (NUTS) reference fit of a stored run's clicks, written beside its row."""
     from inference.nuts import configure_jax
 
     configure_jax()                      # first: one host device per chain, float64, before JAX starts
@@ -369,6 +374,7 @@ def cmd_fit(a) -> int:
 
 
 def cmd_validate(a) -> int:
+    """`tutorduel validate`: a learner's online beliefs of a stored run against NUTS references, with the report."""
     from inference.nuts import configure_jax
 
     configure_jax()                      # first: one host device per chain, float64, before JAX starts
@@ -443,6 +449,7 @@ def cmd_validate(a) -> int:
 
 
 def cmd_export(a) -> int:
+    """`tutorduel export`: the scalar fields of the stored rows (of one world, or all) as .csv or .parquet."""
     from online.store import RunStore
 
     digest = None
@@ -475,6 +482,7 @@ def _fit_options(p, what):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every subcommand."""
     ap = argparse.ArgumentParser(prog="tutorduel", description="TutorDuel benchmark: worlds, replays, statistics")
     sub = ap.add_subparsers(dest="command", required=True)
 
@@ -573,6 +581,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    """Run the command line; returns the exit status (2: bad input, named on one line; 130: interrupted)."""
     try:
         from online.process_pool import TaskError
         from online.protocol import PolicyOutputError

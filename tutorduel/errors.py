@@ -2,4 +2,5 @@
 
 
 class CLIError(Exception):
+    """A bad command-line argument: printed as one line, exit status 2."""
     pass

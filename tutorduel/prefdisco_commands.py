@@ -7,6 +7,7 @@ from tutorduel.errors import CLIError
 
 
 def cmd_prefdisco(a) -> int:
+    """`tutorduel prefdisco`: every PrefDisco policy over world seeds, with the summary tables and results file."""
     from diagnostics import prefdisco_report as rep
     from online.prefdisco_run import MAX_TURNS, POLICIES
     from online.sweep import parse_seeds
@@ -51,6 +52,7 @@ def cmd_prefdisco(a) -> int:
 
 
 def cmd_prefdisco_validate(a) -> int:
+    """`tutorduel prefdisco-validate`: ask-bayes's beliefs against NUTS and the simulated truth."""
     from inference.nuts import configure_jax
 
     configure_jax()                      # first: one host device per chain, float64, before JAX starts
@@ -84,6 +86,7 @@ def _combined_seed(args):
 
 
 def cmd_combined(a) -> int:
+    """`tutorduel combined`: TutorDuel sessions in which a policy may ask a direct question, over seeds, with paired gains."""
     import numpy as np
 
     from diagnostics.stats import paired_gain, t_interval

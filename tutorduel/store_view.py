@@ -13,12 +13,14 @@ from tdmodels.world import world_digest
 
 
 class StoredRows(NamedTuple):
+    """Rows of the store to show, the notes on what was left out, and each policy's current code digest."""
     rows: list[dict]         # the rows to show
     notes: list[str]         # one line per kind of row left out or damaged
     codes: dict              # policy -> current code digest (None where the policy cannot be loaded here)
 
 
 def current_code(policy_rows: list[dict]) -> str | None:
+    """The code digest the policy of these rows has now, or None if it cannot be loaded here."""
     try:
         return policy_code(resolve(policy_rows[0]["target"])).digest
     except PolicySpecError:

@@ -54,5 +54,6 @@ def click_mode(a, s, y, rtol=NEWTON_RTOL, p_a=-1.0):
 
 @njit(cache=True)
 def probit_log_predictive(a, s, y):
+    """log p(y) for eta ~ N(a, s) under a logistic click, by the probit approximation (the compiled twin of ``inference.mixture_belief.probit_log_predictive``)."""
     x = a / math.sqrt(1.0 + math.pi * s / 8.0)
     return _log_sigmoid(x if y else -x)

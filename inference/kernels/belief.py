@@ -138,6 +138,7 @@ def greedy_pair(u):
 
 @njit(cache=True)
 def mixture_greedy(log_w, means, active, P):
+    """The greedy pair under the belief's mean theta (active components only): the top two utilities of P, the larger first."""
     return greedy_pair(_utilities(P, _mean_theta(log_w, means, active)))
 
 

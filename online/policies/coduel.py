@@ -92,6 +92,7 @@ class Completed(NamedTuple):
 
 
 class CODuelState(NamedTuple):
+    """Everything CODuel carries between calls, in fixed shapes (see the module docstring)."""
     pop: Population
     A: np.ndarray                # [K, K] recalibration (identity until fitted)
     recal_w: np.ndarray          # [1 + K*K] its parameters (a, vec A'), the next fit's warm start
@@ -114,6 +115,7 @@ class UpdateInfo(NamedTuple):
 
 
 class SessionInfo(NamedTuple):
+    """What `end_session` reports: whether A was refitted, and the population prior's active components."""
     recalibrated: bool           # A was refitted after this session
     n_components: int            # active components of the population prior now (the broad one included)
 
@@ -166,6 +168,7 @@ def init(context: Context, settings: Settings = Settings()) -> CODuelState:
 
 
 def start_session(state: CODuelState, settings: Settings = Settings()) -> CODuelState:
+    """A new user: beliefs restart from the population prior (and the broad prior, for the no-transfer learner); the gate decides whether the population learner selects this session."""
     s = settings
     transfer = (not s.gate and state.pop.n > 0) or gt.transfer_on(state.gate, s.gate_z, s.gate_min)
     return state._replace(belief=_belief_from(state.pop), alone=_broad(state.pop), transfer=transfer, t=0,

@@ -54,6 +54,7 @@ def answer(state: CODuelState, k: int, value: float, noise_var: float, Phi: np.n
 
 
 class CODuelAsk(CODuel):
+    """CODuel that may ask one direct question a round (the combined mode); in `replay` it plays exactly as CODuel."""
     name = "coduel-ask"
 
     def __init__(self, max_questions: int = 1, answer_sd: float = 0.5, horizon: int = 1, **coduel_settings):

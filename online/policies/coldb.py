@@ -28,6 +28,7 @@ ESTIMATORS = ("logistic", "least-squares")
 
 
 class COLDBState(NamedTuple):
+    """Every user's clicks and own estimate, the user graph, and the current user's cluster with its pooled estimate."""
     Z: np.ndarray          # [N, S, d] every user's design rows (filled up to counts)
     y: np.ndarray          # [N, S] clicks
     counts: np.ndarray     # [N] T_i
@@ -42,6 +43,7 @@ class COLDBState(NamedTuple):
 
 
 def init(N: int, S: int, d: int) -> COLDBState:
+    """No users yet: buffers for N users of S rounds in d features."""
     return COLDBState(np.zeros((N, S, d)), np.zeros((N, S)), np.zeros(N, dtype=int), np.zeros((N, d)),
                       np.zeros((N, d, d)), np.zeros((N, d)), np.zeros((N, N), dtype=bool), -1,
                       np.zeros(0, dtype=int), np.zeros(d), np.eye(d))
@@ -60,6 +62,7 @@ def component(adjacency: np.ndarray, u: int, n: int) -> np.ndarray:
 
 
 def start_session(state: COLDBState) -> COLDBState:
+    """The next user joins the graph connected to every earlier user; its cluster is its connected component."""
     u = state.user + 1
     adj = state.adjacency.copy()
     adj[u, :u] = adj[:u, u] = True
@@ -93,6 +96,7 @@ def _f(T, alpha):
 
 
 def update(state: COLDBState, z: np.ndarray, y: int, lam: float, alpha: float, estimator: str) -> COLDBState:
+    """Fold the click (design z, y) into the current user's estimate, cut graph edges to users whose estimates are now too far apart, and refit the cluster's pooled estimate."""
     i, t = state.user, int(state.counts[state.user])
     Z, Y, counts = state.Z.copy(), state.y.copy(), state.counts.copy()
     gram, moment, theta = state.gram.copy(), state.moment.copy(), state.theta.copy()

@@ -24,6 +24,7 @@ RIDGE = 1.0
 
 
 class CoLSTIMState(NamedTuple):
+    """The current user's ridge logistic estimate, its design matrix and clicks so far."""
     theta: np.ndarray     # [d] ridge logistic MLE of the current user
     M: np.ndarray         # [d, d] lam I + sum z z^T
     Z: np.ndarray         # [S, d] the current user's design rows, the first n filled
@@ -33,10 +34,12 @@ class CoLSTIMState(NamedTuple):
 
 
 def init(d: int, S: int, lam: float = RIDGE) -> CoLSTIMState:
+    """A user with no clicks: theta 0, M = lam I, empty [S, d] buffers."""
     return CoLSTIMState(np.zeros(d), lam * np.eye(d), np.zeros((S, d)), np.zeros(S), 0, lam)
 
 
 def start_session(state: CoLSTIMState, rng=None) -> CoLSTIMState:
+    """Forget the previous user (CoLSTIM learns each user alone)."""
     return init(*state.Z.shape[::-1], state.lam)
 
 
@@ -53,6 +56,7 @@ def select(state: CoLSTIMState, Phi: np.ndarray, eps: np.ndarray, c: float) -> t
 
 
 def update(state: CoLSTIMState, z: np.ndarray, y: int) -> CoLSTIMState:
+    """Add the click (design z, y) and refit the ridge logistic estimate, warm-started at the last."""
     n = state.n + 1
     Z, Y = state.Z.copy(), state.y.copy()
     Z[n - 1], Y[n - 1] = z, float(y)

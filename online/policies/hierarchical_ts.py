@@ -29,6 +29,7 @@ S0_VAR, Q_VAR = 1.0, 3.0
 
 
 class HierTSState(NamedTuple):
+    """The posterior of the population mean Q (in information form), users' spread around it, and the current user's prior and Gaussian posterior."""
     q_prec: np.ndarray     # [d, d] precision of Q
     q_lin: np.ndarray      # [d] Q's precision times mean
     sigma0: np.ndarray     # [d, d] users' spread around mu
@@ -39,6 +40,7 @@ class HierTSState(NamedTuple):
 
 
 def init(d: int, s0_var: float = S0_VAR, q_var: float = Q_VAR) -> HierTSState:
+    """Q ~ N(0, q_var I) before any user; users spread s0_var I around it."""
     z = np.zeros(d)
     return HierTSState(np.eye(d) / q_var, z, s0_var * np.eye(d), z, (q_var + s0_var) * np.eye(d), z,
                        (q_var + s0_var) * np.eye(d))
@@ -51,6 +53,7 @@ def meta_posterior(state: HierTSState) -> tuple[np.ndarray, np.ndarray]:
 
 
 def start_session(state: HierTSState, variant: str, rng: np.random.Generator) -> HierTSState:
+    """The new user's prior: Q's posterior plus the spread (hierts), or a draw of Q with the spread (meta, Meta-TS)."""
     mq, Sq = meta_posterior(state)
     if variant == "meta":
         m0, S0 = rng.multivariate_normal(mq, Sq), state.sigma0
@@ -60,10 +63,12 @@ def start_session(state: HierTSState, variant: str, rng: np.random.Generator) ->
 
 
 def select(state: HierTSState, Phi: np.ndarray, rng: np.random.Generator) -> tuple[int, int]:
+    """Double Thompson sampling from the current user's posterior."""
     return thompson_pair(state.mean, state.cov, Phi, rng)
 
 
 def update(state: HierTSState, z: np.ndarray, y: int) -> HierTSState:
+    """One click into the user's posterior (``inference.laplace.laplace_update``)."""
     m, S, _ = laplace_update(state.mean, state.cov, z, y)
     return state._replace(mean=m, cov=S)
 

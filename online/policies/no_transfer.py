@@ -24,6 +24,7 @@ RULES = ("greedy", "thompson")
 
 
 class GaussianState(NamedTuple):
+    """One Gaussian belief over theta and the prior it restarts from."""
     mean: np.ndarray         # [d] posterior mean of theta
     cov: np.ndarray          # [d, d] posterior covariance
     prior_mean: np.ndarray   # [d]
@@ -31,24 +32,29 @@ class GaussianState(NamedTuple):
 
 
 class SelectInfo(NamedTuple):
+    """The posterior-mean utilities and the plug-in probability that the first shown wins."""
     utilities: np.ndarray    # [K] posterior-mean utilities
     p_first: float           # predicted P(first wins) at the posterior mean
 
 
 class UpdateInfo(NamedTuple):
+    """The plug-in log predictive probability of the click, computed before it was revealed."""
     log_predictive: float    # log of the plug-in predictive probability of the click, before it
 
 
 def init(d: int, prior_var: float = DEFAULT_PRIOR_VAR) -> GaussianState:
+    """The isotropic prior N(0, prior_var I) over theta [d]."""
     m0, S0 = np.zeros(d), prior_var * np.eye(d)
     return GaussianState(m0, S0, m0, S0)
 
 
 def start_session(state: GaussianState, rng=None) -> GaussianState:
+    """A new user: the belief restarts from the prior."""
     return state._replace(mean=state.prior_mean, cov=state.prior_cov)
 
 
 def greedy_select(state: GaussianState, Phi: np.ndarray) -> tuple[tuple[int, int], SelectInfo]:
+    """The top two posterior-mean utilities of Phi [K, d], the larger first, with the SelectInfo."""
     u = Phi @ state.mean
     i, j = greedy_pair(u)
     eta = u[i] - u[j]

@@ -7,6 +7,7 @@ from online.learner import Context, Learner, no_session_info, same_state
 
 
 class RandomState(NamedTuple):
+    """Only the number of personas."""
     K: int                   # personas
 
 

@@ -20,16 +20,19 @@ ALPHA = 0.51
 
 
 class RUCBState(NamedTuple):
+    """Pairwise win counts over the personas and the last champion."""
     wins: np.ndarray      # [K, K] wins[i, j]: times i beat j
     champion: int         # previous champion, -1 before the first
 
 
 class SelectInfo(NamedTuple):
+    """The upper confidence bounds and the candidate champions of this round."""
     upper: np.ndarray     # [K, K] the upper confidence bounds U
     candidates: np.ndarray  # arms c with U[c, j] >= 1/2 for every j
 
 
 def init(K: int) -> RUCBState:
+    """No comparisons yet over K personas."""
     return RUCBState(np.zeros((K, K)), -1)
 
 
