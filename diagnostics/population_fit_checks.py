@@ -26,6 +26,7 @@ from diagnostics.posterior_checks import mixture_logpdf, sample_mixture
 from diagnostics.stats import t_interval
 from inference.evidence import mvt_logpdf, mvt_sample
 from inference.laplace import laplace_fit_batch
+from inference.population_diagnostics import component_covariances, slot_log_joint
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior
 
 
@@ -96,12 +97,6 @@ def mixture_log_predictive(z, y, prior: MixturePrior, n: int = 4000,
     return logsumexp(logw, axis=-1) - np.log(n), np.atleast_1d(khat)
 
 
-def component_covariances(sd, L_corr):
-    """Sigma = diag(sd) R diag(sd) with R = L_corr L_corr^T; sd [..., d], L_corr [..., d, d]."""
-    L = sd[..., :, None] * L_corr
-    return L @ np.swapaxes(L, -1, -2)
-
-
 def predictive_mixture(idata: az.InferenceData, thin: int | None = None, broad_var: float = DEFAULT_PRIOR_VAR,
                        seed: int = 0) -> MixturePrior:
     """The posterior predictive of a new user's theta under a population NUTS fit, as one mixture
@@ -123,18 +118,9 @@ def co_clustering_nuts(idata: az.InferenceData, thin: int = 400, broad_var: floa
     stack = lambda v: post[v].values.reshape((-1,) + post[v].shape[2:])  # noqa: E731
     n = stack("weights").shape[0]
     keep = np.linspace(0, n - 1, min(thin, n)).round().astype(int)
-    w, mu, th = stack("weights")[keep], stack("mu")[keep], stack("theta")[keep]
-    cov = component_covariances(stack("sd")[keep], stack("L_corr")[keep])
-    S, K, d = mu.shape
-    means = np.concatenate([mu, np.zeros((S, 1, d))], 1)
-    covs = np.concatenate([cov, np.broadcast_to(broad_var * np.eye(d), (S, 1, d, d))], 1)
-    L = np.linalg.cholesky(covs)                                        # [S, K+1, d, d]
-    diff = th[:, None] - means[:, :, None]                              # [S, K+1, U, d]
-    sol = np.linalg.solve(L[:, :, None], diff[..., None])[..., 0]
-    logn = -0.5 * (sol ** 2).sum(-1) - np.log(np.diagonal(L, axis1=-2, axis2=-1)).sum(-1)[..., None]
-    joint = np.log(np.maximum(w, 1e-300))[..., None] + logn              # [S, K+1, U]
-    r = np.exp(joint - logsumexp(joint, axis=1, keepdims=True))
-    return np.einsum("sku,skv->uv", r, r) / S
+    joint = slot_log_joint(*(stack(v)[keep] for v in ("weights", "mu", "sd", "L_corr", "theta")), broad_var)
+    r = np.exp(joint - logsumexp(joint, axis=1, keepdims=True))          # [S, C, U]
+    return np.einsum("sku,skv->uv", r, r) / len(keep)
 
 
 def compare_population_fits(idata_nuts: az.InferenceData, em, z_test, y_test, test_points, online=None,

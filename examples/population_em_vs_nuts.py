@@ -17,7 +17,7 @@ from diagnostics.population_fit_checks import compare_population_fits
 from inference.health import stored_health
 from inference.laplace import laplace_fit_batch
 from inference.mixture_em import fit_mixture_em
-from inference.model_fits import fit_population
+from inference.model_fits import fit_population, stored_label_invariant
 from inference.nuts import configure_jax
 from online.replay import replay_logged
 from tdmodels.priors import DEFAULT_PRIOR_VAR
@@ -31,15 +31,16 @@ def main(args):
     em = fit_mixture_em(z[train], y[train], seed=args.seed)
     idata = fit_population(z[train], y[train], seed=args.seed, chains=args.chains, warmup=args.warmup,
                            draws=args.draws, n_learned=args.components)
-    health = stored_health(idata)
+    health, li = stored_health(idata), stored_label_invariant(idata)
     print(f"population NUTS on {len(train)} users: {health.line()}")
+    print("\n".join(li.lines()))
     d = z.shape[-1]
     points, _, _ = laplace_fit_batch(np.zeros((len(test), d)), np.tile(DEFAULT_PRIOR_VAR * np.eye(d), (len(test), 1, 1)),
                                      z[test], y[test])
     cmp = compare_population_fits(idata, em, z[test], y[test], points, students=log.student[train], seed=args.seed)
     for k, v in cmp.summary().items():
         print(f"  {k}: {v:.3f}" if isinstance(v, float) else f"  {k}: {v}")
-    if not health.ok:
+    if not (health.ok and li.ok):
         print("the NUTS fit failed its health checks: the figures above compare EM with a sampler that has "
               "not converged, not with the exact posterior")
 

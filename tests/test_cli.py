@@ -251,3 +251,25 @@ def test_prefdisco_validate_cli(capsys, tmp_path):
     import arviz as az
     idata = az.from_netcdf(tmp_path / "prefdisco-validate-seed-0003.nc")
     assert idata.checks.sizes["scenario"] == 2 and idata.truth.sizes["scenario"] == 100
+
+
+@pytest.mark.slow
+def test_fit_population_prints_and_stores_the_label_invariant_diagnostics(env_dirs, capsys):
+    """A short population fit cannot be healthy on co-clustering and the rest; the CLI says so, stores
+    the label_invariant group, and --strict fails it (exit 1)."""
+    import arviz as az
+
+    from inference.model_fits import stored_label_invariant
+
+    argv = ["fit", "--world", "dev", "--seed", "0", "--policy", "no-transfer", "--model", "population",
+            "--arrivals", "6", "--chains", "2", "--warmup", "30", "--draws", "30"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "label-invariant diagnostics, 2 chains x 30 draws:" in out
+    for name in ("theta", "log_density", "co_clustering", "occupied", "log_lik"):
+        assert f"  {name} " in out
+    idata = az.from_netcdf(out.strip().splitlines()[-1].removeprefix("wrote "))
+    li = stored_label_invariant(idata)
+    assert not li.ok and idata["label_invariant"]["co_clustering"].shape == (2, 30, 15)
+    assert idata["label_invariant"]["test_points"].shape == (6, 7)
+    assert main(argv + ["--strict"]) == 1

@@ -361,16 +361,22 @@ def cmd_fit(a) -> int:
     except FitHealthError as exc:
         print(f"tutorduel: fit failed its health checks (--strict): {exc}", file=sys.stderr)
         return 1
+    from inference.model_fits import stored_label_invariant
+
     health = stored_health(idata)
     with pd.option_context("display.width", 160, "display.max_columns", 20):
         print(fit_summary(idata, a.model))
     print(f"\nhealth: {health.line()}")
+    li = stored_label_invariant(idata)
+    if li is not None:
+        print("\n".join(li.lines()))
+    ok = health.ok and (li is None or li.ok)
     if "units" in idata.groups():
         u = idata["units"]
         print(f"units: {u.sizes['unit']} (user, component) pairs; max importance k-hat {float(u.khat.max()):.2f}; "
               f"max pruned Laplace mass {float(u.pruned_mass.max()):.1e}")
     print(f"wrote {path}")
-    return 0 if health.ok or not a.strict else 1
+    return 0 if ok or not a.strict else 1
 
 
 def cmd_validate(a) -> int:

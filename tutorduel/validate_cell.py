@@ -88,6 +88,7 @@ def population_fits(world, seed, spec, store, log, em, holdout, arrivals, chains
     their broad-prior Laplace modes (test points) and by co-clustering of the training arrivals."""
     from diagnostics.population_fit_checks import compare_population_fits
     from inference.laplace import laplace_fit_batch
+    from inference.model_fits import stored_label_invariant
     from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior
 
     N = log.n_users
@@ -107,7 +108,8 @@ def population_fits(world, seed, spec, store, log, em, holdout, arrivals, chains
     data.update({f"co_clustering_{k}": (("train_user", "train_user2"), v) for k, v in cmp.co_clustering.items()})
     data["test_points"] = (("test_point", "dim"), cmp.test_points)
     attrs = {**cmp.summary(), **{f"max_khat_{k}": v for k, v in cmp.max_khat.items()},
-             "population_nuts_health": stored_health(idata_pop).line()}
+             "population_nuts_health": stored_health(idata_pop).line(),
+             "population_label_invariant": " / ".join(stored_label_invariant(idata_pop).lines())}
     return xr.Dataset(data, coords={"heldout_user": test, "train_user": train, "train_user2": train}, attrs=attrs)
 
 
