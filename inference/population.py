@@ -43,13 +43,13 @@ from typing import NamedTuple
 import numpy as np
 
 from inference.laplace import laplace_fit_batch
-from inference.mixture_em import COV_RIDGE
 from tdmodels.population_model import ALPHA, N_LEARNED
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior
 
 EM_ITERS = 1
 REFRESH = 8
 EXACT_MIN = 1e-3
+COV_RIDGE = 1e-2             # added to every learned component's covariance (keeps it away from a collapse)
 RESP_FLOOR = 1e-12           # responsibilities below this are set to 0 and the unit's covariance is not stored
 MIN_SUPPORT = 0.5
 
@@ -172,16 +172,36 @@ def fit_broad(pop: Population, Z, y, users, engine: str = "numba") -> tuple[Popu
     mode, cov, ev = fit_units(Z, y, users, np.full(len(users), C - 1), pop.means, pop.covs,
                               pop.broad_modes[users], engine)
     H, logdet_cov = _factors(cov, engine)
-    logdet_H = -logdet_cov
-    d = mode.shape[1]
-    tau2 = pop.covs[-1, 0, 0]
     pop.broad_modes[users] = mode
-    pop.lik_prec[users] = H - np.eye(d) / tau2
-    pop.lik_lin[users] = np.einsum("bij,bj->bi", H, mode)
-    # c_u makes the surrogate's evidence under the broad prior equal the exact Laplace evidence
-    pop.lik_const[users] = ev + 0.5 * d * np.log(tau2) + 0.5 * logdet_H - 0.5 * np.einsum("bi,bi->b", mode,
-                                                                                           pop.lik_lin[users])
+    pop.lik_prec[users], pop.lik_lin[users], pop.lik_const[users] = likelihood_surrogate(
+        mode, H, -logdet_cov, ev, pop.covs[-1, 0, 0])
     return pop, cov
+
+
+def likelihood_surrogate(mode, H, logdet_H, log_ev, broad_var):
+    """Each user's Gaussian surrogate of the click likelihood, read off the broad-prior Laplace fit.
+
+    Parameters
+    ----------
+    mode : array [B, d]
+        Laplace modes under the broad prior N(0, broad_var I).
+    H : array [B, d, d]
+        The fits' precisions (inverse Laplace covariances); logdet_H [B] their log determinants.
+    log_ev : array [B]
+        The fits' Laplace log evidences.
+    broad_var : float
+
+    Returns
+    -------
+    (precision [B, d, d], linear [B, d], constant [B])
+        log L(theta) ~= constant - theta' precision theta / 2 + linear' theta; precision = H - I /
+        broad_var (exact for the broad component), the constant making the surrogate's evidence under
+        the broad prior equal the Laplace evidence.
+    """
+    d = mode.shape[1]
+    lin = np.einsum("bij,bj->bi", H, mode)
+    const = log_ev + 0.5 * d * np.log(broad_var) + 0.5 * logdet_H - 0.5 * np.einsum("bi,bi->b", mode, lin)
+    return H - np.eye(d) / broad_var, lin, const
 
 
 def rebase(pop: Population, Z, y, engine: str = "numba") -> Population:

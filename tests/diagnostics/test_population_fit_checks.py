@@ -65,7 +65,7 @@ def test_comparisons_are_label_invariant_and_exact_when_fits_agree(permute):
     # EM responsibilities of the same fit give the same co-clustering, hence zero disagreement.
     r = np.zeros((U, 3))
     r[np.arange(U), students] = 1.0
-    em = EMResult(prior, r, 0.0, 1, True)
+    em = EMResult(prior, r, 0.0, 1, True, np.zeros(1), np.zeros(1))
     zt = rng.standard_normal((H, S, D))
     yt = simulate_clicks(CENTERS[rng.integers(2, size=H)], zt, rng)
     out = compare_population_fits(idata, em, zt, yt, pts, online=prior, students=students, thin=10)
@@ -83,7 +83,7 @@ def test_a_wrong_em_fit_is_seen_on_every_quantity():
     theta = CENTERS[students] + 0.2 * rng.standard_normal((U, D))
     idata = _fake_nuts(theta, permute=True)
     wrong = MixturePrior(np.array([0.9, 0.1]), np.zeros((2, D)), np.stack([np.eye(D), 4.0 * np.eye(D)]))
-    em = EMResult(wrong, np.tile([0.9, 0.1], (U, 1)), 0.0, 1, True)
+    em = EMResult(wrong, np.tile([0.9, 0.1], (U, 1)), 0.0, 1, True, np.zeros(1), np.zeros(1))
     zt = rng.standard_normal((H, S, D))
     yt = simulate_clicks(CENTERS[rng.integers(2, size=H)], zt, rng)
     pts = CENTERS[rng.integers(2, size=20)] + 0.2 * rng.standard_normal((20, D))
