@@ -128,7 +128,9 @@ def recalibrate(Phi: np.ndarray, A: np.ndarray) -> np.ndarray:
 
 
 def _recalibrated(Phi, A, engine):
-    return kn.recalibrated(np.asarray(Phi, dtype=float), A) if engine == "numba" else recalibrate(Phi, A)
+    if engine == "numba":
+        return kn.recalibrated(Phi if Phi.dtype == np.float64 else Phi.astype(float), A)
+    return recalibrate(Phi, A)
 
 
 def _belief_from(pop: Population) -> MixtureBelief:
@@ -149,8 +151,9 @@ def _with_row(a: np.ndarray, i: int, value) -> np.ndarray:
 
 def record_round(session: Rounds, t: int, i: int, j: int, g: np.ndarray, y: float) -> Rounds:
     """The session's rounds with round t set (a copy)."""
-    return Rounds(_with_row(session.first, t, i), _with_row(session.second, t, j), _with_row(session.rater, t, g),
-                  _with_row(session.y, t, y))
+    first, second, rater, ys = session.first.copy(), session.second.copy(), session.rater.copy(), session.y.copy()
+    first[t], second[t], rater[t], ys[t] = i, j, g, y
+    return Rounds(first, second, rater, ys)
 
 
 def _empty_rounds(shape: tuple, K: int) -> Rounds:
