@@ -114,9 +114,7 @@ def _print_stats(store, world_arg, allow_test, worlds_dir, against, arrivals=Non
             by.setdefault(r["policy"], {})[r["seed"]] = r["excess"]
         from online.registry import canonical_spec
 
-        against = canonical_spec(against)
-        if against not in by:
-            raise CLIError(f"--against {against!r}: no stored rows of that policy for {name}")
+        against = _against_key(against, by, name, canonical_spec)
         print(f"\npaired excess-regret reduction against {against} (95% interval, common seeds):")
         for spec, d in sorted(by.items()):
             if spec == against:
@@ -142,6 +140,22 @@ def _print_stats(store, world_arg, allow_test, worlds_dir, against, arrivals=Non
         print(f"\n{len(failed)} failed cell(s) recorded for {name}:")
         for f in failed:
             print(f"  seed {f['seed']} {f['policy']} (code {f.get('code')}): {f['error'].splitlines()[0]}")
+
+
+def _against_key(against: str, by: dict, name: str, canonical_spec) -> str:
+    """The line of the table that --against names: its canonical spec, or with --any-code the one code version
+    stored (a spec may also name a version as 'SPEC (code DIGEST)', as the table shows it)."""
+    base, sep, code = against.partition(" (code ")
+    key = canonical_spec(base) + (sep + code if sep else "")
+    if key in by:
+        return key
+    versions = sorted(p for p in by if p.startswith(key + " (code "))
+    if len(versions) == 1:
+        return versions[0]
+    if versions:
+        raise CLIError(f"--against {key!r}: rows of {len(versions)} code versions ({', '.join(versions)}); "
+                       f"name one, e.g. --against {versions[0]!r}")
+    raise CLIError(f"--against {key!r}: no stored rows of that policy for {name}")
 
 
 def _print_final_quarter(rows, against=None):

@@ -282,3 +282,27 @@ def test_twenty_sigkills_then_resume_equal_an_uninterrupted_sweep(env_dirs):
 
         assert _without_timing(r) == _without_timing(clean.get(CellKey.of_row(r)))
     assert kills >= 10, kills
+
+
+def test_stats_against_a_policy_stored_only_under_older_code(env_dirs, tmp_path, monkeypatch, capsys):
+    """--any-code shows old versions as 'SPEC (code DIGEST)' lines; --against SPEC used to find no rows then."""
+    from online import code_identity
+    from tutorduel.cli import main
+
+    mod = tmp_path / "codeid_policy2.py"
+    mod.write_text("from online.protocol import Policy\n\nclass P(Policy):\n"
+                   "    def select(self, Phi):\n        return 0, 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    st = RunStore()
+    done = run_sweep(["dev"], [0, 1], ["codeid_policy2:P", "random"], st, arrivals=3, progress=False, inline=True)
+    old = next(c.code for c in done.done if c.policy == "codeid_policy2:P")
+    mod.write_text(mod.read_text() + "\n# an edit\n")
+    code_identity.code_identity.cache_clear()
+    argv = ["stats", "--world", "dev", "--arrivals", "3", "--against", "codeid_policy2:P"]
+    assert main(argv) == 2
+    assert "no stored rows of that policy" in capsys.readouterr().err
+    assert main(argv + ["--any-code"]) == 0
+    out = capsys.readouterr().out
+    assert f"against codeid_policy2:P (code {old})" in out and "random:" in out
+    assert main(argv[:-1] + [f"codeid_policy2:P (code {old})", "--any-code"]) == 0
+    code_identity.code_identity.cache_clear()
