@@ -67,8 +67,8 @@ def check_belief(belief: ProfileBelief, prior_belief: ProfileBelief, answer_inde
         log_target = t_logpdf(full, prior_belief)
     else:
         log_target = t_logpdf(q, prior_belief) + stats.norm.logpdf(answers, q[:, idx], np.sqrt(var)).sum(-1)
-    log_ratio = log_target - t_logpdf(q, belief, coords)
-    return PosteriorCheck((mean_q - ref.mean(0)) / sd_p, sd_q / sd_p, w1, floor, psis_khat(log_ratio)), coords
+    khat = psis_khat(log_target - t_logpdf(q, belief, coords))
+    return PosteriorCheck((mean_q - ref.mean(0)) / sd_p, sd_q / sd_p, w1, floor, khat, np.array([khat])), coords
 
 
 def marginal_pit(belief: ProfileBelief, truth: np.ndarray, coords) -> np.ndarray:

@@ -32,7 +32,10 @@ def main(args):
     print(" user  k-hat  max|mean error| (sd)  sd ratio range")
     for u, k, e, s in zip(checks.users, checks.khat, np.abs(checks.mean_error).max(1), checks.sd_ratio):
         print(f"{u:5d}  {k:5.2f}  {e:8.3f}            {s.min():.2f}-{s.max():.2f}")
-    print(f"k-hat over 0.7: {np.mean(checks.khat > 0.7):.0%} of {len(users)} users")
+    sm = checks.summary()
+    lo, hi = sm["share_khat_over_0.7_range"]
+    print(f"k-hat (mean of {sm['khat_replicates']} proposal samples, Monte Carlo sd median {sm['khat_mc_sd_median']:.3f}) "
+          f"over 0.7: {sm['share_khat_over_0.7']:.0%} of {len(users)} users ({lo:.0%}-{hi:.0%} over the samples)")
 
 
 if __name__ == "__main__":

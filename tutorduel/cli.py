@@ -411,7 +411,8 @@ def cmd_validate(a) -> int:
     checks, idata, path = validate_users(world, a.seed, a.policy, RunStore(a.store), users=a.users, arrivals=a.arrivals,
                                          chains=a.chains, warmup=a.warmup, draws=a.draws, rounds=rounds,
                                          holdout=a.holdout, population_nuts=a.population_nuts)
-    table = pd.DataFrame({"k-hat": checks.khat, "max |mean error| (sd)": np.abs(checks.mean_error).max(1),
+    table = pd.DataFrame({"k-hat": checks.khat, "k-hat MC sd": checks.khat_replicates.std(1, ddof=1),
+                          "max |mean error| (sd)": np.abs(checks.mean_error).max(1),
                           "min sd ratio": checks.sd_ratio.min(1), "max sd ratio": checks.sd_ratio.max(1),
                           "max W1 / floor": (checks.w1 / checks.w1_floor).max(1),
                           "weights TV": idata["checks"].weights_tv.values}, index=checks.users)
@@ -419,12 +420,23 @@ def cmd_validate(a) -> int:
     with pd.option_context("display.width", 160, "display.max_rows", 40):
         print(table.round(3))
     sm = checks.summary()
-    print(f"\nk-hat median {sm['khat_median']:.2f}, max {sm['khat_max']:.2f}, over 0.7: "
-          f"{100 * sm['share_khat_over_0.7']:.0f}% of {sm['users']} users; mean |error| {sm['mean_abs_error_sd']:.3f} sd "
+    lo, hi = sm["share_khat_over_0.7_range"]
+    print(f"\nk-hat (mean of {sm['khat_replicates']} independent proposal samples; Monte Carlo sd median "
+          f"{sm['khat_mc_sd_median']:.3f}) median {sm['khat_median']:.2f}, max {sm['khat_max']:.2f}, over 0.7: "
+          f"{100 * sm['share_khat_over_0.7']:.0f}% ({100 * lo:.0f}-{100 * hi:.0f}% over the samples; "
+          f"{100 * sm['share_flagged_in_some_replicates_only']:.0f}% flagged in some samples only) of {sm['users']} "
+          f"users; mean |error| {sm['mean_abs_error_sd']:.3f} sd "
           f"(max {sm['max_abs_error_sd']:.2f}); sd ratio median {sm['sd_ratio_median']:.3f} "
           f"(range {sm['sd_ratio_range'][0]:.2f}-{sm['sd_ratio_range'][1]:.2f}); W1 / noise floor median "
           f"{sm['w1_over_floor_median']:.2f}; component weights TV median "
           f"{idata['checks'].attrs['weights_tv_median']:.3f} (max {idata['checks'].attrs['weights_tv_max']:.3f})")
+    blocks = checks.by_block()
+    if len(blocks) > 1:
+        print("by arrival block (an early user arrives under a prior learned from few sessions):")
+        for b in blocks:
+            print(f"  arrivals {b['arrivals'][0]}-{b['arrivals'][1]} ({b['users']} users): k-hat median "
+                  f"{b['khat_median']:.2f}, over 0.7 {100 * b['share_khat_over_0.7']:.0f}%; mean |error| "
+                  f"{b['mean_abs_error_sd']:.3f} sd")
     cal = idata["calibration"].attrs if "calibration" in idata.groups() else {}
     for name in sorted(k.removesuffix("_clicks") for k in cal if k.endswith("_clicks")):
         print(f"click predictions, {name} learner: log loss {cal[name + '_log_loss']:.4f} nats, Brier "

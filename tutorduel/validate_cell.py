@@ -74,7 +74,8 @@ def checks_at_round(log, n_users: int, t: int, chains: int, warmup: int, draws: 
 
 def _checks_dataset(checks: UserChecks) -> xr.Dataset:
     dims = ("user", "dim")
-    return xr.Dataset({"khat": ("user", checks.khat), "mean_error": (dims, checks.mean_error),
+    return xr.Dataset({"khat": ("user", checks.khat), "khat_replicates": (("user", "replicate"), checks.khat_replicates),
+                       "mean_error": (dims, checks.mean_error),
                        "sd_ratio": (dims, checks.sd_ratio), "w1": (dims, checks.w1),
                        "w1_floor": (dims, checks.w1_floor)},
                       coords={"user": checks.users, "dim": np.arange(checks.mean_error.shape[1])},

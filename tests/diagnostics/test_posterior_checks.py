@@ -89,3 +89,32 @@ def test_beliefs_recomputed_from_the_log_are_the_ones_the_learner_held(dev_world
     np.testing.assert_allclose(S, log.beliefs.covs[users], atol=1e-8)
     w0, m0, _ = beliefs_at_round(log, users, 0)                     # no clicks yet: the arrival prior
     np.testing.assert_allclose(w0, log.priors.weights[users])
+
+
+def test_khat_comes_with_its_monte_carlo_spread_and_users_by_arrival_block():
+    """One 4,000-draw k-hat varies between samples (sd ~0.1 on CODuel's beliefs); the check reports the
+    replicates, and a run's users by arrival block."""
+    from diagnostics.posterior_checks import UserChecks, btl_log_posterior, check_posterior
+
+    rng = np.random.default_rng(11)
+    d = 2
+    z = rng.standard_normal((8, d))
+    y = (rng.random(8) < 0.5).astype(float)
+    w, m, C = np.ones(1), np.zeros((1, d)), np.eye(d)[None] * 4.0
+    target = btl_log_posterior(z, y, w, m, C)
+    ref = rng.multivariate_normal(np.zeros(d), 0.5 * np.eye(d), 2000)
+    chk = check_posterior(ref, w, m, C * 0.2, target, rng, n_proposal=500, khat_replicates=5)
+    assert chk.khat_replicates.shape == (5,) and np.isclose(chk.khat, chk.khat_replicates.mean())
+    assert len(set(np.round(chk.khat_replicates, 6))) > 1                     # independent samples differ
+    U = 120
+    rep = np.where(np.arange(U)[:, None] < 50, 0.9, 0.3) + 0.05 * rng.standard_normal((U, 5))
+    rep[60] = [0.65, 0.75, 0.6, 0.72, 0.5]                                     # flagged in some samples only
+    checks = UserChecks(np.arange(U), np.zeros((U, d)), np.ones((U, d)), np.ones((U, d)), np.ones((U, d)),
+                        rep.mean(1), rep)
+    sm = checks.summary()
+    lo, hi = sm["share_khat_over_0.7_range"]
+    assert lo <= sm["share_khat_over_0.7"] <= hi and sm["share_flagged_in_some_replicates_only"] >= 1 / U
+    blocks = checks.by_block(50)
+    assert [b["arrivals"] for b in blocks] == [(0, 49), (50, 99), (100, 149)]
+    assert blocks[0]["share_khat_over_0.7"] == 1.0 and blocks[2]["share_khat_over_0.7"] == 0.0
+    assert [b["users"] for b in blocks] == [50, 50, 20]
