@@ -6,7 +6,7 @@ compared only on label-invariant quantities:
 - the density of a new user's theta at test points: for NUTS the posterior predictive
   density, the mean over draws s of sum_k w_sk N(x; mu_sk, Sigma_sk); for EM its mixture;
 - the log predictive density of held-out users' clicks, log p(y_u | fit), importance-sampled
-  by defensive importance sampling (`mixture_log_predictive`); for NUTS under the predictive
+  by defensive importance sampling (``diagnostics.population_checks.log_predictive``); for NUTS under the predictive
   mixture of `thin` draws;
 - co-clustering of training users: P(u and v in the same component). NUTS: the mean over draws
   of sum_k r_uk(s) r_vk(s), r_uk(s) ∝ w_sk N(theta_us; mu_sk, Sigma_sk); EM: sum_k r_uk r_vk
@@ -15,17 +15,15 @@ compared only on label-invariant quantities:
 """
 from __future__ import annotations
 
-import warnings
 from typing import NamedTuple
 
 import arviz as az
 import numpy as np
 from scipy.special import logsumexp
 
-from diagnostics.posterior_checks import mixture_logpdf, sample_mixture
+from diagnostics.population_checks import log_predictive
+from diagnostics.posterior_checks import mixture_logpdf
 from diagnostics.stats import t_interval
-from inference.evidence import mvt_logpdf, mvt_sample
-from inference.laplace import laplace_fit_batch
 from inference.population_diagnostics import component_covariances, slot_log_joint
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior
 
@@ -65,36 +63,6 @@ class PopulationComparison(NamedTuple):
                 out[f"co_clustering_{name}_same_student"] = float(p[same].mean())
                 out[f"co_clustering_{name}_other_student"] = float(p[~same].mean())
         return out
-
-
-def mixture_log_predictive(z, y, prior: MixturePrior, n: int = 4000,
-                           seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """log p(y_u | prior) [U] of clicks y [U, S] on designs z [U, S, d] under a shared Gaussian-mixture
-    prior, and the PSIS k-hat [U] of each estimate.
-
-    Defensive importance sampling: half the draws from a Student-t (5 degrees of freedom, covariance
-    inflated 1.5x) around the user's Laplace fit under N(0, broad I), half from the prior itself, with
-    the two-part mixture as proposal density, so the weights p(y | theta) prior(theta) / q(theta) are
-    bounded by 2 p(y | theta) <= 2 wherever the t misses the posterior.
-    """
-    z, y = np.asarray(z, dtype=float), np.asarray(y, dtype=float)
-    U, S, d = z.shape
-    rng = np.random.default_rng(seed)
-    mode, cov, _ = laplace_fit_batch(np.zeros((U, d)), np.broadcast_to(DEFAULT_PRIOR_VAR * np.eye(d), (U, d, d)).copy(),
-                                     z, y)
-    x_t, _ = mvt_sample(rng, mode, 1.5 * cov, n // 2)
-    x_p = np.stack([sample_mixture(rng, *prior, n - n // 2) for _ in range(U)])
-    x = np.concatenate([x_t, x_p], 1)                                               # [U, n, d]
-    chunk = max(1, int(2e7 // (U * np.size(prior.weights) * d)))     # about 160 MB of temporaries
-    logprior = np.concatenate([mixture_logpdf(x[:, lo:lo + chunk], *prior) for lo in range(0, n, chunk)], 1)
-    logq = np.logaddexp(mvt_logpdf(x, mode, 1.5 * cov), logprior) - np.log(2.0)
-    eta = np.einsum("usd,und->uns", z, x)
-    loglik = -np.sum(y[:, None] * np.logaddexp(0.0, -eta) + (1 - y[:, None]) * np.logaddexp(0.0, eta), -1)
-    logw = loglik + logprior - logq
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        khat = az.psislw(logw - logw.max(-1, keepdims=True))[1]
-    return logsumexp(logw, axis=-1) - np.log(n), np.atleast_1d(khat)
 
 
 def predictive_mixture(idata: az.InferenceData, thin: int | None = None, broad_var: float = DEFAULT_PRIOR_VAR,
@@ -139,7 +107,7 @@ def compare_population_fits(idata_nuts: az.InferenceData, em, z_test, y_test, te
     fits["nuts"] = predictive_mixture(idata_nuts, thin=thin)
     log_pred, khat = {}, {}
     for name, f in fits.items():
-        lp, kh = mixture_log_predictive(z_test, y_test, f, seed=seed)
+        lp, kh = log_predictive(z_test, y_test, f, seed=seed)
         log_pred[name], khat[name] = lp, float(kh.max())
     em_r = em.responsibilities
     co = {"nuts": co_clustering_nuts(idata_nuts), "em": em_r @ em_r.T}
