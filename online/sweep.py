@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from online.code_identity import policy_code
+from online.interrupt import InterruptFlag
 from online.process_pool import WorkerPool
 from online.protocol import PolicyOutputError
 from online.registry import PolicySpecError, make_policy, policy_spec, resolve
@@ -207,6 +208,7 @@ class _Interrupt:
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():
             self.old = signal.signal(signal.SIGINT, self._handler)
+            self.flag = isinstance(self.old, InterruptFlag) and self.old.fired
         return self
 
     def __exit__(self, *exc):

@@ -614,6 +614,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     """Run the command line; returns the exit status (2: bad input, named on one line; 130: interrupted)."""
+    import signal
+    import threading
+
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        from online.interrupt import InterruptFlag
+
+        previous = signal.signal(signal.SIGINT, InterruptFlag())
+    try:
+        return _main(argv)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _main(argv) -> int:
     try:
         from online.process_pool import TaskError
         from online.protocol import PolicyOutputError

@@ -250,3 +250,21 @@ def test_a_killed_sweep_leaves_no_worker_behind(env_dirs, procs):
         time.sleep(0.1)
     os.kill(worker, signal.SIGKILL)
     pytest.fail("the worker outlived its sweep")
+
+
+def test_a_ctrl_c_swallowed_before_the_sweep_stops_it_at_once(env_dirs):
+    """CI: a SIGINT 0.8 s after start landed while modules imported; its KeyboardInterrupt was swallowed
+    (raised in a weakref callback) and the whole sweep ran, rc 0. The CLI's first handler remembers it."""
+    from online.interrupt import InterruptFlag
+
+    flag = InterruptFlag()
+    flag.fired = True                                  # what a swallowed Ctrl-C leaves behind
+    old = signal.signal(signal.SIGINT, flag)
+    try:
+        for inline in (True, False):
+            with pytest.raises(SweepInterrupted) as e:
+                run_sweep(["dev"], [0, 1], ["random"], RunStore(), arrivals=3, progress=False, inline=inline)
+            assert not e.value.result.done and len(e.value.result.interrupted) == 2
+    finally:
+        signal.signal(signal.SIGINT, old)
+    assert signal.getsignal(signal.SIGINT) is old
