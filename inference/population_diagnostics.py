@@ -67,7 +67,7 @@ def slot_log_joint(weights, mu, sd, L_corr, x, broad_var: float = DEFAULT_PRIOR_
     means = np.concatenate([mu, np.zeros((S, 1, d))], 1)
     x = np.broadcast_to(x, (S,) + np.shape(x)[-2:])
     diff = x[:, None] - means[:, :, None]                                                       # [S, C, P, d]
-    sol = np.linalg.solve(L[:, :, None], diff[..., None])[..., 0]
+    sol = np.einsum("scij,scpj->scpi", np.linalg.inv(L), diff)          # L^-1 (x - mu), no [S, C, P, d, d] copy
     logn = (-0.5 * (sol ** 2).sum(-1) - np.log(np.abs(np.diagonal(L, axis1=-2, axis2=-1))).sum(-1)[..., None]
             - 0.5 * d * np.log(2 * np.pi))
     with np.errstate(divide="ignore"):
@@ -85,7 +85,7 @@ def pair_subset(n_users: int, max_pairs: int = MAX_PAIRS, seed: int = 0) -> tupl
 
 def label_invariant_draws(posterior: xr.Dataset, z: np.ndarray, y: np.ndarray, test_points: np.ndarray,
                           broad_var: float = DEFAULT_PRIOR_VAR, max_pairs: int = MAX_PAIRS, seed: int = 0,
-                          chunk: int = 256) -> xr.Dataset:
+                          chunk: int = 64) -> xr.Dataset:
     """The label-invariant quantities of every draw of a population fit.
 
     Parameters
