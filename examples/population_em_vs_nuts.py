@@ -15,12 +15,10 @@ import numpy as np
 
 from diagnostics.population_fit_checks import compare_population_fits
 from inference.health import stored_health
-from inference.laplace import laplace_fit_batch
 from inference.mixture_em import fit_mixture_em
-from inference.model_fits import fit_population, stored_label_invariant
+from inference.model_fits import fit_population, population_test_points, stored_label_invariant
 from inference.nuts import configure_jax
 from online.replay import replay_logged
-from tdmodels.priors import DEFAULT_PRIOR_VAR
 from tdmodels.simulator import build_roster
 
 
@@ -34,9 +32,7 @@ def main(args):
     health, li = stored_health(idata), stored_label_invariant(idata)
     print(f"population NUTS on {len(train)} users: {health.line()}")
     print("\n".join(li.lines()))
-    d = z.shape[-1]
-    points, _, _ = laplace_fit_batch(np.zeros((len(test), d)), np.tile(DEFAULT_PRIOR_VAR * np.eye(d), (len(test), 1, 1)),
-                                     z[test], y[test])
+    points = population_test_points(z[test], y[test])                   # the held-out users' broad-prior modes
     cmp = compare_population_fits(idata, em, z[test], y[test], points, students=log.student[train], seed=args.seed)
     for k, v in cmp.summary().items():
         print(f"  {k}: {v:.3f}" if isinstance(v, float) else f"  {k}: {v}")

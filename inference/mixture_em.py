@@ -156,8 +156,10 @@ def fit_mixture_em(z, y, n_components: int = N_LEARNED, alpha: float = ALPHA, br
     EMResult
     """
     z, y = np.asarray(z, dtype=float), np.asarray(y)
-    if starts < 1:
-        raise ValueError(f"starts must be at least 1, got {starts}")
+    if starts < 1 or iters < 1:
+        raise ValueError(f"starts and iters must be at least 1, got {starts} and {iters}")
+    if not (np.all(np.isfinite(z)) and np.all(np.isin(y, (0, 1)))):
+        raise ValueError("fit_mixture_em: designs must be finite and clicks 0 or 1")
     U = z.shape[0]
     k = min(n_components, U)
     m0, sur = broad_surrogates(z, y, broad_var)

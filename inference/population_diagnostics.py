@@ -208,7 +208,8 @@ def _quantity_health(da: xr.DataArray) -> QuantityHealth:
 def label_invariant_health(draws: xr.Dataset, theta: xr.DataArray) -> LabelInvariantHealth:
     """R-hat and bulk ESS of theta [chain, draw, user, dim] and of every quantity of `label_invariant_draws`."""
     quantities = {"theta": _quantity_health(theta)}
-    quantities.update({name: _quantity_health(draws[name]) for name in QUANTITIES[1:]})
+    quantities.update({name: _quantity_health(draws[name]) for name in QUANTITIES[1:]
+                       if draws[name].size})                  # one user has no pairs to co-cluster
     return LabelInvariantHealth(int(draws.sizes["chain"]), int(draws.sizes["draw"]), quantities)
 
 

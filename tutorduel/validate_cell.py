@@ -88,9 +88,8 @@ def population_fits(world, seed, spec, store, log, em, holdout, arrivals, chains
     on the same clicks (written as ``seed-NNNN.population-train.nc``), on the held-out arrivals' clicks, at
     their broad-prior Laplace modes (test points) and by co-clustering of the training arrivals."""
     from diagnostics.population_fit_checks import compare_population_fits
-    from inference.laplace import laplace_fit_batch
-    from inference.model_fits import stored_label_invariant
-    from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior
+    from inference.model_fits import population_test_points, stored_label_invariant
+    from tdmodels.priors import MixturePrior
 
     N = log.n_users
     train, test = np.arange(N - holdout), np.arange(N - holdout, N)
@@ -98,9 +97,7 @@ def population_fits(world, seed, spec, store, log, em, holdout, arrivals, chains
     idata_pop, _ = fit_cell(world, seed, spec, "population", store, arrivals=arrivals, chains=chains,
                             warmup=warmup, draws=draws, users=N - holdout, out=out)
     z, y = log.recalibrated_design()
-    d = z.shape[-1]
-    points, _, _ = laplace_fit_batch(np.zeros((holdout, d)), np.broadcast_to(DEFAULT_PRIOR_VAR * np.eye(d),
-                                                                           (holdout, d, d)).copy(), z[test], y[test])
+    points = population_test_points(z[test], y[test])
     online = MixturePrior(*(a[test[0]] for a in log.priors)) if log.priors is not None else None
     cmp = compare_population_fits(idata_pop, em, z[test], y[test], points, online=online,
                                   students=log.student[train], seed=check_seed)

@@ -74,3 +74,19 @@ def test_em_starts_are_independent_of_each_other():
     one = fit_mixture_em(z, y, n_components=3, seed=7, starts=1)
     two = fit_mixture_em(z, y, n_components=3, seed=7, starts=2)
     assert two.start_objectives[0] == one.start_objectives[0] and two.objective[-1] >= one.objective[-1]
+
+
+def test_em_refuses_bad_input_by_name():
+    import pytest
+
+    rng = np.random.default_rng(6)
+    _, z, y = _users(rng, [np.zeros(3)], 4, 6)
+    for kw in ({"iters": 0}, {"starts": 0}):
+        with pytest.raises(ValueError, match="at least 1"):
+            fit_mixture_em(z, y, **kw)
+    bad = z.copy()
+    bad[0, 0, 0] = np.nan
+    with pytest.raises(ValueError, match="finite"):
+        fit_mixture_em(bad, y)
+    with pytest.raises(ValueError, match="0 or 1"):
+        fit_mixture_em(z, y * 2)

@@ -86,3 +86,16 @@ def test_pairs_are_all_or_a_fixed_subset():
     assert len(i) == 10 and (i < j).all()
     a, b = pair_subset(300, max_pairs=100, seed=3)
     assert len(a) == 100 and (a < b).all() and np.array_equal(a, pair_subset(300, 100, 3)[0])
+
+
+def test_one_user_has_no_pairs_and_is_judged_on_the_rest():
+    rng = np.random.default_rng(4)
+    chains = [_chain(rng, together=False), _chain(rng, together=False)]
+    for c in chains:
+        c["theta"] = c["theta"][:, :1]
+    post = _posterior(chains)
+    z, y = _clicks(rng)
+    draws = label_invariant_draws(post, z[:1], y[:1], test_points=CENTRES[[0]], broad_var=4.0)
+    h = label_invariant_health(draws, post["theta"])
+    assert draws["co_clustering"].sizes["pair"] == 0 and "co_clustering" not in h.quantities
+    assert not any("no finite R-hat" in p for p in h.problems)
