@@ -71,7 +71,7 @@ def predictive_mixture(idata: az.InferenceData, thin: int | None = None, broad_v
     over (draw, slot): weights w_sk / n_draws. `thin` keeps that many draws, evenly spread."""
     post = idata.posterior
     stack = lambda v: post[v].values.reshape((-1,) + post[v].shape[2:])  # noqa: E731
-    w, mu, cov = stack("weights"), stack("mu"), component_covariances(stack("sd"), stack("L_corr"))
+    w, mu, cov = stack("weights"), stack("mu"), component_covariances(stack("cov_chol"))
     n, K, d = mu.shape
     keep = np.arange(n) if thin is None or thin >= n else np.linspace(0, n - 1, thin).round().astype(int)
     w, mu, cov = w[keep], mu[keep], cov[keep]
@@ -86,7 +86,7 @@ def co_clustering_nuts(idata: az.InferenceData, thin: int = 400, broad_var: floa
     stack = lambda v: post[v].values.reshape((-1,) + post[v].shape[2:])  # noqa: E731
     n = stack("weights").shape[0]
     keep = np.linspace(0, n - 1, min(thin, n)).round().astype(int)
-    joint = slot_log_joint(*(stack(v)[keep] for v in ("weights", "mu", "sd", "L_corr", "theta")), broad_var)
+    joint = slot_log_joint(*(stack(v)[keep] for v in ("weights", "mu", "cov_chol", "theta")), broad_var)
     r = np.exp(joint - logsumexp(joint, axis=1, keepdims=True))          # [S, C, U]
     return np.einsum("sku,skv->uv", r, r) / len(keep)
 

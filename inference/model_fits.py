@@ -1,12 +1,13 @@
-"""NUTS fits of the population and recalibration models on a run's click log.
+"""Reference fits of the population and recalibration models on a run's click log.
 
 Both return InferenceData with health checked and recorded (``inference.health``).
-Population: component labels switch between chains and the posterior is multimodal over
+Population: sampled by the collapsed Gibbs sampler of ``inference.population_gibbs`` (or, to show
+that it fails, NUTS). Component labels switch between chains and the posterior is multimodal over
 partitions, so health is judged on label-invariant quantities (``inference.population_diagnostics``:
 users' theta, the population predictive's log density at fixed test points, co-clustering, the
 number of occupied components, the log likelihood; stored as the "label_invariant" group with
-their R-hat and ESS in its attrs); the sorted weights and the per-label mu and sd are recorded
-beside it for information only.
+their R-hat and ESS in its attrs); the sorted weights are recorded beside them for information.
+Recalibration: NUTS.
 """
 from __future__ import annotations
 
@@ -20,29 +21,70 @@ from inference.health import FitHealthError, FitHealthWarning, check_health, fit
 from inference.laplace import laplace_fit_batch
 from inference.population_diagnostics import LabelInvariantHealth, label_invariant_draws, label_invariant_health
 from inference.nuts import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_WARMUP, run_nuts
+from inference.population_gibbs import DEFAULT_DRAWS as GIBBS_DRAWS
+from inference.population_gibbs import DEFAULT_WARMUP as GIBBS_WARMUP
+from inference.population_gibbs import GibbsSettings, sample_population
 from inference.user_reference import check_design
-from tdmodels.population_model import ALPHA, N_LEARNED, RIDGE, population, recalibration
+from tdmodels.population_model import RIDGE, PopulationHyper, population, recalibration
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior, validate_prior
 
 
-def fit_population(z, y, seed: int = 0, chains: int = DEFAULT_CHAINS, warmup: int = DEFAULT_WARMUP,
-                   draws: int = DEFAULT_DRAWS, alpha: float = ALPHA, n_learned: int = N_LEARNED,
-                   strict: bool = False, **model_kwargs) -> az.InferenceData:
-    """NUTS on the DP-style population model; z [U, S, d], y [U, S]."""
+POPULATION_SAMPLERS = ("gibbs", "nuts")
+
+
+def fit_population(z, y, seed: int = 0, chains: int = DEFAULT_CHAINS, warmup: int | None = None,
+                   draws: int | None = None, thin: int = 1, sampler: str = "gibbs",
+                   hyper: PopulationHyper = PopulationHyper(), strict: bool = False, map_chains=None,
+                   settings: GibbsSettings = GibbsSettings()) -> az.InferenceData:
+    """The population model's posterior given clicks y [U, S] on designs z [U, S, d], with its health.
+
+    Parameters
+    ----------
+    z, y : arrays [U, S, d], [U, S]
+    seed, chains, warmup, draws, thin
+        Sampler settings; warmup and draws default to the sampler's own (``inference.population_gibbs``
+        for "gibbs", ``inference.nuts`` for "nuts"); thin applies to "gibbs".
+    sampler : {"gibbs", "nuts"}
+        "gibbs": the collapsed Gibbs sampler with split-merge moves, the exact reference; "nuts": NUTS
+        on the marginalised mixture (it does not converge on this posterior; kept to show that).
+    hyper : PopulationHyper
+        The model's hyperparameters.
+    strict : bool
+        Raise FitHealthError (instead of warning) when a diagnostic misses its threshold.
+    map_chains : callable or None
+        Runs the Gibbs chains (e.g. in worker processes); see ``sample_population``.
+
+    Returns
+    -------
+    arviz.InferenceData
+        posterior (theta, weights, weights_sorted, v, mu, cov_chol; assignment for "gibbs"),
+        sample_stats with the health in its attrs, and the "label_invariant" group (see
+        ``add_label_invariant``): the fit is healthy only if every label-invariant quantity is.
+    """
     z, y = check_design(z, y)
-    idata = run_nuts(population, z, y=y, seed=seed, chains=chains, warmup=warmup, draws=draws,
-                     dims={"theta": ["user", "dim"], "mu": ["component", "dim"], "sd": ["component", "dim"],
-                           "L_corr": ["component", "dim", "dim2"], "v": ["component"], "weights": ["slot"]},
-                     alpha=alpha, n_learned=n_learned, **model_kwargs)
-    post = idata.posterior
-    post["weights_sorted"] = (("chain", "draw", "rank"), -np.sort(-post["weights"].values, axis=-1))
+    if sampler not in POPULATION_SAMPLERS:
+        raise ValueError(f"unknown sampler {sampler!r}; choose from {', '.join(POPULATION_SAMPLERS)}")
+    hyper = hyper.validate()
+    if sampler == "gibbs":
+        idata = sample_population(z, y, hyper, chains=chains, warmup=GIBBS_WARMUP if warmup is None else warmup,
+                                  draws=GIBBS_DRAWS if draws is None else draws, thin=thin, seed=seed,
+                                  settings=settings, map_chains=map_chains)
+    else:
+        idata = run_nuts(population, z, y=y, seed=seed, chains=chains,
+                         warmup=DEFAULT_WARMUP if warmup is None else warmup,
+                         draws=DEFAULT_DRAWS if draws is None else draws,
+                         dims={"theta": ["user", "dim"], "mu": ["component", "dim"],
+                               "cov_chol": ["component", "dim", "dim2"], "v": ["component"], "weights": ["slot"]},
+                         **hyper._asdict())
+        post = idata.posterior
+        post["weights_sorted"] = (("chain", "draw", "rank"), -np.sort(-post["weights"].values, axis=-1))
+    idata.sample_stats.attrs["population_sampler"] = sampler
     health = fit_health(idata, ["theta", "weights_sorted"])
     record_health(idata, health)
-    record_health(idata, fit_health(idata, ["mu", "sd"]), label="labelled")
-    li = add_label_invariant(idata, z, y, model_kwargs.get("broad_var", DEFAULT_PRIOR_VAR))
+    li = add_label_invariant(idata, z, y, hyper.broad_var)
     problems = list(dict.fromkeys(health.problems + li.problems))
     if problems:
-        msg = "population NUTS fit: " + "; ".join(problems)
+        msg = f"population fit ({sampler}): " + "; ".join(problems)
         if strict:
             raise FitHealthError(msg)
         warnings.warn(msg, FitHealthWarning, stacklevel=2)

@@ -36,22 +36,21 @@ MAX_PAIRS = 2000
 QUANTITIES = ("theta", "log_density", "co_clustering", "occupied", "log_lik")
 
 
-def component_covariances(sd, L_corr):
-    """Sigma = diag(sd) R diag(sd) with R = L_corr L_corr^T; sd [..., d], L_corr [..., d, d]."""
-    L = sd[..., :, None] * L_corr
-    return L @ np.swapaxes(L, -1, -2)
+def component_covariances(cov_chol):
+    """Sigma = L L^T from the components' Cholesky factors cov_chol [..., d, d]."""
+    return cov_chol @ np.swapaxes(cov_chol, -1, -2)
 
 
-def slot_log_joint(weights, mu, sd, L_corr, x, broad_var: float = DEFAULT_PRIOR_VAR) -> np.ndarray:
+def slot_log_joint(weights, mu, cov_chol, x, broad_var: float = DEFAULT_PRIOR_VAR) -> np.ndarray:
     """log w_k + log N(x_p; mu_k, Sigma_k) for every draw, slot (the broad one last) and point.
 
     Parameters
     ----------
     weights : array [S, C]
         Mixture weights of S draws, the broad component's last (C = learned + 1).
-    mu, sd : arrays [S, C - 1, d]
-    L_corr : array [S, C - 1, d, d]
-        The learned components' means, scales and correlation Cholesky factors.
+    mu : array [S, C - 1, d]
+    cov_chol : array [S, C - 1, d, d]
+        The learned components' means and the Cholesky factors of their covariances.
     x : array [S, P, d] or [P, d]
         Points (per draw, e.g. the draw's theta, or fixed test points).
     broad_var : float
@@ -62,7 +61,7 @@ def slot_log_joint(weights, mu, sd, L_corr, x, broad_var: float = DEFAULT_PRIOR_
     array [S, C, P]
     """
     S, K, d = mu.shape
-    L = np.concatenate([sd[..., :, None] * L_corr,
+    L = np.concatenate([cov_chol,
                         np.broadcast_to(np.sqrt(broad_var) * np.eye(d), (S, 1, d, d))], 1)      # [S, C, d, d]
     means = np.concatenate([mu, np.zeros((S, 1, d))], 1)
     x = np.broadcast_to(x, (S,) + np.shape(x)[-2:])
@@ -91,7 +90,7 @@ def label_invariant_draws(posterior: xr.Dataset, z: np.ndarray, y: np.ndarray, t
     Parameters
     ----------
     posterior : xarray.Dataset
-        Draws with dims (chain, draw, ...) of "weights" [C], "mu", "sd" [C - 1, d], "L_corr"
+        Draws with dims (chain, draw, ...) of "weights" [C], "mu" [C - 1, d], "cov_chol"
         [C - 1, d, d] and "theta" [U, d] (a population fit's ``idata.posterior``).
     z : array [U, S, d]
         Click designs; y [U, S] the clicks.
@@ -108,7 +107,7 @@ def label_invariant_draws(posterior: xr.Dataset, z: np.ndarray, y: np.ndarray, t
     """
     nc, nd = posterior.sizes["chain"], posterior.sizes["draw"]
     flat = {v: posterior[v].values.reshape((nc * nd,) + posterior[v].shape[2:])
-            for v in ("weights", "mu", "sd", "L_corr", "theta")}
+            for v in ("weights", "mu", "cov_chol", "theta")}
     U = flat["theta"].shape[1]
     pi, pj = pair_subset(U, max_pairs, seed)
     z, y = np.asarray(z, float), np.asarray(y, float)
@@ -116,7 +115,7 @@ def label_invariant_draws(posterior: xr.Dataset, z: np.ndarray, y: np.ndarray, t
     out = {"log_density": [], "co_clustering": [], "occupied": [], "log_lik": []}
     for s in range(0, nc * nd, chunk):
         part = {k: v[s:s + chunk] for k, v in flat.items()}
-        args = (part["weights"], part["mu"], part["sd"], part["L_corr"])
+        args = (part["weights"], part["mu"], part["cov_chol"])
         out["log_density"].append(logsumexp(slot_log_joint(*args, test_points, broad_var), axis=1))
         joint = slot_log_joint(*args, part["theta"], broad_var)                        # [s, C, U]
         r = np.exp(joint - logsumexp(joint, axis=1, keepdims=True))

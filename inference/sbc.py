@@ -1,4 +1,4 @@
-"""Simulation-based calibration of the per-user reference fits.
+"""Simulation-based calibration of the per-user reference fits and of the population sampler.
 
 Draw theta_u from the prior, clicks from the BTL model on random shown pairs of a
 world's questions, fit every simulated user in one `fit_users` call (users are
@@ -15,6 +15,7 @@ import numpy as np
 from scipy import stats
 
 from inference.user_reference import fit_users, user_draws
+from tdmodels.population_model import PopulationHyper
 from tdmodels.priors import MixturePrior, validate_prior
 
 
@@ -93,3 +94,90 @@ def run_sbc(prior: MixturePrior, features: np.ndarray, n_sims: int = 200, rounds
     draws = th.reshape(-1, th.shape[2], th.shape[3])
     ok = bool(idata.sample_stats.attrs["health_ok"])
     return SBCResult(theta, sbc_ranks(theta, draws, L), L, draws, ok)
+
+
+# The population model's SBC: a small instance (3 learned components, alpha = 1, so that most users
+# sit in learned components rather than the broad one) of the same model and sampler.
+SBC_POPULATION = PopulationHyper(alpha=1.0, n_learned=3)
+
+
+class PopulationSBC(NamedTuple):
+    """SBC of the population sampler: per simulation, the true value of each checked quantity and its
+    rank among L thinned posterior draws (ties broken at random), and whether the fit was healthy."""
+    names: list              # [Q] quantity names
+    truth: np.ndarray        # [N, Q]
+    ranks: np.ndarray        # [N, Q] in 0..L
+    L: int
+    healthy: np.ndarray      # [N] bool: the fit passed its label-invariant diagnostics
+
+
+def _tied_ranks(truth: np.ndarray, draws: np.ndarray, L: int, rng) -> np.ndarray:
+    """Rank of truth [Q] among L evenly thinned draws [M, Q], ties broken uniformly at random."""
+    idx = np.linspace(0, draws.shape[0] - 1, L).round().astype(int)
+    d = draws[idx]
+    below = (d < truth).sum(0)
+    ties = (d == truth).sum(0)
+    return below + rng.integers(0, ties + 1)
+
+
+def _population_quantities(theta, assignment, weights, mu, cov_chol, z, y, points, K, broad_var):
+    """The checked quantities of population states, [M, Q]: the first users' theta, the clicks' log
+    likelihood, the population density at fixed points, the largest weight, the number of occupied
+    learned components and whether users 0 and 1 share a component."""
+    from inference.population_diagnostics import slot_log_joint
+    from scipy.special import logsumexp
+
+    M = theta.shape[0]
+    eta = np.einsum("usd,mud->mus", z, theta)
+    log_lik = (y * -np.logaddexp(0.0, -eta) + (1 - y) * -np.logaddexp(0.0, eta)).sum((1, 2))
+    dens = logsumexp(slot_log_joint(weights, mu, cov_chol, points, broad_var), axis=1)      # [M, P]
+    occupied = np.array([len(np.unique(a[a < K])) for a in assignment])
+    same = (assignment[:, 0] == assignment[:, 1]).astype(float)
+    return np.column_stack([theta[:, :3].reshape(M, -1), log_lik, dens, weights.max(-1), occupied, same])
+
+
+def run_population_sbc(features: np.ndarray, n_sims: int = 100, users: int = 30, rounds: int = 24, L: int = 99,
+                       seed: int = 0, hyper: PopulationHyper = SBC_POPULATION, chains: int = 2, warmup: int = 300,
+                       draws: int = 1000, thin: int = 2, map_chains=None) -> PopulationSBC:
+    """SBC of ``inference.population_gibbs`` on the population model `hyper`: `n_sims` data sets of
+    `users` users with `rounds` clicks each on random pairs of a world's questions, the truth drawn
+    from the NumPyro model's prior (stick fractions, component means and covariances from its sites;
+    each user's component and theta from its mixture)."""
+    import jax
+    import jax.numpy as jnp
+    import numpyro
+
+    from inference.model_fits import add_label_invariant
+    from inference.population_gibbs import sample_population
+    from tdmodels.population_model import population
+
+    rng = np.random.default_rng(seed)
+    F = np.asarray(features, dtype=float)
+    d, K = F.shape[-1], hyper.n_learned
+    with jax.enable_x64(True):
+        prior = numpyro.infer.Predictive(population, num_samples=n_sims, return_sites=["weights", "mu", "cov_chol"])(
+            jax.random.PRNGKey(seed), jnp.zeros((1, 1, d)), **hyper._asdict())
+    W, MU, CH = (np.asarray(prior[k], dtype=float) for k in ("weights", "mu", "cov_chol"))
+    points = np.stack([np.zeros(d), np.r_[1.0, -1.0, np.zeros(d - 2)]])
+    names = ([f"theta[{u},{j}]" for u in range(3) for j in range(d)]
+             + ["log_lik", "log_density[0]", "log_density[1]", "max_weight", "occupied", "same_component[0,1]"])
+    truths, ranks, healthy = [], [], []
+    for s in range(n_sims):
+        c = rng.choice(K + 1, size=users, p=W[s] / W[s].sum())
+        locs = np.concatenate([MU[s], np.zeros((1, d))])
+        trils = np.concatenate([CH[s], np.sqrt(hyper.broad_var) * np.eye(d)[None]])
+        theta = locs[c] + np.einsum("uij,uj->ui", trils[c], rng.standard_normal((users, d)))
+        z = random_designs(F, users, rounds, rng)
+        y = simulate_clicks(theta, z, rng)
+        idata = sample_population(z, y, hyper, chains=chains, warmup=warmup, draws=draws, thin=thin,
+                                  seed=seed * 100003 + s, map_chains=map_chains)
+        post = idata.posterior
+        flat = lambda v: post[v].values.reshape((-1,) + post[v].shape[2:])  # noqa: E731
+        q_post = _population_quantities(flat("theta"), flat("assignment"), flat("weights"), flat("mu"),
+                                        flat("cov_chol"), z, y, points, K, hyper.broad_var)
+        q_true = _population_quantities(theta[None], c[None], W[s][None], MU[s][None], CH[s][None], z, y, points, K,
+                                        hyper.broad_var)[0]
+        truths.append(q_true)
+        ranks.append(_tied_ranks(q_true, q_post, L, rng))
+        healthy.append(add_label_invariant(idata, z, y, hyper.broad_var).ok)
+    return PopulationSBC(names, np.array(truths), np.array(ranks), L, np.array(healthy))

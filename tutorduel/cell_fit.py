@@ -55,11 +55,24 @@ def policy_prior(spec: str, d: int) -> MixturePrior:
     return isotropic_prior(d, float(settings.get("prior_var", DEFAULT_PRIOR_VAR)))
 
 
+def chain_map(jobs: int):
+    """A map over sampler chains: in `jobs` worker processes of the project's pool (here when 1)."""
+    from online.process_pool import map_in_workers
+
+    return lambda fn, items: map_in_workers(fn, items, jobs)
+
+
 def fit_cell(world, seed: int, spec: str, model: str, store: RunStore, prior: str = "policy",
-             arrivals: int | None = None, chains: int = DEFAULT_CHAINS, warmup: int = DEFAULT_WARMUP,
-             draws: int = DEFAULT_DRAWS, strict: bool = False, out: str | Path | None = None,
-             users: int | None = None) -> tuple[az.InferenceData, Path]:
-    """Fit `model` on the cell's clicks (the first `users` arrivals if given); write and return the netCDF."""
+             arrivals: int | None = None, chains: int = DEFAULT_CHAINS, warmup: int | None = None,
+             draws: int | None = None, strict: bool = False, out: str | Path | None = None,
+             users: int | None = None, sampler: str = "gibbs", thin: int = 1,
+             jobs: int = 1) -> tuple[az.InferenceData, Path]:
+    """Fit `model` on the cell's clicks (the first `users` arrivals if given); write and return the netCDF.
+
+    warmup and draws default to the sampler's own (NUTS: 1000 and 1000; the population model's
+    Gibbs sampler, ``inference.population_gibbs``); `sampler`, `thin` and `jobs` (worker processes
+    for the chains) apply to the population model.
+    """
     from inference.mixture_em import fit_mixture_em
     from inference.model_fits import fit_population, fit_recalibration
     from inference.user_reference import fit_users
@@ -68,15 +81,23 @@ def fit_cell(world, seed: int, spec: str, model: str, store: RunStore, prior: st
         raise ValueError(f"unknown model {model!r}; choose from {', '.join(MODELS)}")
     if prior not in PRIORS:
         raise ValueError(f"unknown prior {prior!r}; choose from {', '.join(PRIORS)}")
-    for what, v, lo in (("chains", chains, 1), ("warmup", warmup, 1), ("draws", draws, 1), ("seed", seed, 0)):
+    for what, v, lo in (("chains", chains, 1), ("warmup", warmup, 1), ("draws", draws, 1), ("seed", seed, 0),
+                        ("thin", thin, 1), ("jobs", jobs, 1)):
+        if v is None and what in ("warmup", "draws"):
+            continue
         if isinstance(v, bool) or not isinstance(v, int) or v < lo:
             raise ValueError(f"--{what} {v!r}: must be an integer >= {lo}")
+    if model != "population" and (sampler != "gibbs" or thin != 1):
+        raise ValueError("--sampler and --thin apply to --model population only")
     log = cell_click_log(world, seed, spec, store, arrivals)
     check_users(users, log.n_users)
     sl = slice(None, users)
     z, y = log.recalibrated_design(sl)     # the design the policy's learner used (A as recorded)
     d = z.shape[-1]
-    opts = dict(seed=seed, chains=chains, warmup=warmup, draws=draws, strict=strict)
+    nuts_default = {"warmup": DEFAULT_WARMUP, "draws": DEFAULT_DRAWS}
+    opts = dict(seed=seed, chains=chains, strict=strict,
+                warmup=warmup if warmup is not None or model == "population" else nuts_default["warmup"],
+                draws=draws if draws is not None or model == "population" else nuts_default["draws"])
     if prior == "em":
         pr = fit_mixture_em(z, y, seed=seed).prior
     elif log.priors is not None:     # the policy recorded the prior each user arrived under
@@ -86,7 +107,7 @@ def fit_cell(world, seed: int, spec: str, model: str, store: RunStore, prior: st
     if model == "users":
         idata = fit_users(z, y, pr, **opts)
     elif model == "population":
-        idata = fit_population(z, y, **opts)
+        idata = fit_population(z, y, sampler=sampler, thin=thin, map_chains=chain_map(jobs), **opts)
     else:
         if int(world.attrs["rater_available"]) == 0:
             raise ValueError(f"world {world.attrs['roster']!r} has no rater scores: nothing to recalibrate")

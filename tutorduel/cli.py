@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -371,7 +372,8 @@ def cmd_fit(a) -> int:
     world = open_world(a.world, allow_test=a.allow_test, directory=a.worlds)
     try:
         idata, path = fit_cell(world, a.seed, a.policy, a.model, RunStore(a.store), prior=a.prior, arrivals=a.arrivals,
-                               chains=a.chains, warmup=a.warmup, draws=a.draws, strict=a.strict, users=a.users)
+                               chains=a.chains, warmup=a.warmup, draws=a.draws, strict=a.strict, users=a.users,
+                               sampler=a.sampler, thin=a.thin, jobs=a.jobs)
     except FitHealthError as exc:
         print(f"tutorduel: fit failed its health checks (--strict): {exc}", file=sys.stderr)
         return 1
@@ -508,9 +510,11 @@ def _fit_options(p, what):
     p.add_argument("--seed", type=natural_int, default=0)
     p.add_argument("--arrivals", type=positive_int, help=f"{what} the run truncated to its first N arrivals")
     p.add_argument("--users", type=positive_int, help=f"{what} only the first N users of the run")
-    p.add_argument("--chains", type=positive_int, default=4, help="NUTS chains (at least 2 for R-hat; default 4)")
-    p.add_argument("--warmup", type=positive_int, default=1000)
-    p.add_argument("--draws", type=positive_int, default=1000)
+    p.add_argument("--chains", type=positive_int, default=4, help="chains (at least 2 for R-hat; default 4)")
+    p.add_argument("--warmup", type=positive_int,
+                   help="warm-up iterations per chain (default: NUTS 1000; the population model's Gibbs sweeps 2000)")
+    p.add_argument("--draws", type=positive_int,
+                   help="draws kept per chain (default: NUTS 1000; the population model's Gibbs sampler 5000)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -589,6 +593,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prior", default="policy", choices=["policy", "em"],
                    help="users' prior: the policy's own (default) or a mixture fitted by EM to the run's clicks")
     p.add_argument("--strict", action="store_true", help="fail (exit 1) when the fit misses a health threshold")
+    p.add_argument("--sampler", default="gibbs", choices=["gibbs", "nuts"],
+                   help="population model: the collapsed Gibbs sampler with split-merge moves (default; the exact "
+                        "reference) or NUTS on the marginalised mixture (does not converge; for comparison)")
+    p.add_argument("--thin", type=positive_int, default=1, help="population model, Gibbs: sweeps per stored draw")
+    p.add_argument("--jobs", type=positive_int, default=min(4, os.cpu_count() or 1),
+                   help="population model, Gibbs: worker processes for the chains (default: the cores, at most 4)")
     _common(p)
     p.set_defaults(fn=cmd_fit)
 

@@ -112,8 +112,8 @@ def population_fits(world, seed, spec, store, log, em, holdout, arrivals, chains
 
 
 def validate_users(world, seed: int, spec: str, store: RunStore, users: int | None = None,
-                   arrivals: int | None = None, chains: int = DEFAULT_CHAINS, warmup: int = DEFAULT_WARMUP,
-                   draws: int = DEFAULT_DRAWS, check_seed: int = 0, rounds: tuple[int, ...] = (),
+                   arrivals: int | None = None, chains: int = DEFAULT_CHAINS, warmup: int | None = None,
+                   draws: int | None = None, check_seed: int = 0, rounds: tuple[int, ...] = (),
                    holdout: int = 0, population_nuts: bool = False) -> tuple[UserChecks, az.InferenceData, Path]:
     """Check the first `users` users (default all) of a run at session end, and at each of `rounds`
     (clicks seen so far) against NUTS on that many clicks, and the population prior on the last
@@ -122,6 +122,8 @@ def validate_users(world, seed: int, spec: str, store: RunStore, users: int | No
     (``diagnostics.population_fit_checks``). Returns (session-end checks, InferenceData, path written)."""
     from inference.user_reference import user_draws
 
+    warmup = DEFAULT_WARMUP if warmup is None else warmup     # the per-user NUTS references'
+    draws = DEFAULT_DRAWS if draws is None else draws
     if population_nuts and not holdout:
         raise ValueError("--population-nuts compares fits on held-out users: give --holdout N as well")
     log = _log_with_beliefs(world, seed, spec, store, arrivals)

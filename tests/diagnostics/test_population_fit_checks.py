@@ -20,29 +20,27 @@ def _fake_nuts(theta, permute: bool, n_draws=40, seed=0):
     rng = np.random.default_rng(seed)
     K, d = CENTERS.shape
     mu = np.repeat(CENTERS[None], n_draws, 0)
-    sd = np.repeat(SD[None], n_draws, 0)
-    Lc = np.repeat(np.eye(d)[None, None], n_draws, 0).repeat(K, 1)
+    chol = np.repeat((SD[..., :, None] * np.eye(d))[None], n_draws, 0)
     w = np.repeat(np.array([[0.45, 0.45, 0.1]]), n_draws, 0)
     if permute:
         for s in range(n_draws):
             p = rng.permutation(K)
-            mu[s], sd[s], Lc[s], w[s, :K] = mu[s, p], sd[s, p], Lc[s, p], w[s, p]
+            mu[s], chol[s], w[s, :K] = mu[s, p], chol[s, p], w[s, p]
     th = np.repeat(theta[None], n_draws, 0)
     as_chain = lambda a: a[None]  # noqa: E731
-    return az.from_dict(posterior={"mu": as_chain(mu), "sd": as_chain(sd), "L_corr": as_chain(Lc),
+    return az.from_dict(posterior={"mu": as_chain(mu), "cov_chol": as_chain(chol),
                                    "weights": as_chain(w), "theta": as_chain(th)})
 
 
 def _truth_prior():
-    covs = component_covariances(SD, np.repeat(np.eye(D)[None], 2, 0))
+    covs = component_covariances(SD[..., :, None] * np.eye(D))
     return MixturePrior(np.array([0.45, 0.45, 0.1]), np.concatenate([CENTERS, np.zeros((1, D))]),
                         np.concatenate([covs, 4.0 * np.eye(D)[None]]))
 
 
-def test_component_covariances_are_diag_sd_R_diag_sd():
-    R = np.array([[1.0, 0.5], [0.5, 1.0]])
-    sd = np.array([2.0, 3.0])
-    np.testing.assert_allclose(component_covariances(sd, np.linalg.cholesky(R)), np.outer(sd, sd) * R)
+def test_component_covariances_are_chol_chol_transposed():
+    S = np.array([[4.0, 3.0], [3.0, 9.0]])
+    np.testing.assert_allclose(component_covariances(np.linalg.cholesky(S)), S)
 
 
 @pytest.mark.parametrize("permute", [False, True])

@@ -21,14 +21,14 @@ def _chain(rng, together: bool):
         sd = np.full((2, D), 0.5)
     mu = mu + 0.02 * rng.standard_normal((DRAWS, 2, D))
     sd = sd * np.exp(0.02 * rng.standard_normal((DRAWS, 2, D)))
-    L = np.broadcast_to(np.eye(D), (DRAWS, 2, D, D))
+    chol = sd[..., :, None] * np.eye(D)
     w = np.broadcast_to([0.49, 0.49, 0.02], (DRAWS, 3)) if not together else np.broadcast_to([0.96, 0.02, 0.02], (DRAWS, 3))
-    return dict(weights=w, mu=mu, sd=sd, L_corr=L, theta=theta)
+    return dict(weights=w, mu=mu, cov_chol=chol, theta=theta, sd=sd)
 
 
 def _posterior(chains):
-    dims = {"weights": ["slot"], "mu": ["component", "dim"], "sd": ["component", "dim"],
-            "L_corr": ["component", "dim", "dim2"], "theta": ["user", "dim"]}
+    dims = {"weights": ["slot"], "mu": ["component", "dim"], "cov_chol": ["component", "dim", "dim2"],
+            "theta": ["user", "dim"]}
     return xr.Dataset({k: (["chain", "draw"] + dims[k], np.stack([c[k] for c in chains])) for k in dims},
                       coords={"chain": np.arange(len(chains)), "draw": np.arange(DRAWS)})
 
@@ -43,7 +43,7 @@ def test_slot_log_joint_is_the_weighted_gaussian_log_density():
     rng = np.random.default_rng(0)
     c = _chain(rng, together=False)
     x = rng.standard_normal((3, D))
-    out = slot_log_joint(c["weights"][:2], c["mu"][:2], c["sd"][:2], c["L_corr"][:2], x, broad_var=4.0)
+    out = slot_log_joint(c["weights"][:2], c["mu"][:2], c["cov_chol"][:2], x, broad_var=4.0)
     assert out.shape == (2, 3, 3)
     for s in range(2):
         for k in range(2):

@@ -1,0 +1,225 @@
+"""The exact reference for the population model: a collapsed Gibbs sampler with split-merge moves.
+
+The target is the posterior of ``tdmodels.population_model.population`` (truncated stick-breaking,
+Normal-inverse-Wishart components, a broad component, users' theta seen through their BTL clicks),
+with each user's component made explicit (c_u) and each learned component's mean and covariance
+integrated out in closed form. One sweep (``inference.kernels.population_gibbs``):
+
+1. for every user, a joint Metropolis-Hastings move on (c_u, theta_u) given everything else: a
+   proposal built from a Laplace fit under every component (an independence sampler on the user's
+   conditional, which moves theta_u and its component together, so a user changes component
+   without first moving theta_u towards it);
+2. split-merge moves between learned components (sequentially allocated, Dahl 2003), with the
+   stick fractions integrated out, so clusters split and merge in one step;
+3. label moves that swap two learned components' labels (the stick-breaking prior is not
+   exchangeable, so labellings differ in probability);
+4. the stick fractions v from their Beta conditional; every component's mean and covariance
+   from their Normal-inverse-Wishart conditional when the sweep is stored.
+
+Every move leaves the posterior invariant (tests check each conditional against the NumPyro
+model's density), and there is nothing to adapt, so warm-up is burn-in only. Chains start from
+different partitions (one component, every user alone in its own, all broad, random), so R-hat
+across them sees a chain stuck in one partition.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import arviz as az
+import numpy as np
+import xarray as xr
+
+from tdmodels.population_model import PopulationHyper
+from tdmodels.priors import stick_breaking
+
+DEFAULT_CHAINS = 4
+DEFAULT_WARMUP = 500
+DEFAULT_DRAWS = 1000
+PROPOSAL_DF = 30.0           # the users' move's t proposal: degrees of freedom (capped by the component's)
+REFINE_NATS = 0.0            # Newton-refine the proposal of components within this of the best (0: the best)
+NEWTON_ITERS = 50
+SPLIT_MERGE_PER_USER = 0.1   # split-merge attempts per sweep, per user
+LABEL_SWAPS = 32             # label-swap attempts per sweep
+RW_SCALE = 2.4               # users' random-walk step within their component: N(0, RW_SCALE^2 H^-1 / d)
+PAIR_BANDWIDTH = 1.0         # split-merge: half the pairs are neighbours in theta by a kernel of this width
+SCALE_STEP = 1.0             # a component's scaling move: sd of log s times sqrt((n - 1) d)
+
+
+class GibbsSettings(NamedTuple):
+    """How the sampler moves (not what it targets): see the module docstring."""
+    proposal_df: float = PROPOSAL_DF
+    refine_nats: float = REFINE_NATS
+    newton_iters: int = NEWTON_ITERS
+    split_merge_per_user: float = SPLIT_MERGE_PER_USER
+    label_swaps: int = LABEL_SWAPS
+    scale_step: float = SCALE_STEP
+    rw_scale: float = RW_SCALE
+    pair_bandwidth: float = PAIR_BANDWIDTH
+
+
+STAT_NAMES = ("user_moves_accepted", "splits_proposed", "splits_accepted", "merges_proposed", "merges_accepted",
+              "label_swaps_accepted", "translations_accepted", "scalings_accepted")
+
+
+class Chain(NamedTuple):
+    """One chain's stored draws and per-draw move counts."""
+    theta: np.ndarray        # [D, U, d]
+    assignment: np.ndarray   # [D, U]
+    v: np.ndarray            # [D, K]
+    mu: np.ndarray           # [D, K, d]
+    cov_chol: np.ndarray     # [D, K, d, d]
+    stats: np.ndarray        # [D, len(STAT_NAMES)] summed over the thinning interval
+    warmup_stats: np.ndarray  # [len(STAT_NAMES)] summed over warm-up
+    seconds: float
+
+
+def broad_fits(z, y, broad_var: float):
+    """Each user's Laplace fit under the broad prior and the Gaussian likelihood surrogate read off it:
+    (modes [U, d], covs [U, d, d], (precision, linear, constant))."""
+    from inference.kernels.laplace import laplace_units
+    from inference.population import likelihood_surrogate
+
+    U, _, d = z.shape
+    modes, covs, log_ev, ok = laplace_units(z, y, np.arange(U), np.zeros(U, np.int64), np.zeros((1, d)),
+                                            np.eye(d)[None] / broad_var, np.array([d * np.log(broad_var)]),
+                                            np.zeros((U, d)))
+    if not ok.all():
+        raise RuntimeError(f"broad-prior Laplace fit did not converge for users {np.flatnonzero(~ok)[:10].tolist()}")
+    H = np.linalg.inv(covs)
+    H = 0.5 * (H + np.swapaxes(H, -1, -2))
+    return modes, covs, likelihood_surrogate(modes, H, np.linalg.slogdet(H)[1], log_ev, broad_var)
+
+
+def initial_state(chain: int, modes, covs, K: int, rng: np.random.Generator):
+    """An over-dispersed start: theta from each user's broad-prior Laplace posterior; the partition by
+    chain: all users in one component, each in a random one of the K, all broad, or random over a
+    random number of components."""
+    U, d = modes.shape
+    theta = modes + np.einsum("uij,uj->ui", np.linalg.cholesky(covs), rng.standard_normal((U, d)))
+    kind = chain % 4
+    if kind == 0:
+        c = np.zeros(U, np.int64)
+    elif kind == 1:
+        c = rng.integers(0, K, U)
+    elif kind == 2:
+        c = np.full(U, K, np.int64)
+    else:
+        c = rng.integers(0, rng.integers(2, K + 1), U)
+    return np.ascontiguousarray(c, dtype=np.int64), np.ascontiguousarray(theta)
+
+
+class ChainTask(NamedTuple):
+    """What one chain needs (picklable, so a worker process can run it)."""
+    z: np.ndarray
+    y: np.ndarray
+    hyper: tuple
+    settings: tuple
+    chain: int
+    seed: int
+    warmup: int
+    draws: int
+    thin: int
+
+    def __repr__(self) -> str:
+        return (f"population Gibbs chain {self.chain} (seed {self.seed}, {self.z.shape[0]} users, "
+                f"{self.warmup} + {self.draws} x {self.thin} sweeps)")
+
+
+def run_chain(task: ChainTask) -> Chain:
+    """One chain (a module-level function, so worker processes can run it)."""
+    import time
+
+    from inference.kernels import population_gibbs as kern
+
+    z, y, hyper, settings, chain, seed, warmup, draws, thin = task
+    hyper = PopulationHyper(*hyper)
+    settings = GibbsSettings(*settings)
+    U, _, d = z.shape
+    K = hyper.n_learned
+    t0 = time.perf_counter()
+    modes, covs, (lik_prec, lik_lin, lik_const) = broad_fits(z, y, hyper.broad_var)
+    rng = np.random.default_rng([seed, chain])
+    c, theta = initial_state(chain, modes, covs, K, rng)
+    kern.seed(int(rng.integers(2 ** 31)))
+    nu0, psi, kappa0 = hyper.cov_df(d), hyper.cov_prior_scale(d), hyper.kappa0
+    n_sm = int(np.ceil(settings.split_merge_per_user * U))
+    args = (lik_prec, lik_lin, lik_const, float(hyper.alpha), float(hyper.broad_var), nu0, psi, kappa0,
+            float(settings.proposal_df), float(settings.refine_nats), int(settings.newton_iters), n_sm,
+            int(settings.label_swaps), float(settings.scale_step), float(settings.rw_scale),
+            float(settings.pair_bandwidth))
+    none = (np.zeros((0, U, d)), np.zeros((0, U), np.int64), np.zeros((0, K)), np.zeros((0, K, d)),
+            np.zeros((0, K, d, d)))
+    w_stats = np.zeros((max(warmup, 1), len(STAT_NAMES)), np.int64)
+    if warmup:
+        kern.run_sweeps(z, y, c, theta, *args, warmup, 1, *none, w_stats)
+    out = (np.zeros((draws, U, d)), np.zeros((draws, U), np.int64), np.zeros((draws, K)), np.zeros((draws, K, d)),
+           np.zeros((draws, K, d, d)))
+    stats = np.zeros((draws * thin, len(STAT_NAMES)), np.int64)
+    stored = kern.run_sweeps(z, y, c, theta, *args, draws * thin, thin, *out, stats)
+    assert stored == draws
+    stats = stats.reshape(draws, thin, -1).sum(1)
+    return Chain(*out, stats, w_stats[:warmup].sum(0), time.perf_counter() - t0)
+
+
+def sample_population(z, y, hyper: PopulationHyper = PopulationHyper(), chains: int = DEFAULT_CHAINS,
+                      warmup: int = DEFAULT_WARMUP, draws: int = DEFAULT_DRAWS, thin: int = 1, seed: int = 0,
+                      settings: GibbsSettings = GibbsSettings(), map_chains=None) -> az.InferenceData:
+    """Sample the population model's posterior given clicks y [U, S] on designs z [U, S, d].
+
+    Parameters
+    ----------
+    z, y : arrays [U, S, d], [U, S]
+        Design rows and clicks (checked by the caller, ``inference.model_fits.fit_population``).
+    hyper : PopulationHyper
+        The model's hyperparameters.
+    chains, warmup, draws, thin : int
+        Independent chains; burn-in sweeps; stored draws per chain; sweeps per stored draw.
+    seed : int
+        Seeds every chain (chain c uses (seed, c)).
+    settings : GibbsSettings
+        How the sampler moves.
+    map_chains : callable or None
+        ``map_chains(run_chain, tasks) -> list`` runs the chains (e.g. in worker processes:
+        ``online.process_pool.map_in_workers`` with jobs); default: one after another, here.
+
+    Returns
+    -------
+    arviz.InferenceData
+        posterior: theta [user, dim], assignment [user] (the slot, K = broad), v [component],
+        weights [slot], weights_sorted [rank], mu [component, dim], cov_chol [component, dim, dim2];
+        sample_stats: each move's counts per draw; attrs: sampler, settings, seconds per chain.
+    """
+    hyper = hyper.validate()
+    z = np.ascontiguousarray(z, dtype=float)
+    y = np.ascontiguousarray(y, dtype=float)
+    tasks = [ChainTask(z, y, tuple(hyper), tuple(settings), ch, seed, warmup, draws, thin) for ch in range(chains)]
+    results = [run_chain(t) for t in tasks] if map_chains is None else list(map_chains(run_chain, tasks))
+    return to_inference_data(results, hyper, settings, warmup, thin)
+
+
+def to_inference_data(results: list[Chain], hyper: PopulationHyper, settings: GibbsSettings, warmup: int,
+                      thin: int) -> az.InferenceData:
+    """The chains as InferenceData (see `sample_population`)."""
+    stack = lambda f: np.stack([getattr(r, f) for r in results])  # noqa: E731
+    v = stack("v")
+    weights = np.asarray(stick_breaking(v))
+    nc, nd = v.shape[:2]
+    coords = {"chain": np.arange(nc), "draw": np.arange(nd)}
+    post = xr.Dataset({
+        "theta": (("chain", "draw", "user", "dim"), stack("theta")),
+        "assignment": (("chain", "draw", "user"), stack("assignment")),
+        "v": (("chain", "draw", "component"), v),
+        "weights": (("chain", "draw", "slot"), weights),
+        "weights_sorted": (("chain", "draw", "rank"), -np.sort(-weights, axis=-1)),
+        "mu": (("chain", "draw", "component", "dim"), stack("mu")),
+        "cov_chol": (("chain", "draw", "component", "dim", "dim2"), stack("cov_chol")),
+    }, coords=coords)
+    stats = stack("stats")
+    ss = xr.Dataset({name: (("chain", "draw"), stats[..., i]) for i, name in enumerate(STAT_NAMES)}, coords=coords)
+    U = post.sizes["user"]
+    ss.attrs.update({"sampler": "collapsed Gibbs with split-merge (inference.population_gibbs)", "warmup": warmup,
+                     "thin": thin, "seconds_per_chain": [float(r.seconds) for r in results],
+                     "user_move_acceptance": float(stats[..., 0].sum() / (U * nc * nd * thin)),
+                     **{f"setting_{k}": v for k, v in settings._asdict().items()},
+                     **{f"hyper_{k}": v for k, v in hyper._asdict().items()}})
+    return az.InferenceData(posterior=post, sample_stats=ss)
