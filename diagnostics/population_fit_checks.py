@@ -115,3 +115,50 @@ def compare_population_fits(idata_nuts: az.InferenceData, em, z_test, y_test, te
         s = np.asarray(students)
         co["truth"] = (s[:, None] == s[None]).astype(float)
     return PopulationComparison(np.asarray(test_points), log_density, log_pred, khat, co)
+
+
+class ReferenceAgreement(NamedTuple):
+    """Two samplers' posteriors of the same population model on the same clicks, compared on every
+    label-invariant quantity: the difference of posterior means in units of its Monte Carlo
+    standard error, sqrt(mcse_a^2 + mcse_b^2)."""
+    z: dict                  # quantity -> [entries] z-scores
+    max_abs_mean_diff: dict  # quantity -> largest |mean_a - mean_b|
+
+    def lines(self, a: str = "a", b: str = "b") -> list[str]:
+        out = [f"{a} against {b}, posterior means over Monte Carlo error:"]
+        for name, z in self.z.items():
+            out.append(f"  {name:14s} {z.size:6d} entries: max |z| {np.abs(z).max():.2f}, "
+                       f"{100 * np.mean(np.abs(z) > 3):.1f}% over 3, max |difference| "
+                       f"{self.max_abs_mean_diff[name]:.3g}")
+        return out
+
+    def agree(self, z_max: float = 4.5) -> bool:
+        """Every entry within z_max Monte Carlo errors (4.5: a max over a few thousand normal z's
+        exceeds it with probability under 1%)."""
+        return all(np.abs(z).max() <= z_max for z in self.z.values())
+
+
+def reference_agreement(idata_a: az.InferenceData, idata_b: az.InferenceData) -> ReferenceAgreement:
+    """Compare two population fits of the same clicks (each with its "label_invariant" group, computed at
+    the same test points and pairs) on theta and every label-invariant quantity."""
+    zs, diffs = {}, {}
+    for name in ("theta", "log_density", "co_clustering", "occupied", "log_lik"):
+        das = []
+        for idata in (idata_a, idata_b):
+            src = idata.posterior if name == "theta" else idata["label_invariant"]
+            das.append(src[name])
+        if name != "theta":
+            for coord in ("pair_i", "pair_j"):
+                if coord in das[0].coords and not np.array_equal(das[0][coord].values, das[1][coord].values):
+                    raise ValueError("the two fits track different user pairs: compute them on the same users")
+            if "test_points" in idata_a["label_invariant"] and not np.allclose(
+                    idata_a["label_invariant"]["test_points"].values, idata_b["label_invariant"]["test_points"].values):
+                raise ValueError("the two fits use different test points: compute them on the same clicks")
+        means = [da.mean(("chain", "draw")).values for da in das]
+        mcse = [az.mcse(da.to_dataset(name="q"), method="mean")["q"].values for da in das]
+        diff = np.ravel(means[0] - means[1])
+        se = np.ravel(np.sqrt(mcse[0] ** 2 + mcse[1] ** 2))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = np.where(se > 0, diff / se, np.where(diff == 0, 0.0, np.inf))
+        zs[name], diffs[name] = z, float(np.abs(diff).max())
+    return ReferenceAgreement(zs, diffs)

@@ -36,9 +36,10 @@ DEFAULT_CHAINS = 4
 DEFAULT_WARMUP = 500
 DEFAULT_DRAWS = 1000
 PROPOSAL_DF = 30.0           # the users' move's t proposal: degrees of freedom (capped by the component's)
-REFINE_NATS = 0.0            # Newton-refine the proposal of components within this of the best (0: the best)
+REFINE_NATS = -1.0           # Newton-refine users' proposals under components within this of the best (< 0: none)
 NEWTON_ITERS = 50
-SPLIT_MERGE_PER_USER = 0.1   # split-merge attempts per sweep, per user
+SPLIT_MERGE_PER_USER = 0.05  # split-merge attempts per sweep, per user
+TRANSLATION_NEWTON = 2       # Newton steps refining a component translation's proposal
 LABEL_SWAPS = 32             # label-swap attempts per sweep
 RW_SCALE = 2.4               # users' random-walk step within their component: N(0, RW_SCALE^2 H^-1 / d)
 PAIR_BANDWIDTH = 1.0         # split-merge: half the pairs are neighbours in theta by a kernel of this width
@@ -53,6 +54,7 @@ class GibbsSettings(NamedTuple):
     split_merge_per_user: float = SPLIT_MERGE_PER_USER
     label_swaps: int = LABEL_SWAPS
     scale_step: float = SCALE_STEP
+    translation_newton: int = TRANSLATION_NEWTON
     rw_scale: float = RW_SCALE
     pair_bandwidth: float = PAIR_BANDWIDTH
 
@@ -146,7 +148,7 @@ def run_chain(task: ChainTask) -> Chain:
     args = (lik_prec, lik_lin, lik_const, float(hyper.alpha), float(hyper.broad_var), nu0, psi, kappa0,
             float(settings.proposal_df), float(settings.refine_nats), int(settings.newton_iters), n_sm,
             int(settings.label_swaps), float(settings.scale_step), float(settings.rw_scale),
-            float(settings.pair_bandwidth))
+            float(settings.pair_bandwidth), int(settings.translation_newton))
     none = (np.zeros((0, U, d)), np.zeros((0, U), np.int64), np.zeros((0, K)), np.zeros((0, K, d)),
             np.zeros((0, K, d, d)))
     w_stats = np.zeros((max(warmup, 1), len(STAT_NAMES)), np.int64)

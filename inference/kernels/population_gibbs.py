@@ -226,6 +226,19 @@ def _newton(Zu, yu, theta, m, P, H, L, grad, step, trial, eta, eta_trial, ex, ex
 
 
 @njit(cache=True)
+def _surrogate_log_lik(u, x, lik_prec, lik_lin, lik_const):
+    """The Gaussian surrogate of user u's log likelihood at x: c_u - x' Lam_u x / 2 + h_u' x."""
+    d = x.shape[0]
+    out = lik_const[u]
+    for i in range(d):
+        acc = 0.0
+        for j in range(d):
+            acc += lik_prec[u, i, j] * x[j]
+        out += lik_lin[u, i] * x[i] - 0.5 * x[i] * acc
+    return out
+
+
+@njit(cache=True)
 def _slot_logpdf(k, K, x, tdf, tloc, tL, tlogdet, broad_var, w):
     """log density of theta = x under slot k given its other members (t for learned, the broad Gaussian)."""
     if k == K:
@@ -370,16 +383,21 @@ def user_moves(Z, Y, c, theta, n, T1, T2, lik_prec, lik_lin, lik_const, alpha, b
                                                 modes[k], Q, HL[k], rhs, col)
             top = max(top, score[k])
         for k in range(C):
+            refined = False
             if score[k] >= top - refine_nats:
-                ok = _newton(Zu, yu, modes[k], pmean[k], pprec[k], H, HL[k], grad, step, trial, eta, eta_t,
-                             ex, ex_t, newton_iters, 1e-8)
-                if not ok:            # keep the closed-form fit's mode, with its precision
+                refined = _newton(Zu, yu, modes[k], pmean[k], pprec[k], H, HL[k], grad, step, trial, eta, eta_t,
+                                  ex, ex_t, newton_iters, 1e-8)
+                if not refined:       # keep the closed-form fit's mode, with its precision
                     _surrogate_one(u, k, lik_prec, lik_lin, lik_const, pmean, pprec, plogdet, modes[k], Q,
                                    HL[k], rhs, col)
             hlogdet[k] = _logdet_chol(HL[k])
             dfq[k] = df_q if k == K else min(df_q, tdf[k])
+            # the clicks' log likelihood at the mode: exact where refined, else the surrogate's (cheap;
+            # the slot probabilities are part of the proposal, any function of the rest will do)
+            ll = _log_lik(Zu, yu, modes[k]) if refined else _surrogate_log_lik(u, modes[k], lik_prec, lik_lin,
+                                                                                 lik_const)
             score[k] = (logw[k] + _slot_logpdf(k, K, modes[k], tdf, tloc, tL, tlogdet, broad_var, wv)
-                        + _log_lik(Zu, yu, modes[k]) + 0.5 * d * LOG_2PI - 0.5 * hlogdet[k])
+                        + ll + 0.5 * d * LOG_2PI - 0.5 * hlogdet[k])
         top = -np.inf
         for k in range(C):
             top = max(top, score[k])
@@ -423,8 +441,9 @@ def user_moves(Z, Y, c, theta, n, T1, T2, lik_prec, lik_lin, lik_const, alpha, b
 @njit(cache=True)
 def _location_target(loc, Z, Y, members, m, dev, Ainv, cc, nun, grad, H, x, derivs):
     """log p(m | deviations) up to a constant, at m = loc, for one component's members (see
-    `translate_clusters`); with `derivs`, its gradient in grad and a positive definite curvature in H
-    (the clicks' Fisher information plus the marginal's curvature without its negative part)."""
+    `translate_clusters`); derivs >= 1: its gradient in grad; derivs = 2: also a positive definite
+    curvature in H (the clicks' Fisher information plus the marginal's curvature without its
+    negative part)."""
     d = loc.shape[0]
     S = Z.shape[1]
     q = 0.0
@@ -433,16 +452,15 @@ def _location_target(loc, Z, Y, members, m, dev, Ainv, cc, nun, grad, H, x, deri
         for j in range(d):
             acc += Ainv[i, j] * loc[j]
         q += loc[i] * acc
-        if derivs:
-            grad[i] = 0.0
     val = -0.5 * nun * math.log1p(cc * q)
-    if derivs:
+    if derivs >= 1:
         f = nun * cc / (1.0 + cc * q)
         for i in range(d):
             acc = 0.0
             for j in range(d):
                 acc += Ainv[i, j] * loc[j]
-                H[i, j] = f * Ainv[i, j]
+                if derivs == 2:
+                    H[i, j] = f * Ainv[i, j]
             grad[i] = -f * acc
     for t in range(m):
         u = members[t]
@@ -453,15 +471,17 @@ def _location_target(loc, Z, Y, members, m, dev, Ainv, cc, nun, grad, H, x, deri
             e = 0.0
             for i in range(d):
                 e += Zu[r, i] * x[i]
-            val += yu[r] * e - max(e, 0.0) - math.log1p(math.exp(-abs(e)))
-            if derivs:
-                ex = math.exp(-abs(e))
+            ex = math.exp(-abs(e))
+            val += yu[r] * e - max(e, 0.0) - math.log1p(ex)
+            if derivs >= 1:
                 p = 1.0 / (1.0 + ex) if e >= 0 else ex / (1.0 + ex)
-                wgt = p * (1.0 - p)
                 for i in range(d):
                     grad[i] += (yu[r] - p) * Zu[r, i]
-                    for j in range(d):
-                        H[i, j] += wgt * Zu[r, i] * Zu[r, j]
+                if derivs == 2:
+                    wgt = p * (1.0 - p)
+                    for i in range(d):
+                        for j in range(d):
+                            H[i, j] += wgt * Zu[r, i] * Zu[r, j]
     return val
 
 
@@ -488,14 +508,16 @@ def _cluster_geometry(k, c, theta, n, T1, T2, psi, members, dev, xbar, A):
 
 
 @njit(cache=True)
-def translate_clusters(Z, Y, c, theta, n, T1, T2, nu0, psi, kappa0, df_cap, newton_iters):
+def translate_clusters(Z, Y, c, theta, n, T1, T2, lik_prec, lik_lin, nu0, psi, kappa0, df_cap, newton_iters):
     """For every occupied learned component, a Metropolis-Hastings move of its members' common
     location m (theta_u = m + d_u with the deviations d_u fixed): the conditional
     p(m | d) ~ p({m + d_u}) prod_u p(y_u | m + d_u) (translation has Jacobian 1; the first factor is
     the component's marginal, a t in m), from an independence proposal, a t at its mode with the
-    curvature there. Without it the members' common location moves one user at a time, and where
-    the clicks say little (e.g. the persona indicators' sum, to which clicks are blind) the
-    component drifts slowly. Returns the number accepted."""
+    curvature there: the optimum under the users' Gaussian likelihood surrogates (a function of the
+    deviations only, so the proposal never depends on the current m), refined by `newton_iters`
+    Newton steps on the exact clicks. Without it the members' common location moves one user at a
+    time, and where the clicks say little (e.g. the persona indicators' sum, to which clicks are
+    blind) the component drifts slowly. Returns the number accepted."""
     U, S, d = Z.shape
     K = T1.shape[0]
     members = np.empty(U, dtype=np.int64)
@@ -514,38 +536,52 @@ def translate_clusters(Z, Y, c, theta, n, T1, T2, nu0, psi, kappa0, df_cap, newt
         if not _cholesky(A, LA):
             continue
         _inverse_from_chol(LA, Ainv, e, col)
-        mode[:] = xbar
-        f = _location_target(mode, Z, Y, members, m, dev, Ainv, cc, nun, grad, H, x, True)
-        ok = True
-        for _ in range(newton_iters):
-            if not _cholesky(H, LH):
-                ok = False
-                break
-            _chol_solve(LH, grad, step)
-            tt = 1.0
-            while True:
-                for i in range(d):
-                    trial[i] = mode[i] + tt * step[i]
-                f_new = _location_target(trial, Z, Y, members, m, dev, Ainv, cc, nun, grad, H, x, False)
-                if f_new < f - 1e-10 * (1.0 + abs(f)) and tt > 1e-10:
-                    tt *= 0.5
-                else:
-                    break
-            big = 0.0
+        for i in range(d):                       # start: the optimum under the likelihood surrogates
+            step[i] = 0.0
+            for j in range(d):
+                H[i, j] = nun * cc * Ainv[i, j]
+        for t in range(m):
+            u = members[t]
             for i in range(d):
-                big = max(big, abs(tt * step[i]))
-                mode[i] = trial[i]
-            f = _location_target(mode, Z, Y, members, m, dev, Ainv, cc, nun, grad, H, x, True)
-            if big < 1e-8:
-                break
-        if not ok or not _cholesky(H, LH):
+                acc = lik_lin[u, i]
+                for j in range(d):
+                    acc -= lik_prec[u, i, j] * dev[t, j]
+                    H[i, j] += lik_prec[u, i, j]
+                step[i] += acc
+        if not _cholesky(H, LH):
             continue
+        _chol_solve(LH, step, mode)
+        # Newton steps from there (none: the surrogates' optimum and curvature are the proposal's)
+        if newton_iters > 0:
+            f = _location_target(mode, Z, Y, members, m, dev, Ainv, cc, nun, grad, H, x, 2)
+            for _ in range(newton_iters):
+                if not _cholesky(H, LH):
+                    break
+                _chol_solve(LH, grad, step)
+                tt = 1.0
+                while True:
+                    for i in range(d):
+                        trial[i] = mode[i] + tt * step[i]
+                    f_new = _location_target(trial, Z, Y, members, m, dev, Ainv, cc, nun, grad, H, x, 0)
+                    if f_new < f - 1e-10 * (1.0 + abs(f)) and tt > 1e-10:
+                        tt *= 0.5
+                    else:
+                        break
+                big = 0.0
+                for i in range(d):
+                    big = max(big, abs(tt * step[i]))
+                    mode[i] = trial[i]
+                f = _location_target(mode, Z, Y, members, m, dev, Ainv, cc, nun, grad, H, x, 2)
+                if big < 1e-8:
+                    break
+            if not _cholesky(H, LH):
+                continue
         logdet_H = _logdet_chol(LH)
         df = min(df_cap, nun - d)
         _proposal_draw(mode, LH, df, prop, g)
-        log_new = (_location_target(prop, Z, Y, members, m, dev, Ainv, cc, nun, grad, H, x, False)
+        log_new = (_location_target(prop, Z, Y, members, m, dev, Ainv, cc, nun, grad, H, x, 0)
                    - _proposal_logpdf(prop, mode, LH, logdet_H, df, w))
-        log_old = (_location_target(xbar, Z, Y, members, m, dev, Ainv, cc, nun, grad, H, x, False)
+        log_old = (_location_target(xbar, Z, Y, members, m, dev, Ainv, cc, nun, grad, H, x, 0)
                    - _proposal_logpdf(xbar, mode, LH, logdet_H, df, w))
         if math.log(np.random.random()) < log_new - log_old:
             accepted += 1
@@ -858,7 +894,8 @@ def draw_components(n, T1, T2, nu0, psi, kappa0, mu, chol):
 
 @njit(cache=True)
 def run_sweeps(Z, Y, c, theta, lik_prec, lik_lin, lik_const, alpha, broad_var, nu0, psi, kappa0, df_q, refine_nats,
-               newton_iters, n_split_merge, n_swaps, scale_step, rw_scale, bandwidth, sweeps, thin, out_theta, out_c,
+               newton_iters, n_split_merge, n_swaps, scale_step, rw_scale, bandwidth, translation_newton, sweeps, thin,
+               out_theta, out_c,
                out_v, out_mu, out_chol, stats):
     """`sweeps` sweeps of the sampler on the state (c [U], theta [U, d], in place); every `thin`-th
     sweep's state goes to out_* (if they have room): theta [D, U, d], c [D, U], and v [D, K],
@@ -880,7 +917,8 @@ def run_sweeps(Z, Y, c, theta, lik_prec, lik_lin, lik_const, alpha, broad_var, n
         recompute_stats(c, theta, K, n, T1, T2)
         stats[s, 0] = user_moves(Z, Y, c, theta, n, T1, T2, lik_prec, lik_lin, lik_const, alpha, broad_var, nu0, psi,
                                  kappa0, df_q, refine_nats, newton_iters, rw_scale)
-        stats[s, 6] = translate_clusters(Z, Y, c, theta, n, T1, T2, nu0, psi, kappa0, df_q, newton_iters)
+        stats[s, 6] = translate_clusters(Z, Y, c, theta, n, T1, T2, lik_prec, lik_lin, nu0, psi, kappa0, df_q,
+                                         translation_newton)
         stats[s, 7] = scale_clusters(Z, Y, c, theta, n, T1, T2, nu0, psi, kappa0, scale_step)
         for _ in range(n_split_merge):
             r = split_merge(c, theta, n, T1, T2, alpha, nu0, psi, kappa0, bandwidth)
