@@ -7,13 +7,21 @@ from scipy import stats
 from inference.sbc import SBCResult
 
 
-def plot_sbc_ecdf(result: SBCResult, path=None, names=None):
-    """ECDF-difference plot of the PITs (rank + 0.5) / (L + 1), one panel per coordinate, with bands."""
+def plot_sbc_ecdf(result: SBCResult, path=None, names=None, ncols: int = 7):
+    """ECDF-difference plot of the PITs (rank + 0.5) / (L + 1), one panel per checked quantity (rows of
+    `ncols`), with simultaneous bands. `result` is any SBC result with ranks [N, Q] and L (e.g.
+    ``inference.sbc.SBCResult`` or ``PopulationSBC``); names default to the result's own, if any."""
     import arviz as az
-    import matplotlib.pyplot as plt
+
+    from diagnostics.figures import new_figure
 
     d = result.ranks.shape[1]
-    fig, axes = plt.subplots(1, d, figsize=(2.6 * d, 2.6), sharey=True, squeeze=False)
+    names = names if names is not None else getattr(result, "names", None)
+    cols = min(d, ncols)
+    rows = (d + cols - 1) // cols
+    fig, axes = new_figure(rows, cols, figsize=(2.6 * cols, 2.6 * rows), sharey=True, squeeze=False)
+    for ax in axes.ravel()[d:]:
+        ax.set_visible(False)
     L = result.L
     pit = (result.ranks + 0.5) / (L + 1)
 
@@ -21,7 +29,7 @@ def plot_sbc_ecdf(result: SBCResult, path=None, names=None):
         rng = random_state if isinstance(random_state, np.random.Generator) else np.random.default_rng(random_state)
         return (rng.integers(0, L + 1, size=n) + 0.5) / (L + 1)
 
-    for c, ax in enumerate(axes[0]):
+    for c, ax in enumerate(axes.ravel()[:d]):
         az.plot_ecdf(pit[:, c], cdf=stats.uniform().cdf, rvs=rvs, eval_points=np.linspace(0, 1, 101), difference=True, confidence_bands=True, ax=ax)
         ax.set_title(names[c] if names else f"theta[{c}]", fontsize=9)
     fig.tight_layout()

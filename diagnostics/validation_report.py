@@ -1,7 +1,8 @@
 """A self-contained HTML report of a validation (the InferenceData `tutorduel validate` writes):
 summary and per-user table, k-hat per user, forest overlays (NUTS against the online belief),
 pair plots of a few users, rank plots of the NUTS chains, the reliability diagram of the
-click predictions. Figures are embedded as PNG; the report reads only the netCDF, so it can
+click predictions, and (with a population reference) co-clustering heatmaps side by side and
+new-user densities at test points with the reference's intervals. Figures are embedded as PNG; the report reads only the netCDF, so it can
 be rebuilt from the file alone (``write_report(az.from_netcdf(path), out)``).
 """
 from __future__ import annotations
@@ -91,23 +92,28 @@ def _reliability_figure(cal):
 
 
 def _population_figure(pf):
-    names = [k for k in ("nuts", "em", "truth") if f"co_clustering_{k}" in pf]
+    names = [k for k in ("reference", "em", "truth") if f"co_clustering_{k}" in pf]
     fig, axes = new_figure(1, len(names) + 1, figsize=(3.6 * (len(names) + 1), 3.4))
     order = np.argsort(pf["co_clustering_truth"].values.argmax(1)) if "truth" in names else slice(None)
     for ax, k in zip(axes, names):
         P = pf[f"co_clustering_{k}"].values[np.ix_(order, order)] if "truth" in names else pf[f"co_clustering_{k}"].values
         ax.imshow(P, vmin=0, vmax=1, cmap="Greys", interpolation="nearest")
-        ax.set(title={"nuts": "co-clustering, NUTS", "em": "co-clustering, EM", "truth": "same student"}[k],
-               xticks=[], yticks=[])
+        ax.set(title={"reference": "co-clustering, reference", "em": "co-clustering, EM",
+                      "truth": "same student"}[k], xticks=[], yticks=[])
     ax = axes[-1]
-    ref = pf["log_density_nuts"].values
+    ref = pf["log_density_reference"].values
+    order = np.argsort(ref)
+    x = np.arange(len(ref))
+    if "log_density_reference_interval" in pf:
+        lo, hi = pf["log_density_reference_interval"].values[:, order]
+        ax.fill_between(x, lo, hi, color="grey", alpha=0.3, lw=0, label="reference, 90% over draws")
+    ax.plot(x, ref[order], color="black", lw=1.5, label="reference predictive")
     for k, colour in (("em", "tab:blue"), ("online", "tab:orange")):
         if f"log_density_{k}" in pf:
-            ax.scatter(ref, pf[f"log_density_{k}"].values, s=10, color=colour, label=k)
-    lim = [ref.min() - 0.5, ref.max() + 0.5]
-    ax.plot(lim, lim, color="grey", lw=1, ls=":")
-    ax.set(xlabel="log density, NUTS predictive", ylabel="log density", title="new user's theta at test points")
-    ax.legend(fontsize=8)
+            ax.scatter(x, pf[f"log_density_{k}"].values[order], s=10, color=colour, label=k, zorder=3)
+    ax.set(xlabel="test point (sorted by the reference)", ylabel="log density of a new user's theta",
+           title="test points: held-out arrivals' modes")
+    ax.legend(fontsize=7)
     return fig
 
 
@@ -144,8 +150,11 @@ def write_report(idata: az.InferenceData, path: str | Path, n_users: int = 3) ->
     if "population_fits" in idata.groups():
         pf = idata["population_fits"]
         items = "".join(f"<li>{html.escape(k)}: {html.escape(str(v))}</li>" for k, v in pf.attrs.items())
-        parts += ["<h2>Population: batch EM against the hierarchical model's NUTS posterior</h2>", f"<ul>{items}</ul>",
-                  _png(_population_figure(pf))]
+        verdict = ("converged: healthy on every label-invariant diagnostic" if pf.attrs.get("reference_healthy")
+                   else "NOT converged: these are figures against an unconverged fit")
+        parts += ["<h2>Population: batch EM and the online prior against the hierarchical model's exact reference</h2>",
+                  f"<p>Reference ({html.escape(str(pf.attrs.get('reference_sampler')))}): {verdict}.</p>",
+                  f"<ul>{items}</ul>", _png(_population_figure(pf))]
     if "calibration" in idata.groups() and idata["calibration"].data_vars:
         parts += ["<h2>Calibration of click predictions</h2>", _png(_reliability_figure(idata["calibration"]))]
     parts += ["<h2>Per user</h2>", "<table border=1 cellpadding=3><tr><th>user</th><th>k-hat</th>"

@@ -49,7 +49,7 @@ class Health(NamedTuple):
             out.append(f"R-hat {self.max_rhat:.3f} > {MAX_RHAT} ({self.n_rhat_over} of {self.n_params} parameters)")
         if self.divergences:
             out.append(f"{self.divergences} divergent transition(s)")
-        if not self.min_bfmi >= MIN_BFMI:
+        if np.isfinite(self.min_bfmi) and self.min_bfmi < MIN_BFMI:    # NaN: no energy (not an HMC fit)
             out.append(f"E-BFMI {self.min_bfmi:.2f} < {MIN_BFMI}")
         floor = MIN_ESS_PER_CHAIN * self.chains
         if not min(self.min_ess_bulk, self.min_ess_tail) >= floor:

@@ -150,23 +150,26 @@ def test_validate_checks_each_users_online_belief_against_nuts(env_dirs, capsys)
 
 
 @pytest.mark.slow
-def test_validate_compares_batch_em_with_the_population_models_nuts(env_dirs, capsys):
+def test_validate_compares_batch_em_and_the_online_prior_with_the_population_reference(env_dirs, capsys):
     import arviz as az
 
     argv = ["validate", "--world", "dev", "--seed", "2", "--policy", "coduel", "--arrivals", "12", "--users", "2",
-            "--chains", "2", "--warmup", "100", "--draws", "100", "--holdout", "4", "--population-nuts"]
+            "--chains", "2", "--warmup", "100", "--draws", "100", "--holdout", "4", "--population-reference",
+            "--reference-warmup", "200", "--reference-draws", "400", "--jobs", "1"]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "population model NUTS" in out and "co-clustering: mean |EM - NUTS|" in out
+    assert "population model reference (gibbs" in out and "co-clustering: mean |em - reference|" in out
+    assert "first pair shown to a held-out arrival" in out and "learned components: reference" in out
     idata = az.from_netcdf(out.strip().splitlines()[-1].removeprefix("wrote "))
     pf = idata["population_fits"]
-    assert pf.co_clustering_nuts.shape == (8, 8) and pf.log_density_em.shape == (4,)
+    assert pf.co_clustering_reference.shape == (8, 8) and pf.log_density_em.shape == (4,)
     np.testing.assert_allclose(np.diag(pf.co_clustering_truth), 1.0)
-    assert np.all((pf.co_clustering_nuts >= 0) & (pf.co_clustering_nuts <= 1 + 1e-12))
-    assert np.all(np.isfinite(pf.log_pred_nuts)) and np.all(np.isfinite(pf.log_density_nuts))
+    assert np.all((pf.co_clustering_reference >= 0) & (pf.co_clustering_reference <= 1 + 1e-12))
+    assert np.all(np.isfinite(pf.log_pred_reference)) and np.all(np.isfinite(pf.log_density_reference))
+    assert pf.first_pair_online.shape == (4, 2) and pf.log_density_reference_interval.shape == (2, 4)
     report = [line for line in out.splitlines() if line.startswith("report ")][0].removeprefix("report ")
     page = open(report).read()
-    assert page.count("<img") == 6 and "hierarchical model's NUTS posterior" in page
+    assert page.count("<img") == 6 and "hierarchical model's exact reference" in page
 
 
 def test_validate_needs_a_policy_that_records_beliefs(env_dirs, capsys):
@@ -177,7 +180,7 @@ def test_validate_needs_a_policy_that_records_beliefs(env_dirs, capsys):
     rc = main(["validate", "--world", "dev", "--policy", "coduel", "--arrivals", "3", "--users", "2", "--rounds", "24"])
     assert rc != 0 and "rounds must lie in 1..23" in capsys.readouterr().err
     rc = main(["validate", "--world", "dev", "--policy", "coduel", "--arrivals", "3", "--users", "2",
-               "--population-nuts"])
+               "--population-reference"])
     assert rc != 0 and "give --holdout N as well" in capsys.readouterr().err
 
 

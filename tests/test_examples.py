@@ -16,8 +16,8 @@ EXAMPLES = {
     "sbc_click_model.py": ["--sims", "10", "--L", "19", "--chains", "2", "--warmup", "100", "--draws", "100",
                            "--out", "{tmp}/sbc.png"],
     "prefdisco_ask_bayes.py": ["--scenarios", "20"],
-    "population_em_vs_nuts.py": ["--arrivals", "8", "--holdout", "3", "--components", "1", "--chains", "2",
-                                 "--warmup", "50", "--draws", "50"],
+    "population_reference.py": ["--arrivals", "10", "--holdout", "3", "--chains", "2", "--warmup", "50",
+                                "--draws", "100"],
     "bring_your_own_world.py": ["--students", "12", "--seeds", "2", "--arrivals", "20"],
 }
 

@@ -412,7 +412,9 @@ def cmd_validate(a) -> int:
     rounds = tuple(int(t) for t in a.rounds.split(",")) if a.rounds else ()
     checks, idata, path = validate_users(world, a.seed, a.policy, RunStore(a.store), users=a.users, arrivals=a.arrivals,
                                          chains=a.chains, warmup=a.warmup, draws=a.draws, rounds=rounds,
-                                         holdout=a.holdout, population_nuts=a.population_nuts)
+                                         holdout=a.holdout, population_reference=a.population_reference,
+                                         reference_warmup=a.reference_warmup, reference_draws=a.reference_draws,
+                                         reference_thin=a.reference_thin, jobs=a.jobs)
     table = pd.DataFrame({"k-hat": checks.khat, "k-hat MC sd": checks.khat_replicates.std(1, ddof=1),
                           "max |mean error| (sd)": np.abs(checks.mean_error).max(1),
                           "min sd ratio": checks.sd_ratio.min(1), "max sd ratio": checks.sd_ratio.max(1),
@@ -462,19 +464,32 @@ def cmd_validate(a) -> int:
                       f"max k-hat {pop.attrs[f'max_khat_{name}']:.2f})")
     if "population_fits" in idata.groups():
         pf = idata["population_fits"].attrs
-        print(f"population model NUTS ({pf['population_nuts_health']}) against batch EM on the same "
-              f"{idata['population_fits'].sizes['train_user']} arrivals:")
+        n_train = idata["population_fits"].sizes["train_user"]
+        verdict = ("healthy on every label-invariant diagnostic" if pf["reference_healthy"]
+                   else "NOT converged: the figures below are against an unconverged fit")
+        print(f"population model reference ({pf['reference_sampler']}, {pf['reference_seconds']:.0f} s of chains; "
+              f"{verdict}) on the first {n_train} arrivals, against batch EM and the online prior:")
+        names = [k for k in ("em", "online") if f"log_pred_{k}_mean" in pf]
         print(f"  log density of a new user's theta at {idata['population_fits'].sizes['test_point']} test points: "
-              f"NUTS {pf['log_density_nuts_mean']:.3f}, EM {pf['log_density_em_mean']:.3f} "
-              f"(mean |difference| {pf['log_density_em_vs_nuts_mean_abs']:.3f})")
-        print(f"  held-out clicks: NUTS {pf['log_pred_nuts_mean']:.3f}, EM {pf['log_pred_em_mean']:.3f} nats per user "
-              f"(EM - NUTS {pf['log_pred_em_vs_nuts']:+.3f} +- {pf['log_pred_em_vs_nuts_ci95']:.3f})")
-        line = (f"  co-clustering: mean |EM - NUTS| {pf['co_clustering_em_vs_nuts_mean_abs']:.3f}")
-        if "co_clustering_nuts_same_student" in pf:
+              f"reference {pf['log_density_reference_mean']:.3f}; " + ", ".join(
+                  f"{k} {pf[f'log_density_{k}_vs_reference_mean']:+.3f} (mean |difference| "
+                  f"{pf[f'log_density_{k}_vs_reference_mean_abs']:.3f})" for k in names) + " nats")
+        print(f"  held-out clicks: reference {pf['log_pred_reference_mean']:.3f} nats per user; " + ", ".join(
+            f"{k} {pf[f'log_pred_{k}_vs_reference']:+.3f} +- {pf[f'log_pred_{k}_vs_reference_ci95']:.3f}"
+            for k in names) + " nats per user against it")
+        line = "  co-clustering: " + ", ".join(f"mean |{k} - reference| {pf[f'co_clustering_{k}_vs_reference_mean_abs']:.3f}"
+                                               for k in ("em",))
+        if "co_clustering_reference_same_student" in pf:
             line += "; P(same component) for arrivals of the same / another student: " + ", ".join(
                 f"{k} {pf[f'co_clustering_{k}_same_student']:.2f} / {pf[f'co_clustering_{k}_other_student']:.2f}"
-                for k in ("nuts", "em"))
+                for k in ("reference", "em"))
         print(line)
+        print(f"  learned components: reference {pf['components_reference']:.1f} (90% {pf['components_reference_90']}), "
+              + ", ".join(f"{k} {pf[f'components_{k}']:.0f}" for k in names))
+        if "first_pair_em_same_as_reference" in pf:
+            print("  first pair shown to a held-out arrival, same as the reference's: " + ", ".join(
+                f"{k} {100 * pf[f'first_pair_{k}_same_as_reference']:.0f}% (mean utility given up under the "
+                f"reference {pf[f'first_pair_{k}_loss']:.3f} logits)" for k in names))
     print(f"NUTS reference health: {idata.posterior.attrs['reference_health']}")
     report = write_report(idata, path.with_suffix(".html"))
     print(f"report {report}")
@@ -608,9 +623,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rounds", help="also check the beliefs after these many clicks, e.g. 6,12 (a NUTS fit each)")
     p.add_argument("--holdout", type=natural_int, default=0,
                    help="also score the population prior on the run's last N arrivals (log predictive of their clicks)")
-    p.add_argument("--population-nuts", action="store_true",
-                   help="with --holdout: also fit the hierarchical population model by NUTS on the other arrivals and "
-                        "compare a batch EM fit with it (density at test points, held-out clicks, co-clustering)")
+    p.add_argument("--population-reference", action="store_true",
+                   help="with --holdout: also fit the hierarchical population model's exact reference (the Gibbs "
+                        "sampler) on the other arrivals and compare batch EM and the online prior with it (density at "
+                        "test points, held-out clicks, co-clustering, components, first pairs)")
+    p.add_argument("--reference-warmup", type=positive_int, help="the population reference's warm-up sweeps")
+    p.add_argument("--reference-draws", type=positive_int, help="the population reference's draws per chain")
+    p.add_argument("--reference-thin", type=positive_int, default=1, help="the population reference's thinning")
+    p.add_argument("--jobs", type=positive_int, default=min(4, os.cpu_count() or 1),
+                   help="worker processes for the population reference's chains")
     _common(p)
     p.set_defaults(fn=cmd_validate)
 

@@ -82,50 +82,80 @@ def _checks_dataset(checks: UserChecks) -> xr.Dataset:
                       attrs={k: (str(v) if isinstance(v, tuple) else v) for k, v in checks.summary().items()})
 
 
-def population_fits(world, seed, spec, store, log, em, holdout, arrivals, chains, warmup, draws,
-                    check_seed: int = 0) -> xr.Dataset:
-    """The batch EM fit of the first N - holdout arrivals against the population model's NUTS posterior
-    on the same clicks (written as ``seed-NNNN.population-train.nc``), on the held-out arrivals' clicks, at
-    their broad-prior Laplace modes (test points) and by co-clustering of the training arrivals."""
+def first_question_features(log, users: np.ndarray) -> np.ndarray:
+    """Phi [H, K, d] of each user's first question as the policy read it: the persona indicators and
+    the rater column through the recalibration recorded for the arrival."""
+    rater = log.rater[users, 0]                                                 # [H, K]
+    if log.recalibration is not None:
+        rater = np.einsum("hpq,hq->hp", log.recalibration[users], rater)
+    K = rater.shape[1]
+    return np.concatenate([np.broadcast_to(np.eye(K), (len(users), K, K)), rater[..., None]], -1)
+
+
+def population_reference_fits(world, seed, spec, store, log, em, holdout, arrivals, chains, warmup, draws, thin=1,
+                              jobs: int = 1, check_seed: int = 0) -> xr.Dataset:
+    """The batch EM fit of the first N - holdout arrivals and the online prior the first held-out arrival
+    saw, against the population model's exact reference posterior on the same clicks (the Gibbs
+    sampler, written as ``seed-NNNN.population-train.nc``): log density at test points (the held-out
+    arrivals' broad-prior Laplace modes), the held-out arrivals' clicks, co-clustering of the training
+    arrivals (and the same-student truth), the number of components, and the first pair each fit
+    would show a held-out arrival. The reference's health travels with the figures: they are
+    figures against an exact posterior only where it says healthy."""
     from diagnostics.population_fit_checks import compare_population_fits
+    from inference.health import stored_health
     from inference.model_fits import population_test_points, stored_label_invariant
     from tdmodels.priors import MixturePrior
 
     N = log.n_users
     train, test = np.arange(N - holdout), np.arange(N - holdout, N)
     out = store.fit_path(run_key(world, seed, spec, arrivals), "population-train")
-    idata_pop, _ = fit_cell(world, seed, spec, "population", store, arrivals=arrivals, chains=chains,
-                            warmup=warmup, draws=draws, users=N - holdout, out=out)
+    idata_ref, _ = fit_cell(world, seed, spec, "population", store, arrivals=arrivals, chains=chains,
+                            warmup=warmup, draws=draws, users=N - holdout, out=out, thin=thin, jobs=jobs)
     z, y = log.recalibrated_design()
     points = population_test_points(z[test], y[test])
-    online = MixturePrior(*(a[test[0]] for a in log.priors)) if log.priors is not None else None
-    cmp = compare_population_fits(idata_pop, em, z[test], y[test], points, online=online,
-                                  students=log.student[train], seed=check_seed)
+    online, n_online = None, None
+    if log.priors is not None:
+        online = MixturePrior(*(a[test[0]] for a in log.priors))
+        n_online = int(np.sum(online.weights > 0) - 1)
+    cmp = compare_population_fits(idata_ref, em, z[test], y[test], points, online=online,
+                                  students=log.student[train], phi_first=first_question_features(log, test),
+                                  online_components=n_online, seed=check_seed)
     data = {f"log_density_{k}": ("test_point", v) for k, v in cmp.log_density.items()}
     data.update({f"log_pred_{k}": ("heldout_user", v) for k, v in cmp.log_pred.items()})
     data.update({f"co_clustering_{k}": (("train_user", "train_user2"), v) for k, v in cmp.co_clustering.items()})
+    data.update({f"first_pair_{k}": (("heldout_user", "shown"), v) for k, v in cmp.first_pairs.items()})
+    data.update({f"pair_loss_{k}": ("heldout_user", v) for k, v in cmp.pair_loss.items()})
+    data["components_reference"] = ("reference_draw", np.asarray(cmp.components["reference"]))
     data["test_points"] = (("test_point", "dim"), cmp.test_points)
+    data["log_density_reference_interval"] = (("bound", "test_point"), cmp.log_density_interval)
+    li = stored_label_invariant(idata_ref)
     attrs = {**cmp.summary(), **{f"max_khat_{k}": v for k, v in cmp.max_khat.items()},
-             "population_nuts_health": stored_health(idata_pop).line(),
-             "population_label_invariant": " / ".join(stored_label_invariant(idata_pop).lines())}
+             "reference_healthy": int(li.ok and stored_health(idata_ref).n_params > 0),
+             "reference_sampler": str(idata_ref.sample_stats.attrs.get("population_sampler", "gibbs")),
+             "reference_label_invariant": " / ".join(li.lines()),
+             "reference_seconds": float(sum(idata_ref.sample_stats.attrs.get("seconds_per_chain", [0.0])))}
     return xr.Dataset(data, coords={"heldout_user": test, "train_user": train, "train_user2": train}, attrs=attrs)
 
 
 def validate_users(world, seed: int, spec: str, store: RunStore, users: int | None = None,
                    arrivals: int | None = None, chains: int = DEFAULT_CHAINS, warmup: int | None = None,
                    draws: int | None = None, check_seed: int = 0, rounds: tuple[int, ...] = (),
-                   holdout: int = 0, population_nuts: bool = False) -> tuple[UserChecks, az.InferenceData, Path]:
+                   holdout: int = 0, population_reference: bool = False, reference_warmup: int | None = None,
+                   reference_draws: int | None = None, reference_thin: int = 1,
+                   jobs: int = 1) -> tuple[UserChecks, az.InferenceData, Path]:
     """Check the first `users` users (default all) of a run at session end, and at each of `rounds`
     (clicks seen so far) against NUTS on that many clicks, and the population prior on the last
-    `holdout` arrivals (``diagnostics.population_checks``); with `population_nuts`, also a batch EM
-    fit of the other arrivals against the hierarchical model's NUTS posterior on the same clicks
-    (``diagnostics.population_fit_checks``). Returns (session-end checks, InferenceData, path written)."""
+    `holdout` arrivals (``diagnostics.population_checks``); with `population_reference`, also a batch
+    EM fit of the other arrivals and the online prior against the hierarchical model's exact reference
+    posterior on the same clicks (``population_reference_fits``; its sampler settings are the
+    reference_* ones, the Gibbs sampler's defaults when None). Returns (session-end checks,
+    InferenceData, path written)."""
     from inference.user_reference import user_draws
 
     warmup = DEFAULT_WARMUP if warmup is None else warmup     # the per-user NUTS references'
     draws = DEFAULT_DRAWS if draws is None else draws
-    if population_nuts and not holdout:
-        raise ValueError("--population-nuts compares fits on held-out users: give --holdout N as well")
+    if population_reference and not holdout:
+        raise ValueError("--population-reference compares fits on held-out users: give --holdout N as well")
     log = _log_with_beliefs(world, seed, spec, store, arrivals)
     check_users(users, log.n_users)
     if holdout and not 0 < holdout < log.n_users:
@@ -164,9 +194,10 @@ def validate_users(world, seed: int, spec: str, store: RunStore, users: int | No
         groups["population"] = xr.Dataset({f"log_pred_{k}": ("heldout_user", v) for k, v in ho.log_pred.items()},
                                           coords={"heldout_user": ho.users},
                                           attrs={f"max_khat_{k}": v for k, v in ho.max_khat.items()})
-        if population_nuts:
-            groups["population_fits"] = population_fits(world, seed, spec, store, log, em, holdout, arrivals,
-                                                        chains, warmup, draws, check_seed)
+        if population_reference:
+            groups["population_fits"] = population_reference_fits(
+                world, seed, spec, store, log, em, holdout, arrivals, chains, reference_warmup, reference_draws,
+                reference_thin, jobs, check_seed)
     idata.add_groups(groups)
     idata.posterior.attrs.update({"world": str(world.attrs["roster"]), "seed": int(seed),
                                   "policy": canonical_spec(spec), "users": int(U),

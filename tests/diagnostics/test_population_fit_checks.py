@@ -2,8 +2,8 @@ import arviz as az
 import numpy as np
 import pytest
 
-from diagnostics.population_fit_checks import (co_clustering_nuts, compare_population_fits, component_covariances,
-                                               predictive_mixture)
+from diagnostics.population_fit_checks import (co_clustering, compare_population_fits, component_covariances,
+                                               first_pair, predictive_mixture)
 from diagnostics.posterior_checks import mixture_logpdf
 from inference.mixture_em import EMResult
 from inference.sbc import simulate_clicks
@@ -55,7 +55,7 @@ def test_comparisons_are_label_invariant_and_exact_when_fits_agree(permute):
     pts = rng.normal(scale=2.0, size=(25, D))
     np.testing.assert_allclose(mixture_logpdf(pts, *pred), mixture_logpdf(pts, *prior), atol=1e-10)
 
-    P = co_clustering_nuts(idata)
+    P = co_clustering(idata)
     same = students[:, None] == students[None]
     assert P[same].min() > 0.95 and P[~same].max() < 0.05     # separated clusters: co-clustering is the truth
     np.testing.assert_allclose(P, P.T, atol=1e-12)
@@ -66,12 +66,17 @@ def test_comparisons_are_label_invariant_and_exact_when_fits_agree(permute):
     em = EMResult(prior, r, 0.0, 1, True, np.zeros(1), np.zeros(1))
     zt = rng.standard_normal((H, S, D))
     yt = simulate_clicks(CENTERS[rng.integers(2, size=H)], zt, rng)
-    out = compare_population_fits(idata, em, zt, yt, pts, online=prior, students=students, thin=10)
+    phi = rng.standard_normal((H, 4, D))                        # 4 personas' features for each held-out user
+    out = compare_population_fits(idata, em, zt, yt, pts, online=prior, students=students, phi_first=phi,
+                                  online_components=2, thin=10)
     s = out.summary()
-    assert s["log_density_em_vs_nuts_mean_abs"] < 1e-10
-    assert abs(s["log_pred_em_vs_nuts"]) < 0.05                 # same prior; importance-sampling noise only
-    assert s["co_clustering_em_vs_nuts_mean_abs"] < 0.05
-    assert s["co_clustering_nuts_same_student"] > 0.95 > 0.05 > s["co_clustering_nuts_other_student"]
+    assert s["first_pair_em_same_as_reference"] == 1.0 and s["first_pair_em_loss"] == 0.0
+    assert s["components_em"] == 2 and s["components_online"] == 2 and abs(s["components_reference"] - 2.0) < 1e-6
+    assert out.log_density_interval.shape == (2, len(pts))
+    assert s["log_density_em_vs_reference_mean_abs"] < 1e-10
+    assert abs(s["log_pred_em_vs_reference"]) < 0.05                 # same prior; importance-sampling noise only
+    assert s["co_clustering_em_vs_reference_mean_abs"] < 0.05
+    assert s["co_clustering_reference_same_student"] > 0.95 > 0.05 > s["co_clustering_reference_other_student"]
 
 
 def test_a_wrong_em_fit_is_seen_on_every_quantity():
@@ -86,9 +91,9 @@ def test_a_wrong_em_fit_is_seen_on_every_quantity():
     yt = simulate_clicks(CENTERS[rng.integers(2, size=H)], zt, rng)
     pts = CENTERS[rng.integers(2, size=20)] + 0.2 * rng.standard_normal((20, D))
     s = compare_population_fits(idata, em, zt, yt, pts, students=students, thin=10).summary()
-    assert s["log_density_em_vs_nuts_mean_abs"] > 1.0
-    assert s["log_pred_em_vs_nuts"] < -0.5
-    assert s["co_clustering_em_vs_nuts_mean_abs"] > 0.3
+    assert s["log_density_em_vs_reference_mean_abs"] > 1.0
+    assert s["log_pred_em_vs_reference"] < -0.5
+    assert s["co_clustering_em_vs_reference_mean_abs"] > 0.3
 
 
 def test_the_one_log_predictive_agrees_with_brute_force_prior_sampling():

@@ -52,3 +52,25 @@ def test_sbc_ranks_are_uniform(which, request, tmp_path):
     p, combined = rank_uniformity(res.ranks, res.L, bins=10)
     assert combined > 0.001, p
     assert res.ranks.min() >= 0 and res.ranks.max() <= res.L
+
+
+@pytest.fixture(scope="module")
+def sbc_population(dev_world):
+    """The population sampler on 100 simulated data sets of 30 users with 24 clicks each, drawn from a
+    small instance of the model itself (3 learned components, alpha = 1)."""
+    from inference.sbc import run_population_sbc
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitHealthWarning)
+        return run_population_sbc(dev_world["features"].values, n_sims=100, users=30, rounds=24, L=99, seed=21,
+                                  chains=2, warmup=300, draws=1000, thin=2)
+
+
+def test_population_sampler_sbc_ranks_are_uniform(sbc_population, tmp_path):
+    res = sbc_population
+    plot_sbc_ecdf(res, tmp_path / "sbc-population.png")
+    assert (tmp_path / "sbc-population.png").stat().st_size > 0
+    p, combined = rank_uniformity(res.ranks, res.L, bins=10)
+    assert combined > 0.001, dict(zip(res.names, p.round(4)))
+    assert res.ranks.min() >= 0 and res.ranks.max() <= res.L
+    assert res.healthy.mean() >= 0.8, res.healthy.mean()       # most fits pass their own diagnostics

@@ -198,3 +198,18 @@ def test_unknown_sampler_is_refused():
     z, y, _ = _two_groups(U=4)
     with pytest.raises(ValueError, match="sampler"):
         fit_population(z, y, sampler="hmc")
+
+
+def test_population_sbc_runs_and_ranks_lie_in_range(dev_world):
+    """The machinery of the (slow) population SBC, on two tiny data sets."""
+    import warnings
+
+    from inference.sbc import run_population_sbc
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = run_population_sbc(dev_world["features"].values, n_sims=2, users=8, rounds=6, L=19, seed=3,
+                                 chains=2, warmup=10, draws=40, thin=1)
+    assert res.ranks.shape == res.truth.shape == (2, len(res.names))
+    assert res.ranks.min() >= 0 and res.ranks.max() <= 19 and res.healthy.shape == (2,)
+    assert np.all(np.isfinite(res.truth))
