@@ -35,7 +35,8 @@ POPULATION_SAMPLERS = ("gibbs", "nuts")
 def fit_population(z, y, seed: int = 0, chains: int = DEFAULT_CHAINS, warmup: int | None = None,
                    draws: int | None = None, thin: int = 1, sampler: str = "gibbs",
                    hyper: PopulationHyper = PopulationHyper(), strict: bool = False, map_chains=None,
-                   settings: GibbsSettings = GibbsSettings()) -> az.InferenceData:
+                   settings: GibbsSettings = GibbsSettings(), max_seconds: float | None = None,
+                   progress=None) -> az.InferenceData:
     """The population model's posterior given clicks y [U, S] on designs z [U, S, d], with its health.
 
     Parameters
@@ -53,6 +54,10 @@ def fit_population(z, y, seed: int = 0, chains: int = DEFAULT_CHAINS, warmup: in
         Raise FitHealthError (instead of warning) when a diagnostic misses its threshold.
     map_chains : callable or None
         Runs the Gibbs chains (e.g. in worker processes); see ``sample_population``.
+    max_seconds : float or None
+        "gibbs" only: if given, the chains run on in rounds (each as long as all before it, `draws`
+        draws kept from the last) until every label-invariant diagnostic passes or the budget would
+        be passed; `progress(message)` hears of each round. None: one run of warmup + draws x thin.
 
     Returns
     -------
@@ -66,9 +71,14 @@ def fit_population(z, y, seed: int = 0, chains: int = DEFAULT_CHAINS, warmup: in
         raise ValueError(f"unknown sampler {sampler!r}; choose from {', '.join(POPULATION_SAMPLERS)}")
     hyper = hyper.validate()
     if sampler == "gibbs":
+        until = None
+        if max_seconds is not None:
+            def until(idata):
+                return add_label_invariant(idata, z, y, hyper.broad_var).ok
         idata = sample_population(z, y, hyper, chains=chains, warmup=GIBBS_WARMUP if warmup is None else warmup,
                                   draws=GIBBS_DRAWS if draws is None else draws, thin=thin, seed=seed,
-                                  settings=settings, map_chains=map_chains)
+                                  settings=settings, map_chains=map_chains, until=until, max_seconds=max_seconds,
+                                  progress=progress)
     else:
         idata = run_nuts(population, z, y=y, seed=seed, chains=chains,
                          warmup=DEFAULT_WARMUP if warmup is None else warmup,
@@ -81,7 +91,9 @@ def fit_population(z, y, seed: int = 0, chains: int = DEFAULT_CHAINS, warmup: in
     idata.sample_stats.attrs["population_sampler"] = sampler
     health = fit_health(idata, ["theta", "weights_sorted"])
     record_health(idata, health)
-    li = add_label_invariant(idata, z, y, hyper.broad_var)
+    li = stored_label_invariant(idata) if "label_invariant" in idata.groups() else None
+    if li is None:
+        li = add_label_invariant(idata, z, y, hyper.broad_var)
     problems = list(dict.fromkeys(health.problems + li.problems))
     if problems:
         msg = f"population fit ({sampler}): " + "; ".join(problems)

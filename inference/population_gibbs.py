@@ -33,8 +33,8 @@ from tdmodels.population_model import PopulationHyper
 from tdmodels.priors import stick_breaking
 
 DEFAULT_CHAINS = 4
-DEFAULT_WARMUP = 500
-DEFAULT_DRAWS = 1000
+DEFAULT_WARMUP = 2000
+DEFAULT_DRAWS = 2000
 PROPOSAL_DF = 30.0           # the users' move's t proposal: degrees of freedom (capped by the component's)
 REFINE_NATS = -1.0           # Newton-refine users' proposals under components within this of the best (< 0: none)
 NEWTON_ITERS = 50
@@ -73,6 +73,7 @@ class Chain(NamedTuple):
     stats: np.ndarray        # [D, len(STAT_NAMES)] summed over the thinning interval
     warmup_stats: np.ndarray  # [len(STAT_NAMES)] summed over warm-up
     seconds: float
+    state: tuple             # (c, theta) after the last sweep
 
 
 def broad_fits(z, y, broad_var: float):
@@ -111,7 +112,8 @@ def initial_state(chain: int, modes, covs, K: int, rng: np.random.Generator):
 
 
 class ChainTask(NamedTuple):
-    """What one chain needs (picklable, so a worker process can run it)."""
+    """What one chain needs for one round (picklable, so a worker process can run it): round 0 starts
+    from an over-dispersed state and burns in `warmup` sweeps; later rounds continue from `state`."""
     z: np.ndarray
     y: np.ndarray
     hyper: tuple
@@ -121,27 +123,32 @@ class ChainTask(NamedTuple):
     warmup: int
     draws: int
     thin: int
+    round: int = 0
+    state: tuple | None = None        # (c [U], theta [U, d]) where the chain stands
 
     def __repr__(self) -> str:
-        return (f"population Gibbs chain {self.chain} (seed {self.seed}, {self.z.shape[0]} users, "
-                f"{self.warmup} + {self.draws} x {self.thin} sweeps)")
+        return (f"population Gibbs chain {self.chain} (seed {self.seed}, {self.z.shape[0]} users, round "
+                f"{self.round}: {self.warmup} + {self.draws} x {self.thin} sweeps)")
 
 
 def run_chain(task: ChainTask) -> Chain:
-    """One chain (a module-level function, so worker processes can run it)."""
+    """One round of one chain (a module-level function, so worker processes can run it)."""
     import time
 
     from inference.kernels import population_gibbs as kern
 
-    z, y, hyper, settings, chain, seed, warmup, draws, thin = task
-    hyper = PopulationHyper(*hyper)
-    settings = GibbsSettings(*settings)
+    hyper = PopulationHyper(*task.hyper)
+    settings = GibbsSettings(*task.settings)
+    z, y, draws, thin = task.z, task.y, task.draws, task.thin
     U, _, d = z.shape
     K = hyper.n_learned
     t0 = time.perf_counter()
     modes, covs, (lik_prec, lik_lin, lik_const) = broad_fits(z, y, hyper.broad_var)
-    rng = np.random.default_rng([seed, chain])
-    c, theta = initial_state(chain, modes, covs, K, rng)
+    rng = np.random.default_rng([task.seed, task.chain, task.round])
+    if task.state is None:
+        c, theta = initial_state(task.chain, modes, covs, K, rng)
+    else:
+        c, theta = (np.ascontiguousarray(a).copy() for a in task.state)
     kern.seed(int(rng.integers(2 ** 31)))
     nu0, psi, kappa0 = hyper.cov_df(d), hyper.cov_prior_scale(d), hyper.kappa0
     n_sm = int(np.ceil(settings.split_merge_per_user * U))
@@ -151,21 +158,22 @@ def run_chain(task: ChainTask) -> Chain:
             float(settings.pair_bandwidth), int(settings.translation_newton))
     none = (np.zeros((0, U, d)), np.zeros((0, U), np.int64), np.zeros((0, K)), np.zeros((0, K, d)),
             np.zeros((0, K, d, d)))
-    w_stats = np.zeros((max(warmup, 1), len(STAT_NAMES)), np.int64)
-    if warmup:
-        kern.run_sweeps(z, y, c, theta, *args, warmup, 1, *none, w_stats)
+    w_stats = np.zeros((max(task.warmup, 1), len(STAT_NAMES)), np.int64)
+    if task.warmup:
+        kern.run_sweeps(z, y, c, theta, *args, task.warmup, 1, *none, w_stats)
     out = (np.zeros((draws, U, d)), np.zeros((draws, U), np.int64), np.zeros((draws, K)), np.zeros((draws, K, d)),
            np.zeros((draws, K, d, d)))
     stats = np.zeros((draws * thin, len(STAT_NAMES)), np.int64)
     stored = kern.run_sweeps(z, y, c, theta, *args, draws * thin, thin, *out, stats)
     assert stored == draws
     stats = stats.reshape(draws, thin, -1).sum(1)
-    return Chain(*out, stats, w_stats[:warmup].sum(0), time.perf_counter() - t0)
+    return Chain(*out, stats, w_stats[:task.warmup].sum(0), time.perf_counter() - t0, (c, theta))
 
 
 def sample_population(z, y, hyper: PopulationHyper = PopulationHyper(), chains: int = DEFAULT_CHAINS,
                       warmup: int = DEFAULT_WARMUP, draws: int = DEFAULT_DRAWS, thin: int = 1, seed: int = 0,
-                      settings: GibbsSettings = GibbsSettings(), map_chains=None) -> az.InferenceData:
+                      settings: GibbsSettings = GibbsSettings(), map_chains=None, until=None,
+                      max_seconds: float | None = None, progress=None) -> az.InferenceData:
     """Sample the population model's posterior given clicks y [U, S] on designs z [U, S, d].
 
     Parameters
@@ -177,26 +185,66 @@ def sample_population(z, y, hyper: PopulationHyper = PopulationHyper(), chains: 
     chains, warmup, draws, thin : int
         Independent chains; burn-in sweeps; stored draws per chain; sweeps per stored draw.
     seed : int
-        Seeds every chain (chain c uses (seed, c)).
+        Seeds every chain (chain c, round r use (seed, c, r)).
     settings : GibbsSettings
         How the sampler moves.
     map_chains : callable or None
         ``map_chains(run_chain, tasks) -> list`` runs the chains (e.g. in worker processes:
         ``online.process_pool.map_in_workers`` with jobs); default: one after another, here.
+    until : callable or None
+        ``until(idata) -> bool``. If given, the chains run on in rounds until it says True (e.g. every
+        label-invariant diagnostic passes) or `max_seconds` would be passed. Each round continues
+        every chain for as many sweeps as it has run so far (warm-up included), keeping `draws` draws
+        (the thinning grows accordingly), and only the last round's draws are kept and judged: the
+        rounds before it are its warm-up, so a slow burn-in is left behind as the chains grow.
+        Without it, one round.
+    max_seconds : float or None
+        Wall-time budget for the rounds (no new round starts that would, at the last round's pace,
+        end past it).
+    progress : callable or None
+        ``progress(message)`` after each round.
 
     Returns
     -------
     arviz.InferenceData
         posterior: theta [user, dim], assignment [user] (the slot, K = broad), v [component],
         weights [slot], weights_sorted [rank], mu [component, dim], cov_chol [component, dim, dim2];
-        sample_stats: each move's counts per draw; attrs: sampler, settings, seconds per chain.
+        sample_stats: each move's counts per draw; attrs: sampler, settings, seconds per chain,
+        rounds, thinning, whether `until` was met.
     """
+    import time
+
     hyper = hyper.validate()
     z = np.ascontiguousarray(z, dtype=float)
     y = np.ascontiguousarray(y, dtype=float)
-    tasks = [ChainTask(z, y, tuple(hyper), tuple(settings), ch, seed, warmup, draws, thin) for ch in range(chains)]
-    results = [run_chain(t) for t in tasks] if map_chains is None else list(map_chains(run_chain, tasks))
-    return to_inference_data(results, hyper, settings, warmup, thin)
+    run = (lambda tasks: [run_chain(t) for t in tasks]) if map_chains is None else (
+        lambda tasks: list(map_chains(run_chain, tasks)))
+    t0 = time.perf_counter()
+    held, rnd, cur_thin, done, seconds = None, 0, thin, 0, np.zeros(chains)
+    while True:
+        t_round = time.perf_counter()
+        tasks = [ChainTask(z, y, tuple(hyper), tuple(settings), ch, seed, warmup if rnd == 0 else 0, draws, cur_thin,
+                           rnd, None if held is None else held[ch].state) for ch in range(chains)]
+        held = run(tasks)
+        seconds += [h.seconds for h in held]
+        done += tasks[0].warmup + draws * cur_thin
+        idata = to_inference_data([h._replace(seconds=s) for h, s in zip(held, seconds)], hyper, settings,
+                                  warmup if rnd == 0 else done - draws * cur_thin, cur_thin)
+        rnd += 1
+        idata.sample_stats.attrs.update({"rounds": rnd, "sweeps_per_chain": int(done)})
+        if until is None:
+            return idata
+        met = bool(until(idata))
+        idata.sample_stats.attrs["until_met"] = int(met)
+        elapsed = time.perf_counter() - t0
+        next_thin = max(1, -(-done // draws))                    # the next round runs about as long as all so far
+        next_cost = (time.perf_counter() - t_round) * (draws * next_thin) / (tasks[0].warmup + draws * cur_thin)
+        if progress is not None:
+            progress(f"round {rnd}: {done} sweeps per chain, the last {draws * cur_thin} kept ({draws} draws, "
+                     f"thinning {cur_thin}), {elapsed:.0f} s; {'healthy' if met else 'not yet healthy'}")
+        if met or (max_seconds is not None and elapsed + next_cost > max_seconds):
+            return idata
+        cur_thin = next_thin
 
 
 def to_inference_data(results: list[Chain], hyper: PopulationHyper, settings: GibbsSettings, warmup: int,

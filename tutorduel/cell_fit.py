@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import arviz as az
+import numpy as np
 
 from inference.nuts import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_WARMUP
 from online.clicklog import ClickLog, ClickLogError, load_click_log, save_click_log
@@ -66,12 +67,13 @@ def fit_cell(world, seed: int, spec: str, model: str, store: RunStore, prior: st
              arrivals: int | None = None, chains: int = DEFAULT_CHAINS, warmup: int | None = None,
              draws: int | None = None, strict: bool = False, out: str | Path | None = None,
              users: int | None = None, sampler: str = "gibbs", thin: int = 1,
-             jobs: int = 1) -> tuple[az.InferenceData, Path]:
+             jobs: int = 1, max_minutes: float | None = None, progress=None) -> tuple[az.InferenceData, Path]:
     """Fit `model` on the cell's clicks (the first `users` arrivals if given); write and return the netCDF.
 
     warmup and draws default to the sampler's own (NUTS: 1000 and 1000; the population model's
-    Gibbs sampler, ``inference.population_gibbs``); `sampler`, `thin` and `jobs` (worker processes
-    for the chains) apply to the population model.
+    Gibbs sampler, ``inference.population_gibbs``); `sampler`, `thin`, `jobs` (worker processes
+    for the chains) and `max_minutes` apply to the population model: with max_minutes, the Gibbs
+    chains run on in rounds until every label-invariant diagnostic passes or the time is spent.
     """
     from inference.mixture_em import fit_mixture_em
     from inference.model_fits import fit_population, fit_recalibration
@@ -89,6 +91,9 @@ def fit_cell(world, seed: int, spec: str, model: str, store: RunStore, prior: st
             raise ValueError(f"--{what} {v!r}: must be an integer >= {lo}")
     if model != "population" and (sampler != "gibbs" or thin != 1):
         raise ValueError("--sampler and --thin apply to --model population only")
+    if max_minutes is not None and (isinstance(max_minutes, bool) or not isinstance(max_minutes, (int, float))
+                                    or not np.isfinite(max_minutes) or max_minutes < 0):
+        raise ValueError(f"--max-minutes {max_minutes!r}: must be a finite number >= 0")
     log = cell_click_log(world, seed, spec, store, arrivals)
     check_users(users, log.n_users)
     sl = slice(None, users)
@@ -107,7 +112,9 @@ def fit_cell(world, seed: int, spec: str, model: str, store: RunStore, prior: st
     if model == "users":
         idata = fit_users(z, y, pr, **opts)
     elif model == "population":
-        idata = fit_population(z, y, sampler=sampler, thin=thin, map_chains=chain_map(jobs), **opts)
+        budget = 60.0 * max_minutes if max_minutes and sampler == "gibbs" else None
+        idata = fit_population(z, y, sampler=sampler, thin=thin, map_chains=chain_map(jobs), max_seconds=budget,
+                               progress=progress, **opts)
     else:
         if int(world.attrs["rater_available"]) == 0:
             raise ValueError(f"world {world.attrs['roster']!r} has no rater scores: nothing to recalibrate")

@@ -28,6 +28,7 @@ def _number(kind, lo, strict):
 
 
 positive_int, natural_int, positive_float = _number(int, 0, True), _number(int, 0, False), _number(float, 0, True)
+natural_float = _number(float, 0, False)
 
 
 def _common(p, store=True):
@@ -373,7 +374,8 @@ def cmd_fit(a) -> int:
     try:
         idata, path = fit_cell(world, a.seed, a.policy, a.model, RunStore(a.store), prior=a.prior, arrivals=a.arrivals,
                                chains=a.chains, warmup=a.warmup, draws=a.draws, strict=a.strict, users=a.users,
-                               sampler=a.sampler, thin=a.thin, jobs=a.jobs)
+                               sampler=a.sampler, thin=a.thin, jobs=a.jobs, max_minutes=a.max_minutes,
+                               progress=lambda msg: print(f"  {msg}", file=sys.stderr, flush=True))
     except FitHealthError as exc:
         print(f"tutorduel: fit failed its health checks (--strict): {exc}", file=sys.stderr)
         return 1
@@ -529,7 +531,7 @@ def _fit_options(p, what):
     p.add_argument("--warmup", type=positive_int,
                    help="warm-up iterations per chain (default: NUTS 1000; the population model's Gibbs sweeps 2000)")
     p.add_argument("--draws", type=positive_int,
-                   help="draws kept per chain (default: NUTS 1000; the population model's Gibbs sampler 5000)")
+                   help="draws kept per chain (default: NUTS 1000; the population model's Gibbs sampler 2000)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -612,6 +614,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="population model: the collapsed Gibbs sampler with split-merge moves (default; the exact "
                         "reference) or NUTS on the marginalised mixture (does not converge; for comparison)")
     p.add_argument("--thin", type=positive_int, default=1, help="population model, Gibbs: sweeps per stored draw")
+    p.add_argument("--max-minutes", type=natural_float, default=30.0,
+                   help="population model, Gibbs: run the chains on in rounds (each as long as all before it, --draws "
+                        "kept from the last) until every label-invariant diagnostic passes or this many minutes are "
+                        "spent (default 30; 0: one run of --warmup + --draws x --thin)")
     p.add_argument("--jobs", type=positive_int, default=min(4, os.cpu_count() or 1),
                    help="population model, Gibbs: worker processes for the chains (default: the cores, at most 4)")
     _common(p)

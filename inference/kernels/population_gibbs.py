@@ -239,11 +239,23 @@ def _surrogate_log_lik(u, x, lik_prec, lik_lin, lik_const):
 
 
 @njit(cache=True)
-def _slot_logpdf(k, K, x, tdf, tloc, tL, tlogdet, broad_var, w):
-    """log density of theta = x under slot k given its other members (t for learned, the broad Gaussian)."""
+def _slot_logpdf(k, K, x, tdf, tloc, tL, tconst, broad_var, w):
+    """log density of theta = x under slot k given its other members (t for learned, the broad Gaussian);
+    tconst [K] the learned slots' t normalising constants."""
     if k == K:
         return _gauss_iso_logpdf(x, broad_var)
-    return _t_logpdf(x, tdf[k], tloc[k], tL[k], tlogdet[k], w)
+    d = x.shape[0]
+    L = tL[k]
+    loc = tloc[k]
+    for i in range(d):
+        acc = x[i] - loc[i]
+        for j in range(i):
+            acc -= L[i, j] * w[j]
+        w[i] = acc / L[i, i]
+    delta = 0.0
+    for i in range(d):
+        delta += w[i] * w[i]
+    return tconst[k] - 0.5 * (tdf[k] + d) * math.log1p(delta / tdf[k])
 
 
 @njit(cache=True)
@@ -313,13 +325,15 @@ def draw_fractions(n, alpha, v):
 
 
 @njit(cache=True)
-def _slot_params(k, n, T1, T2, nu0, psi, kappa0, tdf, tloc, tL, tlogdet, pmean, pprec, plogdet, inv, e, col):
-    """Learned slot k's predictive t given its members (tdf, tloc, tL, tlogdet) and the Gaussian with
-    its mean and covariance (pmean, pprec = the precision, plogdet = log det of the covariance)."""
+def _slot_params(k, n, T1, T2, nu0, psi, kappa0, tdf, tloc, tL, tconst, pmean, pprec, plogdet, inv, e, col):
+    """Learned slot k's predictive t given its members (tdf, tloc, tL, and tconst its log normalising
+    constant) and the Gaussian with its mean and covariance (pmean, pprec = the precision, plogdet =
+    log det of the covariance)."""
     d = T1.shape[1]
     df, ld = _predictive_t(n[k], T1[k], T2[k], nu0, psi, kappa0, tloc[k], tL[k])
     tdf[k] = df
-    tlogdet[k] = ld
+    tconst[k] = (math.lgamma(0.5 * (df + d)) - math.lgamma(0.5 * df) - 0.5 * d * (math.log(df) + LOG_PI)
+                 - 0.5 * ld)
     _inverse_from_chol(tL[k], inv, e, col)          # (L L^T)^-1
     r = (df - 2.0) / df
     for i in range(d):
@@ -348,7 +362,7 @@ def user_moves(Z, Y, c, theta, n, T1, T2, lik_prec, lik_lin, lik_const, alpha, b
     K = T1.shape[0]
     C = K + 1
     logw = np.empty(C)
-    tdf, tlogdet = np.empty(C), np.empty(C)
+    tdf, tconst = np.empty(C), np.empty(C)
     tloc, tL = np.empty((C, d)), np.empty((C, d, d))
     pmean, pprec, plogdet = np.empty((C, d)), np.empty((C, d, d)), np.empty(C)
     modes, HL, hlogdet, score = np.empty((C, d)), np.empty((C, d, d)), np.empty(C), np.empty(C)
@@ -366,7 +380,7 @@ def user_moves(Z, Y, c, theta, n, T1, T2, lik_prec, lik_lin, lik_const, alpha, b
     plogdet[K] = d * math.log(broad_var)
     tdf[K] = -1.0
     for k in range(K):
-        _slot_params(k, n, T1, T2, nu0, psi, kappa0, tdf, tloc, tL, tlogdet, pmean, pprec, plogdet, inv, e, col)
+        _slot_params(k, n, T1, T2, nu0, psi, kappa0, tdf, tloc, tL, tconst, pmean, pprec, plogdet, inv, e, col)
     accepted = 0
     order = np.random.permutation(U)
     for idx in range(U):
@@ -375,14 +389,30 @@ def user_moves(Z, Y, c, theta, n, T1, T2, lik_prec, lik_lin, lik_const, alpha, b
         k0 = c[u]
         _add(k0, K, th, n, T1, T2, -1)
         if k0 < K:                  # slot densities given the other members: only k0 changed
-            _slot_params(k0, n, T1, T2, nu0, psi, kappa0, tdf, tloc, tL, tlogdet, pmean, pprec, plogdet, inv, e, col)
+            _slot_params(k0, n, T1, T2, nu0, psi, kappa0, tdf, tloc, tL, tconst, pmean, pprec, plogdet, inv, e, col)
         predictive_log_weights(n, alpha, logw)
+        # empty learned slots share one predictive (the prior's), hence one proposal: fit the first only
+        e0 = -1
         top = -np.inf
         for k in range(C):
-            score[k] = logw[k] + _surrogate_one(u, k, lik_prec, lik_lin, lik_const, pmean, pprec, plogdet,
-                                                modes[k], Q, HL[k], rhs, col)
+            if k < K and n[k] == 0 and e0 >= 0:
+                modes[k] = modes[e0]
+                HL[k] = HL[e0]
+                score[k] = score[e0] - logw[e0] + logw[k]
+            else:
+                score[k] = logw[k] + _surrogate_one(u, k, lik_prec, lik_lin, lik_const, pmean, pprec, plogdet,
+                                                    modes[k], Q, HL[k], rhs, col)
+                if k < K and n[k] == 0:
+                    e0 = k
             top = max(top, score[k])
         for k in range(C):
+            if k < K and n[k] == 0 and k != e0:
+                modes[k] = modes[e0]
+                HL[k] = HL[e0]
+                hlogdet[k] = hlogdet[e0]
+                dfq[k] = dfq[e0]
+                score[k] = score[e0] - logw[e0] + logw[k]
+                continue
             refined = False
             if score[k] >= top - refine_nats:
                 refined = _newton(Zu, yu, modes[k], pmean[k], pprec[k], H, HL[k], grad, step, trial, eta, eta_t,
@@ -396,7 +426,7 @@ def user_moves(Z, Y, c, theta, n, T1, T2, lik_prec, lik_lin, lik_const, alpha, b
             # the slot probabilities are part of the proposal, any function of the rest will do)
             ll = _log_lik(Zu, yu, modes[k]) if refined else _surrogate_log_lik(u, modes[k], lik_prec, lik_lin,
                                                                                  lik_const)
-            score[k] = (logw[k] + _slot_logpdf(k, K, modes[k], tdf, tloc, tL, tlogdet, broad_var, wv)
+            score[k] = (logw[k] + _slot_logpdf(k, K, modes[k], tdf, tloc, tL, tconst, broad_var, wv)
                         + ll + 0.5 * d * LOG_2PI - 0.5 * hlogdet[k])
         top = -np.inf
         for k in range(C):
@@ -414,9 +444,9 @@ def user_moves(Z, Y, c, theta, n, T1, T2, lik_prec, lik_lin, lik_const, alpha, b
                 k1 = k
                 break
         _proposal_draw(modes[k1], HL[k1], dfq[k1], prop, g)
-        new = (logw[k1] + _slot_logpdf(k1, K, prop, tdf, tloc, tL, tlogdet, broad_var, wv) + _log_lik(Zu, yu, prop)
+        new = (logw[k1] + _slot_logpdf(k1, K, prop, tdf, tloc, tL, tconst, broad_var, wv) + _log_lik(Zu, yu, prop)
                - (score[k1] - log_norm) - _proposal_logpdf(prop, modes[k1], HL[k1], hlogdet[k1], dfq[k1], wv))
-        old = (logw[k0] + _slot_logpdf(k0, K, th, tdf, tloc, tL, tlogdet, broad_var, wv) + _log_lik(Zu, yu, th)
+        old = (logw[k0] + _slot_logpdf(k0, K, th, tdf, tloc, tL, tconst, broad_var, wv) + _log_lik(Zu, yu, th)
                - (score[k0] - log_norm) - _proposal_logpdf(th, modes[k0], HL[k0], hlogdet[k0], dfq[k0], wv))
         if math.log(np.random.random()) < new - old:
             c[u] = k1
@@ -427,13 +457,13 @@ def user_moves(Z, Y, c, theta, n, T1, T2, lik_prec, lik_lin, lik_const, alpha, b
             # independence proposal is poor: the tails of near-separable clicks)
             kk = c[u]
             _proposal_draw_gauss(th, HL[kk], rw_scale / math.sqrt(d), prop, g)
-            dlog = (_slot_logpdf(kk, K, prop, tdf, tloc, tL, tlogdet, broad_var, wv) + _log_lik(Zu, yu, prop)
-                    - _slot_logpdf(kk, K, th, tdf, tloc, tL, tlogdet, broad_var, wv) - _log_lik(Zu, yu, th))
+            dlog = (_slot_logpdf(kk, K, prop, tdf, tloc, tL, tconst, broad_var, wv) + _log_lik(Zu, yu, prop)
+                    - _slot_logpdf(kk, K, th, tdf, tloc, tL, tconst, broad_var, wv) - _log_lik(Zu, yu, th))
             if math.log(np.random.random()) < dlog:
                 th[:] = prop
         _add(c[u], K, th, n, T1, T2, 1)
         if c[u] < K:
-            _slot_params(c[u], n, T1, T2, nu0, psi, kappa0, tdf, tloc, tL, tlogdet, pmean, pprec, plogdet, inv, e,
+            _slot_params(c[u], n, T1, T2, nu0, psi, kappa0, tdf, tloc, tL, tconst, pmean, pprec, plogdet, inv, e,
                          col)
     return accepted
 
