@@ -19,11 +19,12 @@ import numpy as np
 
 from inference.health import FitHealthError, FitHealthWarning, check_health, fit_health, record_health
 from inference.laplace import laplace_fit_batch
-from inference.population_diagnostics import LabelInvariantHealth, label_invariant_draws, label_invariant_health
+from inference.population_diagnostics import (MAX_RHAT, MIN_ESS_BULK, LabelInvariantHealth, label_invariant_draws,
+                                              label_invariant_health)
 from inference.nuts import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_WARMUP, run_nuts
 from inference.population_gibbs import DEFAULT_DRAWS as GIBBS_DRAWS
 from inference.population_gibbs import DEFAULT_WARMUP as GIBBS_WARMUP
-from inference.population_gibbs import GibbsSettings, sample_population
+from inference.population_gibbs import GibbsSettings, RoundVerdict, sample_population
 from inference.user_reference import check_design
 from tdmodels.population_model import RIDGE, PopulationHyper, population, recalibration
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior, validate_prior
@@ -74,7 +75,10 @@ def fit_population(z, y, seed: int = 0, chains: int = DEFAULT_CHAINS, warmup: in
         until = None
         if max_seconds is not None:
             def until(idata):
-                return add_label_invariant(idata, z, y, hyper.broad_var).ok
+                li = add_label_invariant(idata, z, y, hyper.broad_var)
+                rhat_ok = li.chains >= 2 and all(q.n == 0 or q.max_rhat <= MAX_RHAT for q in li.quantities.values())
+                ess = min((q.min_ess_bulk for q in li.quantities.values() if q.n), default=0.0)
+                return RoundVerdict(li.ok, rhat_ok, ess / MIN_ESS_BULK)
         idata = sample_population(z, y, hyper, chains=chains, warmup=GIBBS_WARMUP if warmup is None else warmup,
                                   draws=GIBBS_DRAWS if draws is None else draws, thin=thin, seed=seed,
                                   settings=settings, map_chains=map_chains, until=until, max_seconds=max_seconds,

@@ -192,11 +192,12 @@ def sample_population(z, y, hyper: PopulationHyper = PopulationHyper(), chains: 
         ``map_chains(run_chain, tasks) -> list`` runs the chains (e.g. in worker processes:
         ``online.process_pool.map_in_workers`` with jobs); default: one after another, here.
     until : callable or None
-        ``until(idata) -> bool``. If given, the chains run on in rounds until it says True (e.g. every
-        label-invariant diagnostic passes) or `max_seconds` would be passed. Each round continues
-        every chain for as many sweeps as it has run so far (warm-up included), keeping `draws` draws
-        (the thinning grows accordingly), and only the last round's draws are kept and judged: the
-        rounds before it are its warm-up, so a slow burn-in is left behind as the chains grow.
+        ``until(idata) -> RoundVerdict``. If given, the chains run on in rounds until it says met (e.g.
+        every label-invariant diagnostic passes) or `max_seconds` would be passed. Short of ESS, a
+        round extends the chains, keeping the draws so far, by as many sweeps as the shortfall
+        suggests (1.2 x, within 0.25-4 x the kept ones); with ESS enough but chains that disagree,
+        the first half of the kept draws becomes warm-up and the chains run on for as long again.
+        The kept draws stay at most 2 x `draws` per chain (the thinning doubles as needed).
         Without it, one round.
     max_seconds : float or None
         Wall-time budget for the rounds (no new round starts that would, at the last round's pace,
@@ -220,31 +221,86 @@ def sample_population(z, y, hyper: PopulationHyper = PopulationHyper(), chains: 
     run = (lambda tasks: [run_chain(t) for t in tasks]) if map_chains is None else (
         lambda tasks: list(map_chains(run_chain, tasks)))
     t0 = time.perf_counter()
-    held, rnd, cur_thin, done, seconds = None, 0, thin, 0, np.zeros(chains)
+    kept, state, rnd, cur_thin, done, seconds = None, None, 0, thin, 0, np.zeros(chains)
+    new_draws, start = draws, 0               # start: the sweep (per chain) where the kept draws begin
     while True:
         t_round = time.perf_counter()
-        tasks = [ChainTask(z, y, tuple(hyper), tuple(settings), ch, seed, warmup if rnd == 0 else 0, draws, cur_thin,
-                           rnd, None if held is None else held[ch].state) for ch in range(chains)]
-        held = run(tasks)
-        seconds += [h.seconds for h in held]
-        done += tasks[0].warmup + draws * cur_thin
-        idata = to_inference_data([h._replace(seconds=s) for h, s in zip(held, seconds)], hyper, settings,
-                                  warmup if rnd == 0 else done - draws * cur_thin, cur_thin)
+        tasks = [ChainTask(z, y, tuple(hyper), tuple(settings), ch, seed, warmup if rnd == 0 else 0, new_draws,
+                           cur_thin, rnd, None if state is None else state[ch]) for ch in range(chains)]
+        fresh = run(tasks)
+        state = [f.state for f in fresh]
+        seconds += [f.seconds for f in fresh]
+        done += tasks[0].warmup + new_draws * cur_thin
+        kept = fresh if kept is None else [_append(k, f) for k, f in zip(kept, fresh)]
+        if rnd == 0:
+            start = warmup
+        idata = to_inference_data([k._replace(seconds=s) for k, s in zip(kept, seconds)], hyper, settings, start,
+                                  cur_thin)
         rnd += 1
         idata.sample_stats.attrs.update({"rounds": rnd, "sweeps_per_chain": int(done)})
         if until is None:
             return idata
-        met = bool(until(idata))
-        idata.sample_stats.attrs["until_met"] = int(met)
+        verdict = until(idata)
+        idata.sample_stats.attrs["until_met"] = int(verdict.met)
         elapsed = time.perf_counter() - t0
-        next_thin = max(1, -(-done // draws))                    # the next round runs about as long as all so far
-        next_cost = (time.perf_counter() - t_round) * (draws * next_thin) / (tasks[0].warmup + draws * cur_thin)
+        kept_sweeps = done - start
+        drop_half = verdict.ess_fraction >= 1.0 and not verdict.rhat_ok
+        if drop_half:
+            # enough draws, yet the chains disagree: the first half of the kept draws becomes warm-up,
+            # and the chains run on for as long again
+            more = float(kept_sweeps)
+        else:
+            # short of ESS (a short run's R-hat is noisy too): extend, keeping the draws so far, by what
+            # the shortfall suggests
+            more = kept_sweeps * min(4.0, max(0.25, 1.2 * (1.0 / max(verdict.ess_fraction, 1e-3) - 1.0)))
+        window = kept_sweeps // 2 if drop_half else kept_sweeps
+        factor = 1
+        while (window + more) / (cur_thin * factor) > 2 * draws:
+            factor *= 2
+        next_thin = cur_thin * factor
+        next_draws = max(1, int(round(more / next_thin)))
+        next_cost = (time.perf_counter() - t_round) * (next_draws * next_thin) / (tasks[0].warmup + new_draws * cur_thin)
         if progress is not None:
-            progress(f"round {rnd}: {done} sweeps per chain, the last {draws * cur_thin} kept ({draws} draws, "
-                     f"thinning {cur_thin}), {elapsed:.0f} s; {'healthy' if met else 'not yet healthy'}")
-        if met or (max_seconds is not None and elapsed + next_cost > max_seconds):
+            progress(f"round {rnd}: {done} sweeps per chain, {kept_sweeps} kept ({len(kept[0].stats)} draws, thinning "
+                     f"{cur_thin}), {elapsed:.0f} s; " + (
+                         "healthy" if verdict.met else
+                         "chains disagree with enough draws: the first half of the kept ones becomes warm-up"
+                         if drop_half else f"short of ESS ({100 * verdict.ess_fraction:.0f}% of it): extending"))
+        if verdict.met or (max_seconds is not None and elapsed + next_cost > max_seconds):
             return idata
-        cur_thin = next_thin
+        if drop_half:
+            half = len(kept[0].stats) // 2
+            kept = [_slice(k, half) for k in kept]
+            start += half * cur_thin
+        kept = [_thin(k, factor) for k in kept] if factor > 1 else kept
+        cur_thin, new_draws = next_thin, next_draws
+
+
+class RoundVerdict(NamedTuple):
+    """What `sample_population`'s `until` says of the draws kept so far."""
+    met: bool                # stop: the fit is what was asked for
+    rhat_ok: bool            # the chains agree on every quantity
+    ess_fraction: float      # the smallest ESS over what is asked for (sizes the extension)
+
+
+def _slice(chain: Chain, first: int) -> Chain:
+    """The stored draws from index `first` on."""
+    return chain._replace(theta=chain.theta[first:], assignment=chain.assignment[first:], v=chain.v[first:],
+                          mu=chain.mu[first:], cov_chol=chain.cov_chol[first:], stats=chain.stats[first:])
+
+
+def _thin(chain: Chain, factor: int) -> Chain:
+    """Every `factor`-th stored draw (the last of each block), move counts summed over the block."""
+    n = len(chain.stats) // factor * factor
+    sub = lambda a: a[factor - 1:n:factor]  # noqa: E731
+    return chain._replace(theta=sub(chain.theta), assignment=sub(chain.assignment), v=sub(chain.v),
+                          mu=sub(chain.mu), cov_chol=sub(chain.cov_chol),
+                          stats=chain.stats[:n].reshape(n // factor, factor, -1).sum(1))
+
+
+def _append(a: Chain, b: Chain) -> Chain:
+    cat = lambda f: np.concatenate([getattr(a, f), getattr(b, f)])  # noqa: E731
+    return a._replace(**{f: cat(f) for f in ("theta", "assignment", "v", "mu", "cov_chol", "stats")}, state=b.state)
 
 
 def to_inference_data(results: list[Chain], hyper: PopulationHyper, settings: GibbsSettings, warmup: int,
