@@ -16,5 +16,7 @@ _EXPORTS = {
     "psis_khat": ".posterior_checks",
     "calibration_table": ".calibration",
     "reliability": ".calibration",
+    "compare_population_fits": ".population_fit_checks",
+    "reference_agreement": ".population_fit_checks",
 }
 __getattr__, __dir__, __all__ = lazy_namespace(__name__, _EXPORTS)

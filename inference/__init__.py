@@ -1,5 +1,6 @@
 """Every posterior computation: Laplace, the mixture belief, the population prior's EM,
-recalibration, NUTS references and their health, SBC.
+recalibration, NUTS references and their health, the population model's exact reference (a
+collapsed Gibbs sampler), SBC.
 
 Public names are imported from their modules on first use: ``import inference`` imports nothing else.
 """
@@ -25,7 +26,10 @@ _EXPORTS = {
     "FitHealthWarning": ".health",
     "fit_users": ".user_reference",
     "fit_population": ".model_fits",
+    "sample_population": ".population_gibbs",
+    "GibbsSettings": ".population_gibbs",
     "fit_recalibration": ".model_fits",
     "run_sbc": ".sbc",
+    "run_population_sbc": ".sbc",
 }
 __getattr__, __dir__, __all__ = lazy_namespace(__name__, _EXPORTS)

@@ -20,6 +20,7 @@ _EXPORTS = {
     "btl_probability": ".click_model",
     "user_utilities": ".click_model",
     "population": ".population_model",
+    "PopulationHyper": ".population_model",
     "recalibration": ".population_model",
     "recalibrated_design": ".population_model",
     "MixturePrior": ".priors",
