@@ -258,14 +258,15 @@ def test_prefdisco_validate_cli(capsys, tmp_path):
 
 @pytest.mark.slow
 def test_fit_population_prints_and_stores_the_label_invariant_diagnostics(env_dirs, capsys):
-    """A short population fit cannot be healthy on co-clustering and the rest; the CLI says so, stores
-    the label_invariant group, and --strict fails it (exit 1)."""
+    """A short fixed-length population fit (--max-minutes 0) cannot be healthy on co-clustering and the
+    rest; the CLI says so, stores the label_invariant group, and --strict fails it (exit 1)."""
     import arviz as az
 
     from inference.model_fits import stored_label_invariant
 
     argv = ["fit", "--world", "dev", "--seed", "0", "--policy", "no-transfer", "--model", "population",
-            "--arrivals", "6", "--chains", "2", "--warmup", "30", "--draws", "30"]
+            "--arrivals", "6", "--chains", "2", "--warmup", "30", "--draws", "30", "--max-minutes", "0",
+            "--jobs", "1"]
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "label-invariant diagnostics, 2 chains x 30 draws:" in out

@@ -57,6 +57,11 @@ def test_boolean_spellings_are_one_cell(env_dirs, capsys):
     (["validate", "--users", "0"], "--users: '0': must be > 0"),
     (["validate", "--holdout", "-1"], "--holdout: '-1': must be >= 0"),
     (["fit", "--seed", "-1"], "--seed: '-1': must be >= 0"),
+    (["fit", "--max-minutes", "-1"], "--max-minutes: '-1': must be >= 0"),
+    (["fit", "--max-minutes", "nan"], "--max-minutes: 'nan': must be >= 0"),
+    (["fit", "--thin", "0"], "--thin: '0': must be > 0"),
+    (["fit", "--sampler", "hmc"], "invalid choice: 'hmc'"),
+    (["validate", "--reference-draws", "0"], "--reference-draws: '0': must be > 0"),
 ])
 def test_numbers_out_of_range_are_usage_errors(env_dirs, capsys, argv, words):
     _usage_error(capsys, argv, words)
@@ -65,6 +70,22 @@ def test_numbers_out_of_range_are_usage_errors(env_dirs, capsys, argv, words):
 def test_fit_users_beyond_the_run(env_dirs, capsys):
     _fails_with(capsys, ["fit", "--arrivals", "4", "--users", "5", "--chains", "2", "--warmup", "20", "--draws", "20"],
                 "--users 5: give a number of users in 1..4")
+
+
+def test_population_sampler_options_are_refused_for_other_models(env_dirs, capsys):
+    _fails_with(capsys, ["fit", "--arrivals", "3", "--model", "users", "--sampler", "nuts", "--chains", "2",
+                         "--warmup", "20", "--draws", "20"], "--sampler and --thin apply to --model population only")
+
+
+def test_a_population_fit_runs_until_healthy(env_dirs, capsys):
+    """The default population fit keeps its chains running until every label-invariant diagnostic
+    passes; --strict then exits 0 and the verdict is printed."""
+    argv = ["fit", "--arrivals", "8", "--model", "population", "--chains", "2", "--warmup", "200", "--draws", "500",
+            "--max-minutes", "4", "--jobs", "1", "--strict"]
+    assert main(argv) == 0
+    cap = capsys.readouterr()
+    assert "label-invariant diagnostics, 2 chains" in cap.out and "  -- OK" in cap.out
+    assert "round 1:" in cap.err
 
 
 def test_a_one_chain_fit_is_never_called_healthy(env_dirs, capsys):

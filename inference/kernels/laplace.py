@@ -55,6 +55,40 @@ def _grad_hessian(Zu, yu, theta, m, P, eta, ex, grad, H):
 
 
 @njit(cache=True)
+def newton_mode(Zu, yu, theta, m, P, H, L, grad, step, trial, eta, eta_trial, ex, ex_trial, iters, tol):
+    """Newton with backtracking from `theta` (in place) to the mode of N(m, P^-1) x the clicks'
+    likelihood; returns (converged within `iters` to a step under `tol`, negative log posterior).
+    eta, ex hold Zu theta and exp(-|eta|) at the returned theta; H, L, grad, step, trial, eta_trial,
+    ex_trial are work arrays."""
+    d = theta.shape[0]
+    f = _objective(Zu, yu, theta, m, P, eta, ex)
+    for _ in range(iters):
+        _grad_hessian(Zu, yu, theta, m, P, eta, ex, grad, H)
+        if not _cholesky(H, L):
+            break
+        _chol_solve(L, grad, step)
+        tt = 1.0
+        while True:      # backtracking: Newton alone can cycle on flat logistic tails
+            for i in range(d):
+                trial[i] = theta[i] + tt * step[i]
+            f_new = _objective(Zu, yu, trial, m, P, eta_trial, ex_trial)
+            if f_new > f + 1e-10 * (1.0 + abs(f)) and tt > 1e-10:
+                tt *= 0.5
+            else:
+                break
+        big = 0.0
+        for i in range(d):
+            big = max(big, abs(tt * step[i]))
+            theta[i] = trial[i]
+        eta[:] = eta_trial
+        ex[:] = ex_trial
+        f = f_new
+        if big < tol:
+            return True, f
+    return False, f
+
+
+@njit(cache=True)
 def laplace_units(Z, y, users, comps, comp_means, comp_precs, comp_logdets, init, iters=50, tol=1e-10):
     """Laplace fits of units b: user users[b] under the prior N(comp_means[c], inv(comp_precs[c])),
     c = comps[b].
@@ -87,31 +121,7 @@ def laplace_units(Z, y, users, comps, comp_means, comp_precs, comp_logdets, init
         m = comp_means[c]
         P = comp_precs[c]
         theta = modes[b]
-        f = _objective(Zu, yu, theta, m, P, eta, ex)
-        for _ in range(iters):
-            _grad_hessian(Zu, yu, theta, m, P, eta, ex, grad, H)
-            if not _cholesky(H, L):
-                break
-            _chol_solve(L, grad, step)
-            tt = 1.0
-            while True:      # backtracking: Newton alone can cycle on flat logistic tails
-                for i in range(d):
-                    trial[i] = theta[i] + tt * step[i]
-                f_new = _objective(Zu, yu, trial, m, P, eta_trial, ex_trial)
-                if f_new > f + 1e-10 * (1.0 + abs(f)) and tt > 1e-10:
-                    tt *= 0.5
-                else:
-                    break
-            big = 0.0
-            for i in range(d):
-                big = max(big, abs(tt * step[i]))
-                theta[i] = trial[i]
-            eta[:] = eta_trial
-            ex[:] = ex_trial
-            f = f_new
-            if big < tol:
-                ok[b] = True
-                break
+        ok[b], f = newton_mode(Zu, yu, theta, m, P, H, L, grad, step, trial, eta, eta_trial, ex, ex_trial, iters, tol)
         _grad_hessian(Zu, yu, theta, m, P, eta, ex, grad, H)
         if not _cholesky(H, L):
             ok[b] = False

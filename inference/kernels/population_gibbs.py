@@ -19,7 +19,7 @@ import math
 import numpy as np
 from numba import njit
 
-from inference.kernels.laplace import _grad_hessian, _objective, _surrogate_one
+from inference.kernels.laplace import _grad_hessian, _surrogate_one, newton_mode
 from inference.kernels.linalg import _chol_solve, _cholesky, _inverse_from_chol
 
 LOG_2PI = math.log(2.0 * math.pi)
@@ -158,6 +158,17 @@ def _proposal_logpdf(x, mode, HL, logdet_H, df_q, w):
 
 
 @njit(cache=True)
+def _solve_lower_transposed(L, b, out):
+    """out = L^-T b for lower-triangular L (back substitution)."""
+    d = b.shape[0]
+    for i in range(d - 1, -1, -1):
+        acc = b[i]
+        for k in range(i + 1, d):
+            acc -= L[k, i] * out[k]
+        out[i] = acc / L[i, i]
+
+
+@njit(cache=True)
 def _proposal_draw(mode, HL, df_q, out, g):
     """A draw of the proposal of `_proposal_logpdf`: mode + f HL^-T g sqrt((df_q - 2) / chi2), with
     f = WIDE_SCALE with probability WIDE_SHARE, else 1."""
@@ -168,11 +179,7 @@ def _proposal_draw(mode, HL, df_q, out, g):
     s = math.sqrt((df_q - 2.0) / chi2)
     if np.random.random() < WIDE_SHARE:
         s *= WIDE_SCALE
-    for i in range(d - 1, -1, -1):           # solve HL^T x = g
-        acc = g[i]
-        for k in range(i + 1, d):
-            acc -= HL[k, i] * out[k]
-        out[i] = acc / HL[i, i]
+    _solve_lower_transposed(HL, g, out)
     for i in range(d):
         out[i] = mode[i] + s * out[i]
 
@@ -183,44 +190,16 @@ def _proposal_draw_gauss(center, HL, f, out, g):
     d = center.shape[0]
     for i in range(d):
         g[i] = np.random.standard_normal()
-    for i in range(d - 1, -1, -1):
-        acc = g[i]
-        for k in range(i + 1, d):
-            acc -= HL[k, i] * out[k]
-        out[i] = acc / HL[i, i]
+    _solve_lower_transposed(HL, g, out)
     for i in range(d):
         out[i] = center[i] + f * out[i]
 
 
 @njit(cache=True)
 def _newton(Zu, yu, theta, m, P, H, L, grad, step, trial, eta, eta_trial, ex, ex_trial, iters, tol):
-    """Mode of N(m, P^-1) x the clicks' likelihood from `theta` (in place), with backtracking; leaves
-    the Cholesky factor of the negative log posterior's Hessian at the mode in L. False on failure."""
-    d = theta.shape[0]
-    f = _objective(Zu, yu, theta, m, P, eta, ex)
-    for _ in range(iters):
-        _grad_hessian(Zu, yu, theta, m, P, eta, ex, grad, H)
-        if not _cholesky(H, L):
-            return False
-        _chol_solve(L, grad, step)
-        tt = 1.0
-        while True:
-            for i in range(d):
-                trial[i] = theta[i] + tt * step[i]
-            f_new = _objective(Zu, yu, trial, m, P, eta_trial, ex_trial)
-            if f_new > f + 1e-10 * (1.0 + abs(f)) and tt > 1e-10:
-                tt *= 0.5
-            else:
-                break
-        big = 0.0
-        for i in range(d):
-            big = max(big, abs(tt * step[i]))
-            theta[i] = trial[i]
-        eta[:] = eta_trial
-        ex[:] = ex_trial
-        f = f_new
-        if big < tol:
-            break
+    """Mode of N(m, P^-1) x the clicks' likelihood from `theta` (in place); leaves the Cholesky factor of
+    the negative log posterior's Hessian at the mode in L. False if that factorisation fails."""
+    newton_mode(Zu, yu, theta, m, P, H, L, grad, step, trial, eta, eta_trial, ex, ex_trial, iters, tol)
     _grad_hessian(Zu, yu, theta, m, P, eta, ex, grad, H)
     return _cholesky(H, L)
 

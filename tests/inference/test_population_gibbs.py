@@ -84,6 +84,20 @@ def test_assignment_prior_integrates_the_stick_fractions_out():
         np.testing.assert_allclose(kern.log_assignment_prior(n, alpha), np.log(ref), rtol=1e-6)
 
 
+def test_predictive_weights_are_ratios_of_the_assignment_prior():
+    """p(c_u = k | c_-u) used by the users' moves = p(c with u in k) / p(c without u), and sums to 1."""
+    alpha = 2.5
+    n = np.array([3, 0, 5, 1, 2], np.int64)                     # 4 learned slots and the broad one
+    out = np.empty(5)
+    kern.predictive_log_weights(n, alpha, out)
+    base = kern.log_assignment_prior(n, alpha)
+    for k in range(5):
+        m = n.copy()
+        m[k] += 1
+        np.testing.assert_allclose(out[k], kern.log_assignment_prior(m, alpha) - base, atol=1e-12)
+    np.testing.assert_allclose(np.exp(out).sum(), 1.0, atol=1e-12)
+
+
 def test_component_draws_follow_the_conjugate_posterior():
     hyper = PopulationHyper()
     rng = np.random.default_rng(4)
@@ -213,3 +227,45 @@ def test_population_sbc_runs_and_ranks_lie_in_range(dev_world):
     assert res.ranks.shape == res.truth.shape == (2, len(res.names))
     assert res.ranks.min() >= 0 and res.ranks.max() <= 19 and res.healthy.shape == (2,)
     assert np.all(np.isfinite(res.truth))
+
+
+def test_split_merge_and_label_moves_leave_the_partition_posterior_invariant():
+    """theta fixed, 4 users in 4 learned slots: split-merge and label swaps alone move between every
+    labelled partition; their long-run frequencies match p(c | theta) ~ p(c) prod_k M(theta_k),
+    enumerated over all 256 assignments."""
+    import itertools
+
+    hyper = PopulationHyper(alpha=1.5, n_learned=4)
+    rng = np.random.default_rng(7)
+    theta = np.concatenate([rng.normal(1.0, 0.4, (2, D)), rng.normal(-1.0, 0.4, (2, D))])
+    K, U = 4, 4
+    nu0, psi, k0 = hyper.cov_df(D), hyper.cov_prior_scale(D), hyper.kappa0
+    W = (np.empty((D, D)), np.empty((D, D)))
+
+    def log_post(c):
+        n = np.bincount(c, minlength=K + 1).astype(np.int64)
+        out = kern.log_assignment_prior(n, hyper.alpha)
+        for k in range(K):
+            X = theta[c == k]
+            if len(X):
+                out += kern.log_marginal(len(X), X.sum(0), X.T @ X, nu0, psi, k0, *W)
+        return out
+
+    states = [np.array(s, np.int64) for s in itertools.product(range(K), repeat=U)]
+    lp = np.array([log_post(s) for s in states])
+    exact = np.exp(lp - lp.max())
+    exact /= exact.sum()
+    c = np.zeros(U, np.int64)
+    n = np.zeros(K + 1, np.int64)
+    T1, T2 = np.zeros((K, D)), np.zeros((K, D, D))
+    kern.seed(11)
+    index = {tuple(s): i for i, s in enumerate(states)}
+    counts = np.zeros(len(states))
+    for t in range(200_000):
+        kern.recompute_stats(c, theta, K, n, T1, T2)
+        kern.split_merge(c, theta, n, T1, T2, hyper.alpha, nu0, psi, k0, 1.0)
+        kern.label_swaps(c, n, T1, T2, hyper.alpha, 1)
+        counts[index[tuple(c)]] += 1
+    freq = counts / counts.sum()
+    assert np.abs(freq - exact).max() < 0.006, np.abs(freq - exact).max()
+    assert 0.5 * np.abs(freq - exact).sum() < 0.02, 0.5 * np.abs(freq - exact).sum()
