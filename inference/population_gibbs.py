@@ -42,6 +42,7 @@ SPLIT_MERGE_PER_USER = 0.05  # split-merge attempts per sweep, per user
 TRANSLATION_NEWTON = 2       # Newton steps refining a component translation's proposal
 LABEL_SWAPS = 32             # label-swap attempts per sweep
 RW_SCALE = 2.4               # users' random-walk step within their component: N(0, RW_SCALE^2 H^-1 / d)
+RESTART_RHAT = 1.02          # rounds: chains this far apart, with ESS enough, start their kept draws anew
 PAIR_BANDWIDTH = 1.0         # split-merge: half the pairs are neighbours in theta by a kernel of this width
 SCALE_STEP = 1.0             # a component's scaling move: sd of log s times sqrt((n - 1) d)
 
@@ -195,9 +196,10 @@ def sample_population(z, y, hyper: PopulationHyper = PopulationHyper(), chains: 
         ``until(idata) -> RoundVerdict``. If given, the chains run on in rounds until it says met (e.g.
         every label-invariant diagnostic passes) or `max_seconds` would be passed. Short of ESS, a
         round extends the chains, keeping the draws so far, by as many sweeps as the shortfall
-        suggests (1.2 x, within 0.25-4 x the kept ones); with ESS enough but chains that disagree,
-        the first half of the kept draws becomes warm-up and the chains run on for as long again.
-        The kept draws stay at most 2 x `draws` per chain (the thinning doubles as needed).
+        suggests (1.3 x, within 0.25-4 x the kept ones); with ESS enough and an R-hat just over its
+        bound, by half the kept sweeps at the same thinning (more draws); with ESS enough but chains that clearly disagree (R-hat over
+        1.02), the first half of the kept draws becomes warm-up and the chains run on for as long again.
+        Otherwise the kept draws stay at most 2 x `draws` per chain (the thinning doubles as needed).
         Without it, one round.
     max_seconds : float or None
         Wall-time budget for the rounds (no new round starts that would, at the last round's pace,
@@ -244,19 +246,24 @@ def sample_population(z, y, hyper: PopulationHyper = PopulationHyper(), chains: 
         idata.sample_stats.attrs["until_met"] = int(verdict.met)
         elapsed = time.perf_counter() - t0
         kept_sweeps = done - start
-        drop_half = verdict.ess_fraction >= 1.0 and not verdict.rhat_ok
+        drop_half = verdict.ess_fraction >= 1.0 and verdict.max_rhat > RESTART_RHAT
         if drop_half:
-            # enough draws, yet the chains disagree: the first half of the kept draws becomes warm-up,
-            # and the chains run on for as long again
+            # enough draws, yet the chains clearly disagree: the first half of the kept draws becomes
+            # warm-up, and the chains run on for as long again
             more = float(kept_sweeps)
+        elif verdict.ess_fraction >= 1.0:
+            # enough draws and an R-hat just over its bound over thousands of entries (a noisy
+            # maximum): more draws of the same chains
+            more = 0.5 * kept_sweeps
         else:
             # short of ESS (a short run's R-hat is noisy too): extend, keeping the draws so far, by what
             # the shortfall suggests
-            more = kept_sweeps * min(4.0, max(0.25, 1.2 * (1.0 / max(verdict.ess_fraction, 1e-3) - 1.0)))
+            more = kept_sweeps * min(4.0, max(0.25, 1.3 * (1.0 / max(verdict.ess_fraction, 1e-3) - 1.0)))
+        near_miss = verdict.ess_fraction >= 1.0 and not drop_half
         window = kept_sweeps // 2 if drop_half else kept_sweeps
         factor = 1
-        while (window + more) / (cur_thin * factor) > 2 * draws:
-            factor *= 2
+        while not near_miss and (window + more) / (cur_thin * factor) > 2 * draws:
+            factor *= 2        # (a near miss keeps its thinning: an R-hat's noise shrinks with the draws)
         next_thin = cur_thin * factor
         next_draws = max(1, int(round(more / next_thin)))
         next_cost = (time.perf_counter() - t_round) * (next_draws * next_thin) / (tasks[0].warmup + new_draws * cur_thin)
@@ -265,7 +272,8 @@ def sample_population(z, y, hyper: PopulationHyper = PopulationHyper(), chains: 
                      f"{cur_thin}), {elapsed:.0f} s; " + (
                          "healthy" if verdict.met else
                          "chains disagree with enough draws: the first half of the kept ones becomes warm-up"
-                         if drop_half else f"short of ESS ({100 * verdict.ess_fraction:.0f}% of it): extending"))
+                         if drop_half else f"R-hat {verdict.max_rhat:.3f} just over its bound: more draws"
+                         if near_miss else f"short of ESS ({100 * verdict.ess_fraction:.0f}% of it): extending"))
         if verdict.met or (max_seconds is not None and elapsed + next_cost > max_seconds):
             return idata
         if drop_half:
@@ -279,7 +287,7 @@ def sample_population(z, y, hyper: PopulationHyper = PopulationHyper(), chains: 
 class RoundVerdict(NamedTuple):
     """What `sample_population`'s `until` says of the draws kept so far."""
     met: bool                # stop: the fit is what was asked for
-    rhat_ok: bool            # the chains agree on every quantity
+    max_rhat: float          # the largest R-hat over every quantity
     ess_fraction: float      # the smallest ESS over what is asked for (sizes the extension)
 
 
