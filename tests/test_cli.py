@@ -155,7 +155,7 @@ def test_validate_compares_batch_em_and_the_online_prior_with_the_population_ref
 
     argv = ["validate", "--world", "dev", "--seed", "2", "--policy", "coduel", "--arrivals", "12", "--users", "2",
             "--chains", "2", "--warmup", "100", "--draws", "100", "--holdout", "4", "--population-reference",
-            "--reference-warmup", "200", "--reference-draws", "400", "--jobs", "1"]
+            "--reference-warmup", "200", "--reference-draws", "400", "--reference-minutes", "0", "--jobs", "1"]
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "population model reference (gibbs" in out and "co-clustering: mean |em - reference|" in out

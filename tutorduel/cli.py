@@ -416,7 +416,9 @@ def cmd_validate(a) -> int:
                                          chains=a.chains, warmup=a.warmup, draws=a.draws, rounds=rounds,
                                          holdout=a.holdout, population_reference=a.population_reference,
                                          reference_warmup=a.reference_warmup, reference_draws=a.reference_draws,
-                                         reference_thin=a.reference_thin, jobs=a.jobs)
+                                         reference_thin=a.reference_thin, reference_minutes=a.reference_minutes,
+                                         jobs=a.jobs,
+                                         progress=lambda msg: print(f"  {msg}", file=sys.stderr, flush=True))
     table = pd.DataFrame({"k-hat": checks.khat, "k-hat MC sd": checks.khat_replicates.std(1, ddof=1),
                           "max |mean error| (sd)": np.abs(checks.mean_error).max(1),
                           "min sd ratio": checks.sd_ratio.min(1), "max sd ratio": checks.sd_ratio.max(1),
@@ -636,6 +638,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reference-warmup", type=positive_int, help="the population reference's warm-up sweeps")
     p.add_argument("--reference-draws", type=positive_int, help="the population reference's draws per chain")
     p.add_argument("--reference-thin", type=positive_int, default=1, help="the population reference's thinning")
+    p.add_argument("--reference-minutes", type=natural_float, default=30.0,
+                   help="the population reference runs until healthy or this many minutes (0: one fixed run)")
     p.add_argument("--jobs", type=positive_int, default=min(4, os.cpu_count() or 1),
                    help="worker processes for the population reference's chains")
     _common(p)

@@ -93,7 +93,8 @@ def first_question_features(log, users: np.ndarray) -> np.ndarray:
 
 
 def population_reference_fits(world, seed, spec, store, log, em, holdout, arrivals, chains, warmup, draws, thin=1,
-                              jobs: int = 1, check_seed: int = 0) -> xr.Dataset:
+                              jobs: int = 1, check_seed: int = 0, max_minutes: float | None = 30.0,
+                              progress=None) -> xr.Dataset:
     """The batch EM fit of the first N - holdout arrivals and the online prior the first held-out arrival
     saw, against the population model's exact reference posterior on the same clicks (the Gibbs
     sampler, written as ``seed-NNNN.population-train.nc``): log density at test points (the held-out
@@ -110,7 +111,8 @@ def population_reference_fits(world, seed, spec, store, log, em, holdout, arriva
     train, test = np.arange(N - holdout), np.arange(N - holdout, N)
     out = store.fit_path(run_key(world, seed, spec, arrivals), "population-train")
     idata_ref, _ = fit_cell(world, seed, spec, "population", store, arrivals=arrivals, chains=chains,
-                            warmup=warmup, draws=draws, users=N - holdout, out=out, thin=thin, jobs=jobs)
+                            warmup=warmup, draws=draws, users=N - holdout, out=out, thin=thin, jobs=jobs,
+                            max_minutes=max_minutes, progress=progress)
     z, y = log.recalibrated_design()
     points = population_test_points(z[test], y[test])
     online, n_online = None, None
@@ -141,14 +143,15 @@ def validate_users(world, seed: int, spec: str, store: RunStore, users: int | No
                    arrivals: int | None = None, chains: int = DEFAULT_CHAINS, warmup: int | None = None,
                    draws: int | None = None, check_seed: int = 0, rounds: tuple[int, ...] = (),
                    holdout: int = 0, population_reference: bool = False, reference_warmup: int | None = None,
-                   reference_draws: int | None = None, reference_thin: int = 1,
-                   jobs: int = 1) -> tuple[UserChecks, az.InferenceData, Path]:
+                   reference_draws: int | None = None, reference_thin: int = 1, reference_minutes: float = 30.0,
+                   jobs: int = 1, progress=None) -> tuple[UserChecks, az.InferenceData, Path]:
     """Check the first `users` users (default all) of a run at session end, and at each of `rounds`
     (clicks seen so far) against NUTS on that many clicks, and the population prior on the last
     `holdout` arrivals (``diagnostics.population_checks``); with `population_reference`, also a batch
     EM fit of the other arrivals and the online prior against the hierarchical model's exact reference
     posterior on the same clicks (``population_reference_fits``; its sampler settings are the
-    reference_* ones, the Gibbs sampler's defaults when None). Returns (session-end checks,
+    reference_* ones, the Gibbs sampler's defaults when None; it runs until healthy or
+    reference_minutes, 0 for one fixed run). Returns (session-end checks,
     InferenceData, path written)."""
     from inference.user_reference import user_draws
 
@@ -197,7 +200,7 @@ def validate_users(world, seed: int, spec: str, store: RunStore, users: int | No
         if population_reference:
             groups["population_fits"] = population_reference_fits(
                 world, seed, spec, store, log, em, holdout, arrivals, chains, reference_warmup, reference_draws,
-                reference_thin, jobs, check_seed)
+                reference_thin, jobs, check_seed, reference_minutes, progress)
     idata.add_groups(groups)
     idata.posterior.attrs.update({"world": str(world.attrs["roster"]), "seed": int(seed),
                                   "policy": canonical_spec(spec), "users": int(U),

@@ -110,22 +110,6 @@ def _predictive_t(n, T1k, T2k, nu0, psi, kappa0, loc, L):
 
 
 @njit(cache=True)
-def _t_logpdf(x, df, loc, L, logdet, w):
-    """log t_df(x; loc, L L^T); w [d] work."""
-    d = x.shape[0]
-    for i in range(d):
-        acc = x[i] - loc[i]
-        for k in range(i):
-            acc -= L[i, k] * w[k]
-        w[i] = acc / L[i, i]
-    delta = 0.0
-    for i in range(d):
-        delta += w[i] * w[i]
-    return (math.lgamma(0.5 * (df + d)) - math.lgamma(0.5 * df) - 0.5 * d * (math.log(df) + LOG_PI)
-            - 0.5 * logdet - 0.5 * (df + d) * math.log1p(delta / df))
-
-
-@njit(cache=True)
 def _gauss_iso_logpdf(x, var):
     d = x.shape[0]
     q = 0.0

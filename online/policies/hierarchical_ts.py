@@ -56,7 +56,7 @@ def start_session(state: HierTSState, variant: str, rng: np.random.Generator) ->
     """The new user's prior: Q's posterior plus the spread (hierts), or a draw of Q with the spread (meta, Meta-TS)."""
     mq, Sq = meta_posterior(state)
     if variant == "meta":
-        m0, S0 = rng.multivariate_normal(mq, Sq), state.sigma0
+        m0, S0 = rng.multivariate_normal(mq, Sq, method="cholesky"), state.sigma0    # unique factor: same rows everywhere
     else:
         m0, S0 = mq, Sq + state.sigma0
     return state._replace(prior_mean=m0, prior_cov=S0, mean=m0, cov=S0)

@@ -67,7 +67,16 @@ def test_predictive_t_is_the_ratio_of_marginals():
     df, logdet = kern._predictive_t(4, X.sum(0), X.T @ X, nu0, psi, k0, loc, L)
     ref = stats.multivariate_t(loc, L @ L.T, df=df).logpdf(x)
     np.testing.assert_allclose(ratio, ref, atol=1e-10)
-    np.testing.assert_allclose(kern._t_logpdf(x, df, loc, L, logdet, np.empty(D)), ref, atol=1e-10)
+    # the users' moves read it through the slot's cached parameters
+    K = 1
+    n = np.array([4, 0], np.int64)
+    T1, T2 = X.sum(0)[None], (X.T @ X)[None]
+    tdf, tconst, plogdet = np.empty(K + 1), np.empty(K + 1), np.empty(K + 1)
+    tloc, tL, pmean, pprec = np.empty((K + 1, D)), np.empty((K + 1, D, D)), np.empty((K + 1, D)), np.empty((K + 1, D, D))
+    kern._slot_params(0, n, T1, T2, nu0, psi, k0, tdf, tloc, tL, tconst, pmean, pprec, plogdet, np.empty((D, D)),
+                      np.empty(D), np.empty(D))
+    np.testing.assert_allclose(kern._slot_logpdf(0, K, x, tdf, tloc, tL, tconst, 4.0, np.empty(D)), ref, atol=1e-10)
+    np.testing.assert_allclose(np.linalg.inv(pprec[0]), L @ L.T * df / (df - 2), rtol=1e-10)   # the t's covariance
 
 
 def test_assignment_prior_integrates_the_stick_fractions_out():
