@@ -14,3 +14,17 @@ class InterruptFlag:
     def __call__(self, signum, frame):
         self.fired = True
         raise KeyboardInterrupt
+
+
+def quiet_unraisable(previous):
+    """A ``sys.unraisablehook`` that drops KeyboardInterrupts and passes everything else to `previous`.
+
+    A Ctrl-C that lands inside a callback Python cannot raise from (a weakref or garbage-collector
+    callback, ``__del__``) is printed as "Exception ignored in ... Traceback ... KeyboardInterrupt";
+    with the `InterruptFlag` installed the interrupt is remembered and acted on, so the print says
+    nothing but looks like a crash."""
+    def hook(unraisable):
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            return
+        previous(unraisable)
+    return hook

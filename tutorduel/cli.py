@@ -659,15 +659,18 @@ def main(argv=None) -> int:
     import threading
 
     previous = None
+    hook = sys.unraisablehook
     if threading.current_thread() is threading.main_thread():
-        from online.interrupt import InterruptFlag
+        from online.interrupt import InterruptFlag, quiet_unraisable
 
         previous = signal.signal(signal.SIGINT, InterruptFlag())
+        sys.unraisablehook = quiet_unraisable(hook)
     try:
         return _main(argv)
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
+        sys.unraisablehook = hook
 
 
 def _main(argv) -> int:

@@ -268,3 +268,31 @@ def test_a_ctrl_c_swallowed_before_the_sweep_stops_it_at_once(env_dirs):
     finally:
         signal.signal(signal.SIGINT, old)
     assert signal.getsignal(signal.SIGINT) is old
+
+
+def test_a_ctrl_c_inside_a_gc_callback_prints_no_traceback():
+    """Bug (CI-style run of test_ctrl_c_stops_the_sweep_cleanly): the SIGINT at 0.8 s landed inside
+    JAX's garbage-collector callback; the remembered interrupt stopped the sweep (rc 130), but Python
+    printed "Exception ignored in ... Traceback ... KeyboardInterrupt". The CLI's unraisable hook drops
+    those (the InterruptFlag has them) and passes every other unraisable exception on."""
+    import sys
+    import types
+
+    from online.interrupt import quiet_unraisable
+
+    seen = []
+    hook = quiet_unraisable(seen.append)
+    args = lambda exc: types.SimpleNamespace(exc_type=type(exc), exc_value=exc, exc_traceback=None,  # noqa: E731
+                                             err_msg=None, object=None)
+    hook(args(KeyboardInterrupt()))
+    assert seen == []
+    boom = args(ValueError("a real one"))
+    hook(boom)
+    assert seen == [boom]
+
+    # in a fresh interpreter (pytest installs its own unraisable hook): an interrupt Python cannot raise
+    code = ("import sys\nfrom tutorduel import cli\nclass Interrupting:\n    def __del__(self):\n"
+            "        raise KeyboardInterrupt\ncli._main = lambda argv: (Interrupting(), 0)[1]\n"
+            "sys.exit(cli.main([]))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
