@@ -40,6 +40,7 @@ REFINE_NATS = -1.0           # Newton-refine users' proposals under components w
 NEWTON_ITERS = 50
 SPLIT_MERGE_PER_USER = 0.05  # split-merge attempts per sweep, per user
 TRANSLATION_NEWTON = 2       # Newton steps refining a component translation's proposal
+DILATE_STEP = 0.1            # a component's dilation about the origin: sd of log s
 LABEL_SWAPS = 32             # label-swap attempts per sweep
 RW_SCALE = 2.4               # users' random-walk step within their component: N(0, RW_SCALE^2 H^-1 / d)
 RESTART_RHAT = 1.02          # rounds: chains this far apart, with ESS enough, start their kept draws anew
@@ -56,12 +57,13 @@ class GibbsSettings(NamedTuple):
     label_swaps: int = LABEL_SWAPS
     scale_step: float = SCALE_STEP
     translation_newton: int = TRANSLATION_NEWTON
+    dilate_step: float = DILATE_STEP
     rw_scale: float = RW_SCALE
     pair_bandwidth: float = PAIR_BANDWIDTH
 
 
 STAT_NAMES = ("user_moves_accepted", "splits_proposed", "splits_accepted", "merges_proposed", "merges_accepted",
-              "label_swaps_accepted", "translations_accepted", "scalings_accepted")
+              "label_swaps_accepted", "translations_accepted", "scalings_accepted", "dilations_accepted")
 
 
 class Chain(NamedTuple):
@@ -156,7 +158,7 @@ def run_chain(task: ChainTask) -> Chain:
     args = (lik_prec, lik_lin, lik_const, float(hyper.alpha), float(hyper.broad_var), nu0, psi, kappa0,
             float(settings.proposal_df), float(settings.refine_nats), int(settings.newton_iters), n_sm,
             int(settings.label_swaps), float(settings.scale_step), float(settings.rw_scale),
-            float(settings.pair_bandwidth), int(settings.translation_newton))
+            float(settings.pair_bandwidth), int(settings.translation_newton), float(settings.dilate_step))
     none = (np.zeros((0, U, d)), np.zeros((0, U), np.int64), np.zeros((0, K)), np.zeros((0, K, d)),
             np.zeros((0, K, d, d)))
     w_stats = np.zeros((max(task.warmup, 1), len(STAT_NAMES)), np.int64)

@@ -96,19 +96,22 @@ def run_sbc(prior: MixturePrior, features: np.ndarray, n_sims: int = 200, rounds
     return SBCResult(theta, sbc_ranks(theta, draws, L), L, draws, ok)
 
 
-# The population model's SBC: a small instance (3 learned components, alpha = 1, so that most users
-# sit in learned components rather than the broad one) of the same model and sampler.
-SBC_POPULATION = PopulationHyper(alpha=1.0, n_learned=3)
+# The population model's SBC: a small instance of the same model and sampler, 6 learned components
+# with alpha = 0.5, so that 30 users fall in 2-3 of them (and hardly ever the broad one) and there
+# are empty components to split into.
+SBC_POPULATION = PopulationHyper(alpha=0.5, n_learned=6)
 
 
 class PopulationSBC(NamedTuple):
     """SBC of the population sampler: per simulation, the true value of each checked quantity and its
-    rank among L thinned posterior draws (ties broken at random), and whether the fit was healthy."""
+    rank among L thinned posterior draws (ties broken at random), whether the fit was healthy and the
+    sweeps per chain it took."""
     names: list              # [Q] quantity names
     truth: np.ndarray        # [N, Q]
     ranks: np.ndarray        # [N, Q] in 0..L
     L: int
     healthy: np.ndarray      # [N] bool: the fit passed its label-invariant diagnostics
+    sweeps: np.ndarray       # [N] sweeps per chain of each fit
 
 
 def _tied_ranks(truth: np.ndarray, draws: np.ndarray, L: int, rng) -> np.ndarray:
@@ -138,17 +141,21 @@ def _population_quantities(theta, assignment, weights, mu, cov_chol, z, y, point
 
 def run_population_sbc(features: np.ndarray, n_sims: int = 100, users: int = 30, rounds: int = 24, L: int = 99,
                        seed: int = 0, hyper: PopulationHyper = SBC_POPULATION, chains: int = 2, warmup: int = 300,
-                       draws: int = 1000, thin: int = 2, map_chains=None) -> PopulationSBC:
+                       draws: int = 1000, max_seconds: float | None = 120.0, map_chains=None) -> PopulationSBC:
     """SBC of ``inference.population_gibbs`` on the population model `hyper`: `n_sims` data sets of
     `users` users with `rounds` clicks each on random pairs of a world's questions, the truth drawn
     from the NumPyro model's prior (stick fractions, component means and covariances from its sites;
-    each user's component and theta from its mixture)."""
+    each user's component and theta from its mixture). Each fit runs as `fit_population` runs it: in
+    rounds until its label-invariant diagnostics pass, or `max_seconds` (None: one run of warmup +
+    draws)."""
     import jax
     import jax.numpy as jnp
     import numpyro
 
-    from inference.model_fits import add_label_invariant
-    from inference.population_gibbs import sample_population
+    import warnings
+
+    from inference.health import FitHealthWarning
+    from inference.model_fits import fit_population, stored_label_invariant
     from tdmodels.population_model import population
 
     rng = np.random.default_rng(seed)
@@ -161,7 +168,7 @@ def run_population_sbc(features: np.ndarray, n_sims: int = 100, users: int = 30,
     points = np.stack([np.zeros(d), np.r_[1.0, -1.0, np.zeros(d - 2)]])
     names = ([f"theta[{u},{j}]" for u in range(3) for j in range(d)]
              + ["log_lik", "log_density[0]", "log_density[1]", "max_weight", "occupied", "same_component[0,1]"])
-    truths, ranks, healthy = [], [], []
+    truths, ranks, healthy, sweeps = [], [], [], []
     for s in range(n_sims):
         c = rng.choice(K + 1, size=users, p=W[s] / W[s].sum())
         locs = np.concatenate([MU[s], np.zeros((1, d))])
@@ -169,8 +176,10 @@ def run_population_sbc(features: np.ndarray, n_sims: int = 100, users: int = 30,
         theta = locs[c] + np.einsum("uij,uj->ui", trils[c], rng.standard_normal((users, d)))
         z = random_designs(F, users, rounds, rng)
         y = simulate_clicks(theta, z, rng)
-        idata = sample_population(z, y, hyper, chains=chains, warmup=warmup, draws=draws, thin=thin,
-                                  seed=seed * 100003 + s, map_chains=map_chains)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FitHealthWarning)      # health is returned, not hidden
+            idata = fit_population(z, y, seed=seed * 100003 + s, chains=chains, warmup=warmup, draws=draws,
+                                   hyper=hyper, map_chains=map_chains, max_seconds=max_seconds)
         post = idata.posterior
         flat = lambda v: post[v].values.reshape((-1,) + post[v].shape[2:])  # noqa: E731
         q_post = _population_quantities(flat("theta"), flat("assignment"), flat("weights"), flat("mu"),
@@ -179,5 +188,6 @@ def run_population_sbc(features: np.ndarray, n_sims: int = 100, users: int = 30,
                                         hyper.broad_var)[0]
         truths.append(q_true)
         ranks.append(_tied_ranks(q_true, q_post, L, rng))
-        healthy.append(add_label_invariant(idata, z, y, hyper.broad_var).ok)
-    return PopulationSBC(names, np.array(truths), np.array(ranks), L, np.array(healthy))
+        healthy.append(stored_label_invariant(idata).ok)
+        sweeps.append(int(idata.sample_stats.attrs.get("sweeps_per_chain", warmup + draws)))
+    return PopulationSBC(names, np.array(truths), np.array(ranks), L, np.array(healthy), np.array(sweeps))

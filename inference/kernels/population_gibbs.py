@@ -644,6 +644,55 @@ def scale_clusters(Z, Y, c, theta, n, T1, T2, nu0, psi, kappa0, step_scale):
 
 
 @njit(cache=True)
+def dilate_clusters(Z, Y, c, theta, n, T1, T2, nu0, psi, kappa0, step):
+    """For every occupied learned component, a Metropolis-Hastings move that scales its members about
+    the origin, theta_u -> s theta_u: log s from a symmetric random walk of sd `step`, accepted with the
+    density ratio times the Jacobian s^(n d). Where clicks are near-separable the likelihood is flat
+    along theta's own direction (any larger theta predicts them as well), so a component of such users
+    drifts along a ridge that translations and users' moves cross slowly. Returns the number accepted."""
+    U, S, d = Z.shape
+    K = T1.shape[0]
+    members = np.empty(U, dtype=np.int64)
+    Psi, L, T2k = np.empty((d, d)), np.empty((d, d)), np.empty((d, d))
+    T1k, x = np.empty(d), np.empty(d)
+    accepted = 0
+    for k in range(K):
+        nk = n[k]
+        if nk == 0:
+            continue
+        m = 0
+        for u in range(U):
+            if c[u] == k:
+                members[m] = u
+                m += 1
+        sc = math.exp(step * np.random.standard_normal())
+        val = np.empty(2)
+        for which in range(2):
+            f = sc if which == 0 else 1.0
+            for i in range(d):
+                T1k[i] = f * T1[k, i]
+                for j in range(d):
+                    T2k[i, j] = f * f * T2[k, i, j]
+            v = log_marginal(nk, T1k, T2k, nu0, psi, kappa0, Psi, L) + nk * d * math.log(f)
+            for t in range(m):
+                u = members[t]
+                for i in range(d):
+                    x[i] = f * theta[u, i]
+                v += _log_lik(Z[u], Y[u], x)
+            val[which] = v
+        if math.log(np.random.random()) < val[0] - val[1]:
+            accepted += 1
+            for t in range(m):
+                for i in range(d):
+                    theta[members[t], i] *= sc
+            for i in range(d):
+                T1[k, i] *= sc
+                for j in range(d):
+                    T2[k, i, j] *= sc * sc
+    return accepted
+
+
+@njit(cache=True)
 def _shift(T1s, T2s, cnt, side, x, sign):
     d = x.shape[0]
     cnt[side] += sign
@@ -887,17 +936,18 @@ def draw_components(n, T1, T2, nu0, psi, kappa0, mu, chol):
 
 @njit(cache=True)
 def run_sweeps(Z, Y, c, theta, lik_prec, lik_lin, lik_const, alpha, broad_var, nu0, psi, kappa0, df_q, refine_nats,
-               newton_iters, n_split_merge, n_swaps, scale_step, rw_scale, bandwidth, translation_newton, sweeps, thin,
+               newton_iters, n_split_merge, n_swaps, scale_step, rw_scale, bandwidth, translation_newton, dilate_step,
+               sweeps, thin,
                out_theta, out_c,
                out_v, out_mu, out_chol, stats):
     """`sweeps` sweeps of the sampler on the state (c [U], theta [U, d], in place); every `thin`-th
     sweep's state goes to out_* (if they have room): theta [D, U, d], c [D, U], and v [D, K],
-    mu [D, K, d], chol [D, K, d, d] drawn from their conditionals. stats [sweeps, 8]: users' moves
+    mu [D, K, d], chol [D, K, d, d] drawn from their conditionals. stats [sweeps, 9]: users' moves
     accepted, splits proposed / accepted, merges proposed / accepted, label swaps accepted,
-    translations accepted, scalings accepted. Returns the draws stored.
+    translations accepted, scalings accepted, dilations accepted. Returns the draws stored.
 
-    One sweep: joint (c_u, theta_u) moves for every user; a translation and a scaling move of every
-    learned component; `n_split_merge` split-merge and `n_swaps` label moves.
+    One sweep: joint (c_u, theta_u) moves for every user; a translation, a scaling and a dilation move
+    of every learned component; `n_split_merge` split-merge and `n_swaps` label moves.
     """
     U, S, d = Z.shape
     K = out_v.shape[1]
@@ -913,6 +963,7 @@ def run_sweeps(Z, Y, c, theta, lik_prec, lik_lin, lik_const, alpha, broad_var, n
         stats[s, 6] = translate_clusters(Z, Y, c, theta, n, T1, T2, lik_prec, lik_lin, nu0, psi, kappa0, df_q,
                                          translation_newton)
         stats[s, 7] = scale_clusters(Z, Y, c, theta, n, T1, T2, nu0, psi, kappa0, scale_step)
+        stats[s, 8] = dilate_clusters(Z, Y, c, theta, n, T1, T2, nu0, psi, kappa0, dilate_step)
         for _ in range(n_split_merge):
             r = split_merge(c, theta, n, T1, T2, alpha, nu0, psi, kappa0, bandwidth)
             if r == 1 or r == 2:

@@ -57,13 +57,13 @@ def test_sbc_ranks_are_uniform(which, request, tmp_path):
 @pytest.fixture(scope="module")
 def sbc_population(dev_world):
     """The population sampler on 100 simulated data sets of 30 users with 24 clicks each, drawn from a
-    small instance of the model itself (3 learned components, alpha = 1)."""
+    small instance of the model itself (6 learned components, alpha = 0.5), each fit run until healthy."""
     from inference.sbc import run_population_sbc
+    from online.process_pool import map_in_workers
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FitHealthWarning)
-        return run_population_sbc(dev_world["features"].values, n_sims=100, users=30, rounds=24, L=99, seed=21,
-                                  chains=2, warmup=300, draws=1000, thin=2)
+    return run_population_sbc(dev_world["features"].values, n_sims=100, users=30, rounds=24, L=99, seed=21,
+                              chains=2, warmup=300, draws=1000, max_seconds=120.0,
+                              map_chains=lambda fn, items: map_in_workers(fn, items, 2))
 
 
 def test_population_sampler_sbc_ranks_are_uniform(sbc_population, tmp_path):
@@ -73,4 +73,4 @@ def test_population_sampler_sbc_ranks_are_uniform(sbc_population, tmp_path):
     p, combined = rank_uniformity(res.ranks, res.L, bins=10)
     assert combined > 0.001, dict(zip(res.names, p.round(4)))
     assert res.ranks.min() >= 0 and res.ranks.max() <= res.L
-    assert res.healthy.mean() >= 0.8, res.healthy.mean()       # most fits pass their own diagnostics
+    assert res.healthy.mean() >= 0.95, res.healthy.mean()      # the fits pass their own diagnostics

@@ -232,7 +232,7 @@ def test_population_sbc_runs_and_ranks_lie_in_range(dev_world):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = run_population_sbc(dev_world["features"].values, n_sims=2, users=8, rounds=6, L=19, seed=3,
-                                 chains=2, warmup=10, draws=40, thin=1)
+                                 chains=2, warmup=10, draws=40, max_seconds=None)
     assert res.ranks.shape == res.truth.shape == (2, len(res.names))
     assert res.ranks.min() >= 0 and res.ranks.max() <= 19 and res.healthy.shape == (2,)
     assert np.all(np.isfinite(res.truth))
@@ -278,3 +278,26 @@ def test_split_merge_and_label_moves_leave_the_partition_posterior_invariant():
     freq = counts / counts.sum()
     assert np.abs(freq - exact).max() < 0.006, np.abs(freq - exact).max()
     assert 0.5 * np.abs(freq - exact).sum() < 0.02, 0.5 * np.abs(freq - exact).sum()
+
+
+def test_dilation_alone_leaves_the_components_density_invariant():
+    """One user alone in a learned component, clicks that say nothing: the dilation move theta -> s theta
+    on its own must sample the radius of the component's prior predictive, a multivariate t with
+    isotropic scale sigma^2 I, for which |theta|^2 / (d sigma^2) ~ F(d, df) (its Jacobian s^d checked)."""
+    hyper = PopulationHyper(n_learned=1)
+    nu0, psi, k0 = hyper.cov_df(D), hyper.cov_prior_scale(D), hyper.kappa0
+    df = nu0 - D + 1
+    sigma2 = psi * (k0 + 1) / (k0 * df)
+    z, y = np.zeros((1, 2, D)), np.ones((1, 2))
+    c = np.zeros(1, np.int64)
+    theta = np.array([[1.0, -0.5, 0.3]])
+    n, T1, T2 = np.zeros(2, np.int64), np.zeros((1, D)), np.zeros((1, D, D))
+    kern.seed(5)
+    radius = np.empty(60_000)
+    for t in range(len(radius)):
+        kern.recompute_stats(c, theta, 1, n, T1, T2)
+        for _ in range(5):
+            kern.dilate_clusters(z, y, c, theta, n, T1, T2, nu0, psi, k0, 0.5)
+        radius[t] = (theta[0] ** 2).sum() / (D * sigma2)
+    thinned = radius[::20]
+    assert stats.kstest(thinned, stats.f(D, df).cdf).pvalue > 0.001
