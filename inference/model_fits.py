@@ -56,9 +56,9 @@ def fit_population(z, y, seed: int = 0, chains: int = DEFAULT_CHAINS, warmup: in
     map_chains : callable or None
         Runs the Gibbs chains (e.g. in worker processes); see ``sample_population``.
     max_seconds : float or None
-        "gibbs" only: if given, the chains run on in rounds (each as long as all before it, `draws`
-        draws kept from the last) until every label-invariant diagnostic passes or the budget would
-        be passed; `progress(message)` hears of each round. None: one run of warmup + draws x thin.
+        "gibbs" only: if given, the chains run on in rounds (each extends them by what the
+        diagnostics' shortfall asks; see ``sample_population``) until every label-invariant
+        diagnostic passes or the budget would be passed; `progress(message)` hears of each round. None: one run of warmup + draws x thin.
 
     Returns
     -------

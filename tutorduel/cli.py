@@ -617,9 +617,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "reference) or NUTS on the marginalised mixture (does not converge; for comparison)")
     p.add_argument("--thin", type=positive_int, default=1, help="population model, Gibbs: sweeps per stored draw")
     p.add_argument("--max-minutes", type=natural_float, default=30.0,
-                   help="population model, Gibbs: run the chains on in rounds (each as long as all before it, --draws "
-                        "kept from the last) until every label-invariant diagnostic passes or this many minutes are "
-                        "spent (default 30; 0: one run of --warmup + --draws x --thin)")
+                   help="population model, Gibbs: run the chains on in rounds (each extends them by what the "
+                        "diagnostics' shortfall asks, keeping the draws so far) until every label-invariant diagnostic "
+                        "passes or this many minutes are spent (default 30; 0: one run of --warmup + --draws x --thin)")
     p.add_argument("--jobs", type=positive_int, default=min(4, os.cpu_count() or 1),
                    help="population model, Gibbs: worker processes for the chains (default: the cores, at most 4)")
     _common(p)
