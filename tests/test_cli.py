@@ -172,6 +172,29 @@ def test_validate_compares_batch_em_and_the_online_prior_with_the_population_ref
     assert page.count("<img") == 6 and "hierarchical model's exact reference" in page
 
 
+def test_validate_prints_each_fits_own_figure_before_its_difference_from_the_reference(capsys):
+    """Printed once as 'em -4.407' where -4.407 was EM's difference from the reference (EM itself: -14.194)."""
+    import arviz as az
+    import xarray as xr
+
+    from tutorduel.cli import print_population_fits
+
+    attrs = {"reference_healthy": 1, "reference_sampler": "gibbs", "reference_seconds": 5.0,
+             "log_density_reference_mean": -9.5, "components_reference": 3.2, "components_reference_90": "2-4",
+             "log_pred_reference_mean": -14.0, "co_clustering_em_vs_reference_mean_abs": 0.1}
+    for k, own in (("em", -14.25), ("online", -12.0)):
+        attrs |= {f"log_density_{k}_mean": own, f"log_density_{k}_vs_reference_mean": own + 9.5,
+                  f"log_density_{k}_vs_reference_mean_abs": abs(own + 9.5), f"log_pred_{k}_mean": -13.75,
+                  f"log_pred_{k}_vs_reference": 0.25, f"log_pred_{k}_vs_reference_ci95": 0.125,
+                  f"components_{k}": 4}
+    group = xr.Dataset({"test_points": (("test_point", "dim"), np.zeros((3, 2))),
+                        "x": (("train_user",), np.zeros(5))}, attrs=attrs)
+    print_population_fits(az.InferenceData(population_fits=group))
+    out = capsys.readouterr().out
+    assert "reference -9.500; em -14.250 (-4.750 against it" in out and "online -12.000 (-2.500 against it" in out
+    assert "em -13.750 (+0.250 +- 0.125 against it)" in out and "on the first 5 arrivals" in out
+
+
 def test_validate_needs_a_policy_that_records_beliefs(env_dirs, capsys):
     rc = main(["validate", "--world", "dev", "--policy", "no-transfer", "--arrivals", "3", "--users", "2",
                "--chains", "1", "--warmup", "10", "--draws", "10"])

@@ -397,6 +397,39 @@ def cmd_fit(a) -> int:
     return 0 if ok or not a.strict else 1
 
 
+def print_population_fits(idata) -> None:
+    """Print the `population_fits` group of a validation: the reference's verdict, then each fit's figures
+    beside the reference's (its own value first, then the difference)."""
+    pf = idata["population_fits"].attrs
+    n_train = idata["population_fits"].sizes["train_user"]
+    verdict = ("healthy on every label-invariant diagnostic" if pf["reference_healthy"]
+               else "NOT converged: the figures below are against an unconverged fit")
+    print(f"population model reference ({pf['reference_sampler']}, {pf['reference_seconds']:.0f} s of chains; "
+          f"{verdict}) on the first {n_train} arrivals, against batch EM and the online prior:")
+    names = [k for k in ("em", "online") if f"log_pred_{k}_mean" in pf]
+    print(f"  log density of a new user's theta at {idata['population_fits'].sizes['test_point']} test points: "
+          f"reference {pf['log_density_reference_mean']:.3f}; " + ", ".join(
+              f"{k} {pf[f'log_density_{k}_mean']:.3f} ({pf[f'log_density_{k}_vs_reference_mean']:+.3f} against "
+              f"it, mean |difference| {pf[f'log_density_{k}_vs_reference_mean_abs']:.3f})" for k in names)
+          + " nats (mean over the points)")
+    print(f"  held-out clicks: reference {pf['log_pred_reference_mean']:.3f} nats per user; " + ", ".join(
+        f"{k} {pf[f'log_pred_{k}_mean']:.3f} ({pf[f'log_pred_{k}_vs_reference']:+.3f} +- "
+        f"{pf[f'log_pred_{k}_vs_reference_ci95']:.3f} against it)" for k in names))
+    line = "  co-clustering: " + ", ".join(f"mean |{k} - reference| {pf[f'co_clustering_{k}_vs_reference_mean_abs']:.3f}"
+                                           for k in ("em",))
+    if "co_clustering_reference_same_student" in pf:
+        line += "; P(same component) for arrivals of the same / another student: " + ", ".join(
+            f"{k} {pf[f'co_clustering_{k}_same_student']:.2f} / {pf[f'co_clustering_{k}_other_student']:.2f}"
+            for k in ("reference", "em"))
+    print(line)
+    print(f"  learned components: reference {pf['components_reference']:.1f} (90% {pf['components_reference_90']}), "
+          + ", ".join(f"{k} {pf[f'components_{k}']:.0f}" for k in names))
+    if "first_pair_em_same_as_reference" in pf:
+        print("  first pair shown to a held-out arrival, same as the reference's: " + ", ".join(
+            f"{k} {100 * pf[f'first_pair_{k}_same_as_reference']:.0f}% (mean utility given up under the "
+            f"reference {pf[f'first_pair_{k}_loss']:.3f} logits)" for k in names))
+
+
 def cmd_validate(a) -> int:
     """`tutorduel validate`: a learner's online beliefs of a stored run against NUTS references, with the report."""
     from inference.nuts import configure_jax
@@ -467,33 +500,7 @@ def cmd_validate(a) -> int:
                       f"nats per user ({diff.mean():+.3f} +- {half:.3f} against isotropic; "
                       f"max k-hat {pop.attrs[f'max_khat_{name}']:.2f})")
     if "population_fits" in idata.groups():
-        pf = idata["population_fits"].attrs
-        n_train = idata["population_fits"].sizes["train_user"]
-        verdict = ("healthy on every label-invariant diagnostic" if pf["reference_healthy"]
-                   else "NOT converged: the figures below are against an unconverged fit")
-        print(f"population model reference ({pf['reference_sampler']}, {pf['reference_seconds']:.0f} s of chains; "
-              f"{verdict}) on the first {n_train} arrivals, against batch EM and the online prior:")
-        names = [k for k in ("em", "online") if f"log_pred_{k}_mean" in pf]
-        print(f"  log density of a new user's theta at {idata['population_fits'].sizes['test_point']} test points: "
-              f"reference {pf['log_density_reference_mean']:.3f}; " + ", ".join(
-                  f"{k} {pf[f'log_density_{k}_vs_reference_mean']:+.3f} (mean |difference| "
-                  f"{pf[f'log_density_{k}_vs_reference_mean_abs']:.3f})" for k in names) + " nats")
-        print(f"  held-out clicks: reference {pf['log_pred_reference_mean']:.3f} nats per user; " + ", ".join(
-            f"{k} {pf[f'log_pred_{k}_vs_reference']:+.3f} +- {pf[f'log_pred_{k}_vs_reference_ci95']:.3f}"
-            for k in names) + " nats per user against it")
-        line = "  co-clustering: " + ", ".join(f"mean |{k} - reference| {pf[f'co_clustering_{k}_vs_reference_mean_abs']:.3f}"
-                                               for k in ("em",))
-        if "co_clustering_reference_same_student" in pf:
-            line += "; P(same component) for arrivals of the same / another student: " + ", ".join(
-                f"{k} {pf[f'co_clustering_{k}_same_student']:.2f} / {pf[f'co_clustering_{k}_other_student']:.2f}"
-                for k in ("reference", "em"))
-        print(line)
-        print(f"  learned components: reference {pf['components_reference']:.1f} (90% {pf['components_reference_90']}), "
-              + ", ".join(f"{k} {pf[f'components_{k}']:.0f}" for k in names))
-        if "first_pair_em_same_as_reference" in pf:
-            print("  first pair shown to a held-out arrival, same as the reference's: " + ", ".join(
-                f"{k} {100 * pf[f'first_pair_{k}_same_as_reference']:.0f}% (mean utility given up under the "
-                f"reference {pf[f'first_pair_{k}_loss']:.3f} logits)" for k in names))
+        print_population_fits(idata)
     print(f"NUTS reference health: {idata.posterior.attrs['reference_health']}")
     report = write_report(idata, path.with_suffix(".html"))
     print(f"report {report}")
