@@ -30,7 +30,7 @@ class ThompsonPerUser(Policy):
         self.mean, self.cov = np.zeros(self.d), self.prior_var * np.eye(self.d)
 
     def select(self, Phi):
-        theta = self.rng.multivariate_normal(self.mean, self.cov)
+        theta = self.rng.multivariate_normal(self.mean, self.cov, method="cholesky")  # same draws on every machine
         order = np.argsort(-(Phi @ theta))
         self.z = Phi[order[0]] - Phi[order[1]]
         return int(order[0]), int(order[1])
