@@ -742,6 +742,8 @@ def split_merge(c, theta, n, T1, T2, alpha, nu0, psi, kappa0, bandwidth):
     rejected / accepted)."""
     U, d = theta.shape
     K = T1.shape[0]
+    if U < 2:
+        return 0
     i = np.random.randint(U)
     if np.random.random() < 0.5 or bandwidth <= 0.0:
         j = np.random.randint(U - 1)
@@ -855,6 +857,8 @@ def label_swaps(c, n, T1, T2, alpha, tries):
     K = T1.shape[0]
     U = c.shape[0]
     accepted = 0
+    if K < 2:
+        return 0
     for _ in range(tries):
         k = np.random.randint(K)
         l = np.random.randint(K - 1)

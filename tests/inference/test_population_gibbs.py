@@ -179,6 +179,19 @@ def test_same_seed_same_draws_and_chains_differ():
     assert not np.array_equal(a.posterior["theta"].values[0], a.posterior["theta"].values[1])
 
 
+@pytest.mark.parametrize("users, learned", [(1, 4), (6, 1), (1, 1)])
+def test_one_user_or_one_learned_slot_has_no_pair_to_move_and_still_samples(users, learned):
+    """`tutorduel fit --users 1` crashed in the split-merge move ('empty range for randrange()'): a pair
+    of users, or of learned slots for a label swap, needs two."""
+    z, y, _ = _two_groups(U=6)
+    idata = sample_population(z[:users], y[:users], PopulationHyper(n_learned=learned), chains=2, warmup=5,
+                              draws=10, seed=1)
+    assert idata.posterior["theta"].shape == (2, 10, users, D)
+    assert np.all(np.isfinite(idata.posterior["theta"].values))
+    if users == 1:
+        assert np.all(idata.sample_stats["splits_proposed"].values == 0)
+
+
 def test_sampler_separates_two_clear_groups():
     z, y, group = _two_groups()
     idata = sample_population(z, y, PopulationHyper(n_learned=6), chains=2, warmup=300, draws=300, seed=0)
