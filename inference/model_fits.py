@@ -58,7 +58,7 @@ def fit_population(z, y, seed: int = 0, chains: int = DEFAULT_CHAINS, warmup: in
     max_seconds : float or None
         "gibbs" only: if given, the chains run on in rounds (each extends them by what the
         diagnostics' shortfall asks; see ``sample_population``) until every label-invariant
-        diagnostic passes or the budget would be passed; `progress(message)` hears of each round. None: one run of warmup + draws x thin.
+        diagnostic passes or the budget would be passed (one chain: one run, as it is never healthy); `progress(message)` hears of each round. None: one run of warmup + draws x thin.
 
     Returns
     -------
@@ -73,7 +73,7 @@ def fit_population(z, y, seed: int = 0, chains: int = DEFAULT_CHAINS, warmup: in
     hyper = hyper.validate()
     if sampler == "gibbs":
         until = None
-        if max_seconds is not None:
+        if max_seconds is not None and chains >= 2:       # one chain is never healthy: no rounds to wait for it
             def until(idata):
                 li = add_label_invariant(idata, z, y, hyper.broad_var)
                 qs = [q for q in li.quantities.values() if q.n]

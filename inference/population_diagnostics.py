@@ -172,8 +172,8 @@ class LabelInvariantHealth(NamedTuple):
     def lines(self) -> list[str]:
         """One line per quantity, then the verdict."""
         rows = [f"  {name:14s} {q.n:6d} entries: R-hat max {q.max_rhat:.3f} median {q.median_rhat:.3f} "
-                f"({100 * q.share_rhat_over:.0f}% over {MAX_RHAT}), min bulk ESS {q.min_ess_bulk:.0f}"
-                for name, q in self.quantities.items()]
+                f"({100 * q.share_rhat_over:.0f}% over {MAX_RHAT}), min bulk ESS {q.min_ess_bulk:.0f}" if q.n else
+                f"  {name:14s} no entry with a finite R-hat" for name, q in self.quantities.items()]
         verdict = "OK" if self.ok else "PROBLEMS: " + "; ".join(self.problems)
         return [f"label-invariant diagnostics, {self.chains} chains x {self.draws} draws:"] + rows + [f"  -- {verdict}"]
 

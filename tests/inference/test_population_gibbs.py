@@ -9,7 +9,7 @@ import pytest
 from scipy import integrate, stats
 
 from inference.kernels import population_gibbs as kern
-from inference.model_fits import fit_population
+from inference.model_fits import fit_population, stored_label_invariant
 from inference.population_gibbs import GibbsSettings, sample_population
 from tdmodels.population_model import PopulationHyper, population
 
@@ -190,6 +190,16 @@ def test_one_user_or_one_learned_slot_has_no_pair_to_move_and_still_samples(user
     assert np.all(np.isfinite(idata.posterior["theta"].values))
     if users == 1:
         assert np.all(idata.sample_stats["splits_proposed"].values == 0)
+
+
+def test_one_chain_runs_once_not_in_rounds_until_the_budget():
+    """`tutorduel fit --chains 1` ran round after round until --max-minutes (30 by default), waiting
+    for a verdict one chain can never get."""
+    z, y, _ = _two_groups(U=6)
+    idata = fit_population(z, y, chains=1, warmup=20, draws=30, hyper=PopulationHyper(n_learned=3), max_seconds=30)
+    assert idata.sample_stats.attrs["rounds"] == 1 and idata.sample_stats.attrs["sweeps_per_chain"] == 50
+    lines = stored_label_invariant(idata).lines()           # printed "theta 0 entries" for 18 unjudged ones
+    assert "theta          no entry with a finite R-hat" in lines[1] and "PROBLEMS" in lines[-1]
 
 
 def test_sampler_separates_two_clear_groups():
