@@ -73,6 +73,8 @@ def log_predictive(z, y, prior: MixturePrior, n: int = 4000, seed: int = 0, top:
     -------
     (log predictive [U], PSIS k-hat [U] of each estimate)
     """
+    if not isinstance(n, (int, np.integer)) or n < 3:
+        raise ValueError(f"log_predictive: n must be an integer >= 3 (one draw per proposal part), got {n!r}")
     z, y = np.asarray(z, dtype=float), np.asarray(y, dtype=float)
     U, S, d = z.shape
     per_user = np.ndim(prior.weights) == 2

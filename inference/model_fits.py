@@ -58,7 +58,8 @@ def fit_population(z, y, seed: int = 0, chains: int = DEFAULT_CHAINS, warmup: in
     max_seconds : float or None
         "gibbs" only: if given, the chains run on in rounds (each extends them by what the
         diagnostics' shortfall asks; see ``sample_population``) until every label-invariant
-        diagnostic passes or the budget would be passed (one chain: one run, as it is never healthy); `progress(message)` hears of each round. None: one run of warmup + draws x thin.
+        diagnostic passes or the budget would be passed (one chain: one run, as it is never
+        healthy); `progress(message)` hears of each round. None: one run of warmup + draws x thin.
 
     Returns
     -------
@@ -77,7 +78,7 @@ def fit_population(z, y, seed: int = 0, chains: int = DEFAULT_CHAINS, warmup: in
             def until(idata):
                 li = add_label_invariant(idata, z, y, hyper.broad_var)
                 qs = [q for q in li.quantities.values() if q.n]
-                max_rhat = max((q.max_rhat for q in qs), default=float("inf")) if li.chains >= 2 else float("inf")
+                max_rhat = max((q.max_rhat for q in qs), default=float("inf"))
                 ess = min((q.min_ess_bulk for q in qs), default=0.0)
                 return RoundVerdict(li.ok, max_rhat, ess / MIN_ESS_BULK)
         idata = sample_population(z, y, hyper, chains=chains, warmup=GIBBS_WARMUP if warmup is None else warmup,

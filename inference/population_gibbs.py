@@ -200,7 +200,8 @@ def sample_population(z, y, hyper: PopulationHyper = PopulationHyper(), chains: 
         round extends the chains, keeping the draws so far, by as many sweeps as the shortfall
         suggests (1.3 x, within 0.25-4 x the kept ones); with ESS enough and an R-hat just over its
         bound, by half the kept sweeps at the same thinning (more draws); with ESS enough but chains
-        that clearly disagree (R-hat over 1.02), the first half of the kept draws becomes warm-up and the chains run on for as long again.
+        that clearly disagree (R-hat over RESTART_RHAT), the first half of the kept draws becomes
+        warm-up and the chains run on for as long again.
         Otherwise the kept draws stay at most 2 x `draws` per chain (the thinning doubles as needed).
         Without it, one round.
     max_seconds : float or None

@@ -9,6 +9,8 @@ central intervals hold the truth.
 """
 from __future__ import annotations
 
+import warnings
+
 from typing import NamedTuple
 
 import numpy as np
@@ -151,8 +153,6 @@ def run_population_sbc(features: np.ndarray, n_sims: int = 100, users: int = 30,
     import jax
     import jax.numpy as jnp
     import numpyro
-
-    import warnings
 
     from inference.health import FitHealthWarning
     from inference.model_fits import fit_population, stored_label_invariant

@@ -654,7 +654,7 @@ def dilate_clusters(Z, Y, c, theta, n, T1, T2, nu0, psi, kappa0, step):
     K = T1.shape[0]
     members = np.empty(U, dtype=np.int64)
     Psi, L, T2k = np.empty((d, d)), np.empty((d, d)), np.empty((d, d))
-    T1k, x = np.empty(d), np.empty(d)
+    T1k, x, val = np.empty(d), np.empty(d), np.empty(2)
     accepted = 0
     for k in range(K):
         nk = n[k]
@@ -666,7 +666,6 @@ def dilate_clusters(Z, Y, c, theta, n, T1, T2, nu0, psi, kappa0, step):
                 members[m] = u
                 m += 1
         sc = math.exp(step * np.random.standard_normal())
-        val = np.empty(2)
         for which in range(2):
             f = sc if which == 0 else 1.0
             for i in range(d):

@@ -55,3 +55,11 @@ def test_log_predictive_is_reliable_under_a_prior_of_many_narrow_components():
     ref = np.array([logsumexp(-np.sum(y[u] * np.logaddexp(0, -(x @ z[u].T)) + (1 - y[u]) * np.logaddexp(0, x @ z[u].T),
                                       -1)) - np.log(len(x)) for u in range(U)])
     assert np.max(np.abs(lp - ref)) < 0.05, np.abs(lp - ref)
+
+
+def test_log_predictive_refuses_too_few_draws_by_name():
+    import pytest
+
+    z, y = np.zeros((1, 2, 3)), np.ones((1, 2))
+    with pytest.raises(ValueError, match="n must be an integer >= 3"):
+        log_predictive(z, y, isotropic_prior(3, 4.0), n=2)
