@@ -36,7 +36,7 @@ SEEDS = {"dev": 32, "test_topics": 64, "test_profiles": 64, "composite": 32, "qu
 # posterior lock onto a pair; dev seeds 0-2 scored -10.9, 41.7, 0.5 greedy, 43.4, 42.1, 39.4 Thompson).
 POLICIES = {"coduel": "coduel", "no-transfer": "no-transfer", "rucb": "rucb", "pooled": 'pooled[rule="thompson"]',
             "colstim": "colstim", "coldb": "coldb", "coldb-lr": "coldb-lr", "meta-ts": "meta-ts", "hierts": "hierts",
-            "random": "random"}
+            "random": "random", "tempered-kg": "tempered-kg"}
 
 
 def display_name(spec_or_label: str) -> str:
@@ -96,11 +96,15 @@ def findings(lines_by_roster: dict[str, list[dict]]) -> list[str]:
     policies = {r: {display_name(ln["name"]): ln["score"][0] for ln in lines if ln["kind"] == "policy"}
                 for r, lines in lines_by_roster.items()}
     for r, s in score.items():
-        pol = {n: v for n, v in policies[r].items() if n != "random"}
+        pol = {n: v for n, v in policies[r].items() if n != "random" and n in PUBLISHED}     # the paper's policies
         if "coduel" in pol:
             best = max(pol, key=pol.get)
-            out.append(f"{r}: CODuel first among policies: {'yes' if best == 'coduel' else f'no ({best} {pol[best]:.1f})'}"
-                       f" (CODuel {pol['coduel']:.1f})")
+            out.append(f"{r}: CODuel first among the paper's policies: "
+                       f"{'yes' if best == 'coduel' else f'no ({best} {pol[best]:.1f})'} (CODuel {pol['coduel']:.1f})")
+            beyond = {n: v for n, v in policies[r].items() if n not in PUBLISHED}
+            if beyond:
+                out.append(f"{r}: policies beyond the paper's, against CODuel: "
+                           + ", ".join(f"{n} {v:.1f} ({v - pol['coduel']:+.1f})" for n, v in sorted(beyond.items())))
         if "no-transfer" in s:
             sharing = [n for n in ("rucb", "pooled", "coldb", "coldb-lr", "meta-ts", "hierts") if n in s]
             if sharing:

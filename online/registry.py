@@ -46,6 +46,7 @@ REGISTRY = {
     "meta-ts": "online.policies.hierarchical_ts:meta_ts",
     "hierts": "online.policies.hierarchical_ts:hierts",
     "coduel-ask": "online.policies.coduel_ask:CODuelAsk",
+    "tempered-kg": "online.policies.tempered_kg:tempered_kg",
 }
 # Named ablations: an alias stands for its settings, so both spellings name the same store cell.
 ALIASES = {
@@ -54,6 +55,8 @@ ALIASES = {
     "coduel-greedy": ("coduel", {"lookahead": False}),
     "coduel-no-gate": ("coduel", {"gate": False}),
     "coldb-lr": ("coldb", {"estimator": "least-squares"}),
+    "tempered-kg-greedy": ("tempered-kg", {"gamma": 0.0}),
+    "tempered-kg-recalibrated": ("tempered-kg", {"recalibration": True}),
 }
 # The first spelling of CODuel's ablations, `coduel:greedy`, read like `module:Class`; still accepted.
 ALIASES.update({f"coduel:{k[len('coduel-'):]}": v for k, v in list(ALIASES.items()) if k.startswith("coduel-")})

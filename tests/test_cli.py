@@ -1,3 +1,4 @@
+import re
 import numpy as np
 import pytest
 
@@ -14,7 +15,8 @@ def test_replay_then_stats(env_dirs, capsys):
     assert "no stored runs for world 'dev'" in capsys.readouterr().out          # only truncated runs stored
     assert main(["stats", "--world", "dev", "--against", "random", "--arrivals", "10"]) == 0
     out = capsys.readouterr().out
-    assert "paired excess-regret reduction against random" in out and "no-transfer:" in out
+    assert "paired excess-regret reduction and score difference against random" in out and "no-transfer:" in out
+    assert re.search(r"no-transfer: [+-][0-9.]+% \[.*\], score [+-][0-9.]+ \[[+-][0-9.]+, [+-][0-9.]+\] over", out)
 
 
 @pytest.mark.parametrize("argv, words", [

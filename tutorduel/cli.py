@@ -95,7 +95,7 @@ def _stored_rows(store, world, name, arrivals=None, any_code=False) -> list[dict
 
 
 def _print_stats(store, world_arg, allow_test, worlds_dir, against, arrivals=None, curves=None, any_code=False):
-    from diagnostics.stats import format_table, leaderboard, paired_gain
+    from diagnostics.stats import format_table, leaderboard, paired_gain, t_interval
     from online.replay import arrivals_limit
     from tdmodels.rosters import open_world, world_name
     from tdmodels.world import world_digest
@@ -111,13 +111,14 @@ def _print_stats(store, world_arg, allow_test, worlds_dir, against, arrivals=Non
     print(format_table(leaderboard(rows, world, limit), title=f"{name} ({rows[0]['arrivals']} arrivals{cut}; world "
                                                                f"{world_digest(world)})"))
     if against:
-        by = {}
+        by, score = {}, {}
         for r in rows:
             by.setdefault(r["policy"], {})[r["seed"]] = r["excess"]
+            score.setdefault(r["policy"], {})[r["seed"]] = r["score"]
         from online.registry import canonical_spec
 
         against = _against_key(against, by, name, canonical_spec)
-        print(f"\npaired excess-regret reduction against {against} (95% interval, common seeds):")
+        print(f"\npaired excess-regret reduction and score difference against {against} (95% intervals, common seeds):")
         for spec, d in sorted(by.items()):
             if spec == against:
                 continue
@@ -125,7 +126,9 @@ def _print_stats(store, world_arg, allow_test, worlds_dir, against, arrivals=Non
             if not common:
                 continue
             g = paired_gain([d[s] for s in common], [by[against][s] for s in common])
-            print(f"  {spec}: {100 * g['gain']:+.1f}% [{100 * g['lo']:+.1f}, {100 * g['hi']:+.1f}] over {g['n']} seeds")
+            m, h = t_interval([score[spec][s] - score[against][s] for s in common])
+            print(f"  {spec}: {100 * g['gain']:+.1f}% [{100 * g['lo']:+.1f}, {100 * g['hi']:+.1f}], "
+                  f"score {m:+.2f} [{m - h:+.2f}, {m + h:+.2f}] over {g['n']} seeds")
     _print_final_quarter(rows, against)
     if curves:
         from diagnostics.learning_curves import learning_curve, plot_learning_curves

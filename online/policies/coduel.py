@@ -16,7 +16,8 @@ from `recal_start` on, A = a I + A' is refitted on all completed choices with us
 at their broad-prior Laplace modes (``inference.recalibration_fit``, warm-started at the
 previous A); the population prior is refitted by incremental EM (``inference.population``).
 Pairs: knowledge-gradient lookahead over the bank of the `bank_size` most recent questions,
-this one included (``online.pair_rules``), or greedy; the no-transfer learner's greedy pair
+this one included (``online.pair_rules``), its future term weighted by `lookahead_weight` (1 in
+CODuel; ``online.policies.tempered_kg`` tempers it), or greedy; the no-transfer learner's greedy pair
 while the gate is closed. Ablations are settings: population=False keeps the prior
 isotropic, recalibration=False, lookahead=False, gate=False (always transfer once a session
 is complete).
@@ -67,6 +68,7 @@ class Settings(NamedTuple):
     recal_start: int = 20
     recal_every: int = 10
     bank_size: int | None = None
+    lookahead_weight: float = 1.0
     gate_z: float = gt.GATE_Z
     gate_min: int = gt.GATE_MIN_SESSIONS
     prior_var: float = DEFAULT_PRIOR_VAR
@@ -189,7 +191,7 @@ def select(state: CODuelState, Phi: np.ndarray, settings: Settings = Settings())
         B = len(state.bank_P)
         keep = min(state.n_bank, B - 1)
         bank_P = np.concatenate([state.bank_P[B - keep:], P[None]])
-        remaining = len(state.session.y) - state.t - 1
+        remaining = s.lookahead_weight * (len(state.session.y) - state.t - 1)
         pair = (kn.lookahead_pair(b.log_w, b.means, b.covs, active, P, bank_P, remaining) if fast
                 else lookahead_pair(b, P, bank_P, remaining))
     else:
@@ -286,6 +288,8 @@ def check_settings(settings: Settings) -> Settings:
         raise ValueError(f"engine must be one of {ENGINES}, got {s.engine!r}")
     if int(s.em_iters) < 1 or int(s.refresh) < 0:
         raise ValueError(f"em_iters >= 1 and refresh >= 0 are required, got {s.em_iters}, {s.refresh}")
+    if not (math.isfinite(s.lookahead_weight) and s.lookahead_weight >= 0):
+        raise ValueError(f"lookahead_weight must be a finite number >= 0, got {s.lookahead_weight!r}")
     if s.bank_size is not None and int(s.bank_size) < 1:
         raise ValueError(f"bank_size must be at least 1, got {s.bank_size}")
     return s
