@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import html
+import json
 from pathlib import Path
 
 import numpy as np
@@ -121,20 +122,118 @@ def findings(lines_by_roster: dict[str, list[dict]]) -> list[str]:
     return out
 
 
-def write_page(path: str | Path, table: str, findings_lines: list[str], figures: dict[str, Path]) -> Path:
-    """A self-contained HTML page: the fidelity table, the findings and the curve PNGs embedded."""
-    rows = []
-    for line in table.splitlines():
-        if line.startswith("|---"):
-            continue
-        cells = [c.strip() for c in line.strip("|").split("|")]
-        tag = "th" if not rows else "td"
-        rows.append("<tr>" + "".join(f"<{tag}>{html.escape(c.strip('*'))}</{tag}>" for c in cells) + "</tr>")
-    imgs = "".join(f"<h3>{html.escape(r)}</h3><img src='data:image/png;base64,"
-                   f"{base64.b64encode(Path(p).read_bytes()).decode()}'/>" for r, p in figures.items())
-    page = ("<!doctype html><html><head><meta charset='utf-8'><title>TutorDuel leaderboard</title></head><body>"
-            "<h1>TutorDuel leaderboard</h1><p>Score (mean ± s.e. over seeds) [seeds] (published).</p>"
-            f"<table border=1 cellpadding=3>{''.join(rows)}</table><h2>Findings of the paper on this simulator</h2>"
-            f"<ul>{''.join(f'<li>{html.escape(x)}</li>' for x in findings_lines)}</ul><h2>Learning curves</h2>{imgs}"
-            "</body></html>")
+PAGE_STYLE = """
+body{font:15px/1.5 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1180px;margin:24px auto;padding:0 16px;color:#1d232b}
+h1{font-size:1.6em;margin:0 0 4px}h2{font-size:1.2em;margin:28px 0 8px}nav a{margin-right:14px}.muted{color:#667085}
+table.lb{border-collapse:collapse;width:100%;font-variant-numeric:tabular-nums}
+table.lb th{cursor:pointer;user-select:none;background:#f3f5f7}
+table.lb th,table.lb td{padding:5px 8px;border-bottom:1px solid #e3e7eb;text-align:right;white-space:nowrap}
+table.lb th:first-child,table.lb td:first-child{text-align:left}
+tr.ref td{color:#667085;font-style:italic}td.best{font-weight:700;background:#ecfdf3}
+.tabs button,.pols label{font:inherit;margin:0 6px 6px 0}.tabs button{padding:4px 10px;border-radius:6px;border:1px solid #94a3b8;background:#fff;cursor:pointer}
+.tabs button.on{background:#1d4ed8;color:#fff;border-color:#1d4ed8}
+"""
+
+PAGE_SCRIPT = r"""
+function cellValue(td) { const x = parseFloat(td.textContent); return Number.isNaN(x) ? td.textContent : x; }
+document.querySelectorAll('table.lb').forEach(table => {
+  const body = table.tBodies[0];
+  table.querySelectorAll('th').forEach((th, col) => th.onclick = () => {
+    const dir = th.dataset.dir === 'desc' ? 'asc' : 'desc'; th.dataset.dir = dir;
+    const rows = [...body.rows].sort((a, b) => {
+      if (a.classList.contains('ref') !== b.classList.contains('ref')) return a.classList.contains('ref') ? 1 : -1;
+      const x = cellValue(a.cells[col]), y = cellValue(b.cells[col]);
+      const c = (typeof x === 'number' && typeof y === 'number') ? x - y : String(x).localeCompare(String(y));
+      return dir === 'desc' ? -c : c;
+    });
+    rows.forEach(r => body.appendChild(r));
+  });
+});
+const C = JSON.parse(document.getElementById('curves').textContent);
+const rosters = Object.keys(C);
+const palette = ['#1d4ed8', '#dc2626', '#15803d', '#9333ea', '#ea580c', '#0891b2', '#4d7c0f', '#be185d', '#475569', '#a16207', '#0f766e', '#7c3aed'];
+const state = {roster: rosters[0], on: new Set(['coduel', 'tempered-kg', 'no-transfer'])};
+function drawCurves() {
+  const cur = C[state.roster] || {}, pols = Object.keys(cur).sort();
+  document.getElementById('pols').innerHTML = pols.map((p, k) =>
+    `<label style="color:${palette[k % palette.length]}"><input type="checkbox" data-p="${p}" ${state.on.has(p) ? 'checked' : ''}> ${p}</label>`).join('');
+  document.querySelectorAll('#pols input').forEach(b => b.onchange = () => { b.checked ? state.on.add(b.dataset.p) : state.on.delete(b.dataset.p); drawCurves(); });
+  const shown = pols.filter(p => state.on.has(p));
+  const W = 760, H = 300, L = 46, B = 30;
+  const all = shown.flatMap(p => [...cur[p].lo, ...cur[p].hi]);
+  const xs = pols.length ? cur[pols[0]].x : [0, 1];
+  const x0 = Math.min(...xs), x1 = Math.max(...xs), y0 = Math.min(0, ...all), y1 = all.length ? Math.max(...all) : 1;
+  const X = x => L + (W - L - 10) * (x - x0) / (x1 - x0 || 1), Y = y => H - B - (H - B - 10) * (y - y0) / (y1 - y0 || 1);
+  let svg = `<svg width="${W}" height="${H}" role="img" aria-label="learning curves ${state.roster}">`;
+  for (const t of [0, 0.25, 0.5, 0.75, 1]) { const y = y0 + t * (y1 - y0);
+    svg += `<line x1="${L}" x2="${W - 10}" y1="${Y(y)}" y2="${Y(y)}" stroke="#eef0f2"/><text x="4" y="${Y(y) + 4}" font-size="11">${y.toFixed(2)}</text>`; }
+  shown.forEach(p => { const c = cur[p], col = palette[pols.indexOf(p) % palette.length];
+    const pts = v => v.map((y, k) => `${X(c.x[k]).toFixed(1)},${Y(y).toFixed(1)}`);
+    svg += `<path d="M${pts(c.hi).join('L')}L${pts(c.lo).reverse().join('L')}Z" fill="${col}" opacity="0.15"/>`;
+    svg += `<path d="M${pts(c.mean).join('L')}" fill="none" stroke="${col}" stroke-width="1.6"><title>${p}</title></path>`; });
+  svg += `<text x="${W / 2}" y="${H - 6}" font-size="12">arrival</text></svg>`;
+  document.getElementById('plot').innerHTML = svg;
+  document.querySelectorAll('.tabs button').forEach(b => b.classList.toggle('on', b.dataset.r === state.roster));
+}
+document.getElementById('tabs').innerHTML = rosters.map(r => `<button data-r="${r}">${r}</button>`).join('');
+document.querySelectorAll('.tabs button').forEach(b => b.onclick = () => { state.roster = b.dataset.r; drawCurves(); });
+if (rosters.length) drawCurves();
+"""
+
+SIBLING_PAGES = (("leaderboard.html", "leaderboard"), ("play.html", "be the policy"), ("watch.html", "watch CODuel learn"),
+                 ("validation.html", "validation"), ("prefdisco.html", "PrefDisco"))
+
+
+def nav(path: str | Path) -> str:
+    """Links to the project's other pages that sit beside `path` (relative, so the folder can move)."""
+    here = Path(path)
+    links = [f"<a href='{name}'>{html.escape(label)}</a>" for name, label in SIBLING_PAGES
+             if name != here.name and (here.parent / name).exists()]
+    return f"<nav>{''.join(links)}</nav>" if links else ""
+
+
+def _score(cell: str) -> float | None:
+    try:
+        return float(cell.split("±")[0].strip().strip("*"))
+    except ValueError:
+        return None
+
+
+def write_page(path: str | Path, table: str, findings_lines: list[str], figures: dict[str, Path],
+               curves: dict | None = None) -> Path:
+    """A self-contained HTML page: the fidelity table (sortable; the best policy of each roster marked),
+    the findings, learning curves with a roster and policy selector (`curves`: roster -> policy ->
+    ``diagnostics.learning_curves.Curve``) and the curve PNGs embedded."""
+    lines = [ln for ln in table.splitlines() if ln.startswith("|") and not ln.startswith("|---")]
+    head = [c.strip() for c in lines[0].strip("|").split("|")] if lines else []
+    body = [[c.strip() for c in ln.strip("|").split("|")] for ln in lines[1:]]
+    is_ref = [r[0].startswith("*") for r in body]
+    best = {}
+    for col in range(1, len(head)):
+        vals = [(_score(r[col]), k) for k, r in enumerate(body) if not is_ref[k] and col < len(r)]
+        vals = [(v, k) for v, k in vals if v is not None]
+        if vals:
+            best[col] = max(vals)[1]
+    rows = "".join(
+        f"<tr class='{'ref' if is_ref[k] else 'policy'}'>" + "".join(
+            f"<td class='{'best' if best.get(c) == k else ''}'>{html.escape(x.strip('*'))}</td>" for c, x in enumerate(r))
+        + "</tr>" for k, r in enumerate(body))
+    thead = "".join(f"<th title='click to sort'>{html.escape(h)}</th>" for h in head)
+    data = {r: {p: {"x": c.arrival.tolist(), "mean": c.mean.tolist(), "lo": c.lo.tolist(), "hi": c.hi.tolist()}
+                for p, c in by.items()} for r, by in (curves or {}).items()}
+    payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
+    imgs = "".join(f"<h3>{html.escape(r)}</h3><img alt='learning curves {html.escape(r)}' src='data:image/png;base64,"
+                   f"{base64.b64encode(Path(p).read_bytes()).decode()}' style='max-width:100%'/>" for r, p in figures.items())
+    page = ("<!doctype html><html lang='en'><head><meta charset='utf-8'><title>TutorDuel leaderboard</title>"
+            f"<meta name='viewport' content='width=device-width,initial-scale=1'><style>{PAGE_STYLE}</style></head><body>"
+            f"{nav(path)}<h1>TutorDuel leaderboard</h1><p class='muted'>Score, mean ± s.e. over seeds [seeds] (published "
+            "score in brackets); reference rows in italics; the best policy of each roster in bold. Click a column to sort.</p>"
+            f"<table class='lb'><thead><tr>{thead}</tr></thead><tbody>{rows}</tbody></table>"
+            "<h2>Findings of the paper on this simulator</h2>"
+            f"<ul>{''.join(f'<li>{html.escape(x)}</li>' for x in findings_lines)}</ul>"
+            "<h2>Learning curves</h2><p class='muted'>Excess regret per user, centred 25-arrival moving mean with its 95% "
+            "band over seeds. Choose a roster and the policies to show.</p><div class='tabs' id='tabs'></div>"
+            "<div class='pols' id='pols'></div><div id='plot'></div>"
+            f"<details><summary>static figures (all policies)</summary>{imgs}</details>"
+            f"<script type='application/json' id='curves'>{payload}</script><script>{PAGE_SCRIPT}</script></body></html>")
     return atomic_save(path, lambda tmp: tmp.write_text(page))

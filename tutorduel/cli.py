@@ -212,7 +212,7 @@ def cmd_leaderboard(a) -> int:
     specs = [canonical_spec(s) for s in (split_specs(a.policies) if a.policies else POLICIES.values())]
     store, out = RunStore(a.store), Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    lines_by_roster, figures, failed, codes = {}, {}, 0, {}
+    lines_by_roster, figures, curves, failed, codes = {}, {}, {}, 0, {}
     for roster in rosters:
         seeds = parse_seeds(a.seeds) if a.seeds else list(range(SEEDS.get(roster, 32)))
         res = run_sweep([roster], seeds, specs, store, jobs=a.jobs, allow_test=a.allow_test, worlds_dir=a.worlds,
@@ -230,8 +230,8 @@ def cmd_leaderboard(a) -> int:
         for r in rows:
             by.setdefault(r["policy"], []).append(r)
         figures[roster] = out / f"curves-{roster}.png"
-        plot_learning_curves({k: learning_curve(v) for k, v in by.items()}, f"{roster}: excess regret per user",
-                             figures[roster])
+        curves[roster] = {k: learning_curve(v) for k, v in by.items()}
+        plot_learning_curves(curves[roster], f"{roster}: excess regret per user", figures[roster])
     table = fidelity_table(lines_by_roster)
     found = findings(lines_by_roster)
     md = ["# TutorDuel leaderboard", "", "Score, mean ± s.e. over seeds [seeds] (published score in brackets); "
@@ -240,7 +240,7 @@ def cmd_leaderboard(a) -> int:
     md += ["", "## Code", "", "Each policy's rows ran on this code identity (`online.code_identity`): "
            + ", ".join(f"{p} {c}" for p, c in sorted(codes.items())) + "."]
     atomic_save(out / "leaderboard.md", lambda tmp: tmp.write_text("\n".join(md) + "\n"))
-    page = write_page(out / "leaderboard.html", table, found, figures)
+    page = write_page(out / "leaderboard.html", table, found, figures, curves)
     print()
     print(table)
     print()
@@ -654,6 +654,28 @@ def build_parser() -> argparse.ArgumentParser:
                    help="worker processes for the population reference's chains")
     _common(p)
     p.set_defaults(fn=cmd_validate)
+
+    from tutorduel.pages import cmd_play, cmd_watch
+
+    p = sub.add_parser("play", help="be the policy: a self-contained page (or --terminal) to play one student's session")
+    p.add_argument("--world", help=f"{WORLD_HELP} (default: the real sample if imported, else dev)")
+    p.add_argument("--seed", type=natural_int, default=0, help="the run's seed: schedule and click draws (default 0)")
+    p.add_argument("--sessions", type=positive_int, default=48, help="arrivals the page offers (default 48)")
+    p.add_argument("--arrival", type=positive_int, default=1, help="with --terminal: which arrival to play (default 1)")
+    p.add_argument("--terminal", action="store_true", help="play at the prompt instead of writing a page")
+    p.add_argument("--no-compare", action="store_true", help="leave out no-transfer's and CODuel's figures (no replays)")
+    p.add_argument("--out", default="play.html", help="the page to write (default play.html)")
+    _common(p, store=False)
+    p.set_defaults(fn=cmd_play)
+
+    p = sub.add_parser("watch", help="watch CODuel learn: a self-contained page stepping through a recorded run")
+    p.add_argument("--world", help=f"{WORLD_HELP} (default: the real sample if imported, else dev)")
+    p.add_argument("--seed", type=natural_int, default=0, help="the run's seed (default 0)")
+    p.add_argument("--arrivals", type=positive_int, default=100, help="arrivals to record (default 100)")
+    p.add_argument("--curve-seeds", type=positive_int, default=4, help="full runs behind the learning curve's band (default 4)")
+    p.add_argument("--out", default="watch.html", help="the page to write (default watch.html)")
+    _common(p, store=False)
+    p.set_defaults(fn=cmd_watch)
 
     p = sub.add_parser("export", help="export stored rows to .csv or .parquet")
     p.add_argument("path")

@@ -1,0 +1,156 @@
+"""The pages in a real browser: headless Chromium (Debian's package) driven by Playwright.
+
+Screenshots go to $TUTORDUEL_SCREENSHOTS when it is set (the README's come from there), else to
+the test's own folder. Without Chromium or Playwright these tests skip, unless
+TUTORDUEL_REQUIRE_BROWSER=1 (CI sets it: there a missing browser is a failure, not a skip).
+"""
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from diagnostics.play_page import play_data, session_score, write_play_page
+from diagnostics.watch_page import watch_data, write_watch_page
+from online.replay import replay
+
+CHROMIUM = os.environ.get("TUTORDUEL_CHROMIUM", "/usr/bin/chromium")
+ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    missing = None
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        missing = "the playwright package is not installed"
+    if missing is None and not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
+        missing = f"no Chromium at {CHROMIUM} (apt-get install -y chromium)"
+    if missing:
+        if os.environ.get("TUTORDUEL_REQUIRE_BROWSER") == "1":
+            pytest.fail(missing)
+        pytest.skip(missing)
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture()
+def shots(tmp_path):
+    d = Path(os.environ.get("TUTORDUEL_SCREENSHOTS", tmp_path))
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _open(browser, path, fragment=""):
+    page = browser.new_page(viewport={"width": 1200, "height": 860})
+    errors = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(Path(path).resolve().as_uri() + fragment)
+    return page, errors
+
+
+def _images_loaded(page):
+    return page.evaluate("[...document.images].every(i => i.complete && i.naturalWidth > 0)")
+
+
+@pytest.fixture(scope="module")
+def play_world(dev_world, tmp_path_factory):
+    data = play_data(dev_world, 0, sessions=48)
+    path = write_play_page(tmp_path_factory.mktemp("play") / "play.html", data)
+    return data, path
+
+
+def test_a_session_played_by_clicking_scores_what_online_scoring_gives(browser, play_world, shots):
+    data, path = play_world
+    page, errors = _open(browser, path, "#arrival=40")
+    pairs = [(t % 6, (t + 1 + t // 6) % 6) if (t + 1 + t // 6) % 6 != t % 6 else (t % 6, (t + 2) % 6) for t in range(24)]
+    for t, (i, j) in enumerate(pairs):
+        page.click(f"button.persona[data-persona='{i}']")
+        page.click(f"button.persona[data-persona='{j}']")
+        page.click("#show")
+        if t == 4:
+            page.screenshot(path=str(shots / "play.png"))
+        page.click("#next")
+    state = page.evaluate("window.tdState")
+    want, clicks = session_score(data, 40, pairs)
+    assert state["done"] and state["a"] == 40 and state["pairs"] == [list(p) for p in pairs]
+    assert state["clicks"] == clicks and state["score"] == want               # exactly, not to rounding
+    assert page.text_content("#final-score") == f"{want:.2f}"
+    table = page.text_content("#final")
+    for spec in ("no-transfer", "coduel"):
+        assert f"{data['arrivals'][40]['policies'][spec]['score']:.2f}" in table
+    page.screenshot(path=str(shots / "play-end.png"))
+    assert not errors and _images_loaded(page)
+
+
+def test_random_pairs_score_about_zero_and_the_two_best_score_100(browser, play_world):
+    """Every one of 48 sessions played through the page's own controls: uniformly random distinct pairs
+    average about 0 (within 3 standard errors), the two best personas every round give 100; each session's
+    figure is exactly online.scoring's."""
+    data, path = play_world
+    page, errors = _open(browser, path)
+    rng = np.random.default_rng(0)
+    random_scores = []
+    for a, item in enumerate(data["arrivals"]):
+        pairs = [tuple(int(x) for x in rng.choice(6, 2, replace=False)) for _ in range(24)]
+        best = [tuple(int(x) for x in np.argsort(-np.array(U), kind="stable")[:2]) for U in item["U"]]
+        for kind, ps in (("random", pairs), ("best", best)):
+            got = page.evaluate("""([a, ps]) => { start(a); for (const [i, j] of ps) { pick(i); pick(j); show(); next(); }
+                                                  return window.tdState.score; }""", [a, ps])
+            assert got == session_score(data, a, ps)[0]
+            if kind == "best":          # 100 to rounding: online.scoring's 100 (Rr - R) / (Rr - G) with R == G
+                assert abs(got - 100.0) < 1e-9
+            else:
+                random_scores.append(got)
+    m, se = np.mean(random_scores), np.std(random_scores, ddof=1) / np.sqrt(len(random_scores))
+    assert abs(m) < 3 * se, (m, se)
+    assert not errors
+
+
+def test_the_watch_page_steps_through_a_stored_coduel_run(browser, dev_world, tmp_path, shots):
+    data = watch_data(dev_world, 0, arrivals=60, curve_seeds=2)
+    path = write_watch_page(tmp_path / "watch.html", data)
+    row = replay(dev_world, 0, "coduel", 60)
+    page, errors = _open(browser, path)
+    assert page.evaluate(f"[...Array({len(data['arrivals'])}).keys()].map(a => window.tdArrivalRegret(a))") \
+        == row["per_user"]["regret"]
+    page.click("#next-arrival")
+    for _ in range(23):                     # through arrival 2's session, round by round
+        page.click("#step")
+    assert page.evaluate("[window.tdWatch.a, window.tdWatch.t]") == [1, 23]
+    assert page.text_content("#user-regret") == f"{row['per_user']['regret'][1]:.6f}"
+    page.click("#play")
+    page.wait_for_timeout(400)
+    page.click("#play")
+    assert page.evaluate("window.tdWatch.a * 24 + window.tdWatch.t") > 47         # it played on, then paused
+    page.evaluate("(() => { const s = document.getElementById('slider'); s.value = 44; s.dispatchEvent(new Event('input')); })()")
+    for _ in range(5):
+        page.click("#step")
+    assert page.evaluate("[window.tdWatch.a, window.tdWatch.t]") == [44, 5]
+    page.screenshot(path=str(shots / "watch.png"))
+    assert not errors and page.locator("#curve svg").count() == 1
+
+
+def test_the_leaderboard_page_sorts_marks_the_best_and_loads_its_images(browser, env_dirs, shots):
+    from tutorduel.cli import main
+
+    out = env_dirs / "lb"
+    assert main(["leaderboard", "--seeds", "0-1", "--policies", "random,no-transfer", "--out", str(out)]) == 0
+    page, errors = _open(browser, out / "leaderboard.html")
+    first = lambda: page.evaluate("[...document.querySelectorAll('table.lb tbody tr')].map(r => r.cells[0].textContent)")
+    assert first()[0] == "no-transfer"
+    assert page.text_content("td.best").startswith(page.text_content("table.lb tbody tr:first-child td:nth-child(2)"))
+    page.click("table.lb th:nth-child(2)")
+    page.click("table.lb th:nth-child(2)")              # ascending: the weaker policy first, references still last
+    rows = first()
+    assert rows[0] == "random" and rows.index("no-transfer") < rows.index("floor G")
+    page.locator("#pols input[data-p='random']").check()
+    assert page.locator("#plot svg path[stroke]").count() == 2
+    page.screenshot(path=str(shots / "leaderboard.png"))
+    assert not errors and _images_loaded(page)
