@@ -181,14 +181,18 @@ if (rosters.length) drawCurves();
 """
 
 SIBLING_PAGES = (("leaderboard.html", "leaderboard"), ("play.html", "be the policy"), ("watch.html", "watch CODuel learn"),
-                 ("validation.html", "validation"), ("prefdisco.html", "PrefDisco"))
+                 ("prefdisco-curve.png", "PrefDisco curve"))
 
 
 def nav(path: str | Path) -> str:
-    """Links to the project's other pages that sit beside `path` (relative, so the folder can move)."""
+    """Links to the project's other pages that sit beside `path` (relative, so the folder can move): the
+    known ones by name, then any other .html there (validation reports are named after their .nc)."""
     here = Path(path)
-    links = [f"<a href='{name}'>{html.escape(label)}</a>" for name, label in SIBLING_PAGES
-             if name != here.name and (here.parent / name).exists()]
+    known = {name for name, _ in SIBLING_PAGES}
+    found = [(name, label) for name, label in SIBLING_PAGES if (here.parent / name).exists()]
+    if here.parent.is_dir():
+        found += [(p.name, p.stem) for p in sorted(here.parent.glob("*.html")) if p.name not in known]
+    links = [f"<a href='{html.escape(name)}'>{html.escape(label)}</a>" for name, label in found if name != here.name]
     return f"<nav>{''.join(links)}</nav>" if links else ""
 
 

@@ -16,6 +16,7 @@ import arviz as az
 import numpy as np
 
 from diagnostics.figures import new_figure
+from diagnostics.leaderboard_report import PAGE_STYLE, nav
 from diagnostics.posterior_checks import KHAT_MAX
 from tdmodels.atomic_file import atomic_save
 
@@ -157,9 +158,9 @@ def write_report(idata: az.InferenceData, path: str | Path, n_users: int = 3) ->
                   f"<ul>{items}</ul>", _png(_population_figure(pf))]
     if "calibration" in idata.groups() and idata["calibration"].data_vars:
         parts += ["<h2>Calibration of click predictions</h2>", _png(_reliability_figure(idata["calibration"]))]
-    parts += ["<h2>Per user</h2>", "<table border=1 cellpadding=3><tr><th>user</th><th>k-hat</th>"
+    parts += ["<h2>Per user</h2>", "<table class='lb'><tr><th>user</th><th>k-hat</th>"
               "<th>max |mean error| (sd)</th><th>sd ratio</th><th>max W1 / floor</th><th>weights TV</th></tr>"
               f"{rows}</table>"]
-    page = f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title></head><body>" \
-           + "\n".join(parts) + "</body></html>"
+    page = (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"<style>{PAGE_STYLE}</style></head><body>{nav(path)}" + "\n".join(parts) + "</body></html>")
     return atomic_save(path, lambda tmp: Path(tmp).write_text(page))
