@@ -118,6 +118,15 @@ def _population_figure(pf):
     return fig
 
 
+def _shown(value) -> str:
+    """A figure as a reader wants it: floats to 4 significant digits, also inside tuples and lists."""
+    if isinstance(value, (float, np.floating)):
+        return f"{float(value):.4g}"
+    if isinstance(value, (tuple, list, np.ndarray)):
+        return "(" + ", ".join(_shown(x) for x in value) + ")"
+    return str(value)
+
+
 def write_report(idata: az.InferenceData, path: str | Path, n_users: int = 3) -> Path:
     """Write the HTML report of a validation InferenceData to `path`."""
     post, online, chk = idata.posterior, idata["online"], idata["checks"]
@@ -130,7 +139,7 @@ def write_report(idata: az.InferenceData, path: str | Path, n_users: int = 3) ->
         f"<td>{chk.sd_ratio.values[u].min():.2f}-{chk.sd_ratio.values[u].max():.2f}</td>"
         f"<td>{(chk.w1.values[u] / chk.w1_floor.values[u]).max():.2f}</td><td>{chk.weights_tv.values[u]:.3f}</td></tr>"
         for u in range(U))
-    summary = "".join(f"<li>{html.escape(str(k))}: {html.escape(str(v))}</li>" for k, v in chk.attrs.items())
+    summary = "".join(f"<li>{html.escape(str(k))}: {html.escape(_shown(v))}</li>" for k, v in chk.attrs.items())
     health = html.escape(str(attrs.get("reference_health", "not recorded")))
     parts = [f"<h1>{html.escape(title)}</h1>", "<h2>Summary</h2>", f"<ul>{summary}</ul>",
              f"<p>NUTS reference health: {health}</p>",
@@ -150,7 +159,7 @@ def write_report(idata: az.InferenceData, path: str | Path, n_users: int = 3) ->
                   f"<ul>{items}</ul>"]
     if "population_fits" in idata.groups():
         pf = idata["population_fits"]
-        items = "".join(f"<li>{html.escape(k)}: {html.escape(str(v))}</li>" for k, v in pf.attrs.items())
+        items = "".join(f"<li>{html.escape(k)}: {html.escape(_shown(v))}</li>" for k, v in pf.attrs.items())
         verdict = ("converged: healthy on every label-invariant diagnostic" if pf.attrs.get("reference_healthy")
                    else "NOT converged: these are figures against an unconverged fit")
         parts += ["<h2>Population: batch EM and the online prior against the hierarchical model's exact reference</h2>",

@@ -154,3 +154,17 @@ def test_the_leaderboard_page_sorts_marks_the_best_and_loads_its_images(browser,
     assert page.locator("#plot svg path[stroke]").count() == 2
     page.screenshot(path=str(shots / "leaderboard.png"))
     assert not errors and _images_loaded(page)
+
+
+def test_the_validation_report_renders_with_its_images(browser, env_dirs, capsys, shots):
+    from tutorduel.cli import main
+
+    argv = ["validate", "--world", "dev", "--seed", "2", "--policy", "coduel", "--arrivals", "12", "--users", "3",
+            "--chains", "2", "--warmup", "100", "--draws", "100", "--holdout", "3"]
+    assert main(argv) == 0
+    report = [x for x in capsys.readouterr().out.splitlines() if x.startswith("report ")][0].removeprefix("report ")
+    page, errors = _open(browser, report)
+    assert page.locator("img").count() >= 4 and _images_loaded(page)
+    assert page.locator("table.lb tr").count() == 1 + 3                   # header and one row per user
+    page.screenshot(path=str(shots / "validation.png"))
+    assert not errors
