@@ -58,3 +58,16 @@ def test_play_and_watch_commands_write_pages_and_refuse_bad_input(env_dirs, caps
     with pytest.raises(SystemExit) as exc:
         main(["play", "--sessions", "0"])
     assert exc.value.code == 2
+
+
+def test_play_defaults_to_the_real_sample_once_imported(env_dirs, sample_path, capsys):
+    from tutorduel.pages import default_world
+
+    assert default_world() == "dev"
+    assert main(["worlds", "import-sample", str(sample_path)]) == 0
+    assert default_world() == "sample"
+    out = env_dirs / "s.html"
+    assert main(["play", "--sessions", "2", "--out", str(out)]) == 0
+    assert "sessions of 'sample'" in capsys.readouterr().out
+    page = out.read_text()
+    assert '"world":"sample"' in page and '"coduel"' in page
