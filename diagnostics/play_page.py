@@ -115,6 +115,7 @@ const S = D.arrivals[0].U.length;
 const st = {a: 0, t: 0, picks: [], pairs: [], clicks: [], rs: [], regret: 0, floor: 0, random: 0, revealed: false};
 window.tdState = st;
 const $ = id => document.getElementById(id);
+const esc = x => String(x).replace(/[&<>"']/g, c => ({'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;'})[c]);
 // numpy's pairwise summation, so that the sums (and the score) are numpy's to the last bit
 function npSum(a, lo = 0, n = a.length) {
   if (n < 8) { let s = 0; for (let i = lo; i < lo + n; i++) s += a[i]; return s; }
@@ -144,7 +145,7 @@ function render() {
     b.className = 'persona'; b.dataset.persona = k;
     const order = st.picks.indexOf(k);
     if (order >= 0) b.classList.add('picked');
-    let inner = `<b>${D.names[k]}</b>` + (order >= 0 ? ` <span class="muted">(shown ${order === 0 ? 'first' : 'second'})</span>` : '');
+    let inner = `<b>${esc(D.names[k])}</b>` + (order >= 0 ? ` <span class="muted">(shown ${order === 0 ? 'first' : 'second'})</span>` : '');
     if (st.revealed) {
       const U = item.U[st.t];
       inner += `<div class="muted">U = ${U[k].toFixed(3)}</div><div class="bar"><span style="width:${(100 * U[k]).toFixed(1)}%"></span></div>`;
@@ -191,7 +192,7 @@ function finish() {
   st.score = mine; st.done = true;
   let rows = `<tr><td>you</td><td>${fmt(mine)}</td><td>${fmt(st.regret)}</td></tr>`;
   for (const [name, p] of Object.entries(item.policies))
-    rows += `<tr><td>${name}</td><td>${fmt(p.score)}</td><td>${fmt(p.regret)}</td></tr>`;
+    rows += `<tr><td>${esc(name)}</td><td>${fmt(p.score)}</td><td>${fmt(p.regret)}</td></tr>`;
   rows += `<tr><td class="muted">random pairs</td><td>0.00</td><td>${fmt(st.random)}</td></tr>`;
   rows += `<tr><td class="muted">the two best every round</td><td>100.00</td><td>${fmt(st.floor)}</td></tr>`;
   $('final').innerHTML = `<table><tr><th></th><th>score</th><th>regret</th></tr>${rows}</table>`;

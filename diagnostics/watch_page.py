@@ -105,6 +105,7 @@ const K = D.personas.length, N = D.arrivals.length, S = D.arrivals[0].rounds.len
 const st = {a: 0, t: 0, playing: false, timer: null};
 window.tdWatch = st;
 const $ = id => document.getElementById(id);
+const esc = x => String(x).replace(/[&<>"']/g, c => ({'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;'})[c]);
 function npSum(a, lo = 0, n = a.length) {
   if (n < 8) { let s = 0; for (let i = lo; i < lo + n; i++) s += a[i]; return s; }
   if (n <= 128) {
@@ -134,7 +135,7 @@ function render() {
   let rows = '<tr><th>persona</th><th>hidden U</th><th>belief after the click (mean ± 2 sd, logits, centred)</th></tr>';
   for (let k = 0; k < K; k++) {
     const shown = R.pair.indexOf(k) >= 0, won = R.pair[R.y ? 0 : 1] === k;
-    rows += `<tr><td class="${shown ? 'shown' : ''} ${won ? 'won' : ''}">${D.names[k]}${shown ? (won ? ' (clicked)' : ' (shown)') : ''}</td>`
+    rows += `<tr><td class="${shown ? 'shown' : ''} ${won ? 'won' : ''}">${esc(D.names[k])}${shown ? (won ? ' (clicked)' : ' (shown)') : ''}</td>`
          + `<td><div class="bar u"><span style="left:0;width:${(100 * R.U[k]).toFixed(1)}%"></span></div><span class="muted">${R.U[k].toFixed(3)}</span></td>`
          + `<td><div class="bar b"><span style="left:${pos(R.mean[k] - 2 * R.sd[k])}%;width:${(pos(R.mean[k] + 2 * R.sd[k]) - pos(R.mean[k] - 2 * R.sd[k])).toFixed(1)}%"></span><i style="left:${pos(R.mean[k])}%"></i></div>`
          + `<span class="muted">${R.mean[k].toFixed(2)} ± ${(2 * R.sd[k]).toFixed(2)}</span></td></tr>`;
