@@ -180,6 +180,23 @@ document.querySelectorAll('.tabs button').forEach(b => b.onclick = () => { state
 if (rosters.length) drawCurves();
 """
 
+PAGE_JS = r"""const $ = id => document.getElementById(id);
+const esc = x => String(x).replace(/[&<>"']/g, c => ({'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;'})[c]);
+// numpy's pairwise summation, so that a page's sums (and scores) are numpy's to the last bit
+function npSum(a, lo = 0, n = a.length) {
+  if (n < 8) { let s = 0; for (let i = lo; i < lo + n; i++) s += a[i]; return s; }
+  if (n <= 128) {
+    const r = a.slice(lo, lo + 8); let i = 8;
+    for (; i < n - (n % 8); i += 8) for (let k = 0; k < 8; k++) r[k] += a[lo + i + k];
+    let s = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+    for (; i < n; i++) s += a[lo + i];
+    return s;
+  }
+  let n2 = Math.floor(n / 2); n2 -= n2 % 8;
+  return npSum(a, lo, n2) + npSum(a, lo + n2, n - n2);
+}
+"""  # shared by the play and watch pages
+
 SIBLING_PAGES = (("leaderboard.html", "leaderboard"), ("play.html", "be the policy"), ("watch.html", "watch CODuel learn"),
                  ("prefdisco-curve.png", "PrefDisco curve"))
 

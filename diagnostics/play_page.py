@@ -24,7 +24,7 @@ import xarray as xr
 from online.replay import replay
 from online.schedule import make_schedule, session_utilities
 from online.scoring import benchmark_score, floor_regret, random_regret, strong_regret
-from diagnostics.leaderboard_report import nav
+from diagnostics.leaderboard_report import PAGE_JS, nav
 from tdmodels.atomic_file import atomic_save
 from tdmodels.catalog import PERSONAS
 
@@ -114,21 +114,6 @@ const K = D.personas.length;
 const S = D.arrivals[0].U.length;
 const st = {a: 0, t: 0, picks: [], pairs: [], clicks: [], rs: [], regret: 0, floor: 0, random: 0, revealed: false};
 window.tdState = st;
-const $ = id => document.getElementById(id);
-const esc = x => String(x).replace(/[&<>"']/g, c => ({'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;'})[c]);
-// numpy's pairwise summation, so that the sums (and the score) are numpy's to the last bit
-function npSum(a, lo = 0, n = a.length) {
-  if (n < 8) { let s = 0; for (let i = lo; i < lo + n; i++) s += a[i]; return s; }
-  if (n <= 128) {
-    const r = a.slice(lo, lo + 8); let i = 8;
-    for (; i < n - (n % 8); i += 8) for (let k = 0; k < 8; k++) r[k] += a[lo + i + k];
-    let s = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
-    for (; i < n; i++) s += a[lo + i];
-    return s;
-  }
-  let n2 = Math.floor(n / 2); n2 -= n2 % 8;
-  return npSum(a, lo, n2) + npSum(a, lo + n2, n - n2);
-}
 function score(R, G, Rr) { return Rr > G ? 100 * (Rr - R) / (Rr - G) : NaN; }
 function fmt(x) { return Number.isFinite(x) ? x.toFixed(2) : '–'; }
 function start(a) {
@@ -229,7 +214,7 @@ lose against the best one; random pairs score 0, the two best personas every rou
 <div id="final"></div><p class="muted">no-transfer and CODuel played this arrival within their full run of the same seed
 (CODuel had learned from the students before it); they saw the same clicks for the same pairs.</p>
 <button class="act" id="again">Play this session again</button></div>
-<script type="application/json" id="data">{payload}</script><script>{_SCRIPT}</script></body></html>"""
+<script type="application/json" id="data">{payload}</script><script>{PAGE_JS}{_SCRIPT}</script></body></html>"""
     return atomic_save(path, lambda tmp: tmp.write_text(page))
 
 

@@ -23,7 +23,7 @@ from diagnostics.learning_curves import learning_curve
 from online.policies.coduel import CODuel, recalibrate
 from online.replay import prepare_run, play, replay
 from online.scoring import floor_regret, random_regret, strong_regret
-from diagnostics.leaderboard_report import nav
+from diagnostics.leaderboard_report import PAGE_JS, nav
 from tdmodels.atomic_file import atomic_save
 from tdmodels.catalog import PERSONAS
 
@@ -104,20 +104,6 @@ const D = JSON.parse(document.getElementById('data').textContent);
 const K = D.personas.length, N = D.arrivals.length, S = D.arrivals[0].rounds.length;
 const st = {a: 0, t: 0, playing: false, timer: null};
 window.tdWatch = st;
-const $ = id => document.getElementById(id);
-const esc = x => String(x).replace(/[&<>"']/g, c => ({'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;'})[c]);
-function npSum(a, lo = 0, n = a.length) {
-  if (n < 8) { let s = 0; for (let i = lo; i < lo + n; i++) s += a[i]; return s; }
-  if (n <= 128) {
-    const r = a.slice(lo, lo + 8); let i = 8;
-    for (; i < n - (n % 8); i += 8) for (let k = 0; k < 8; k++) r[k] += a[lo + i + k];
-    let s = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
-    for (; i < n; i++) s += a[lo + i];
-    return s;
-  }
-  let n2 = Math.floor(n / 2); n2 -= n2 % 8;
-  return npSum(a, lo, n2) + npSum(a, lo + n2, n - n2);
-}
 // regret of arrival a over its first n rounds, from the embedded pairs and utilities
 function arrivalRegret(a, n = S) {
   const rs = D.arrivals[a].rounds.slice(0, n).map(r => { const top = Math.max(...r.U); return 2 * top - r.U[r.pair[0]] - r.U[r.pair[1]]; });
@@ -203,7 +189,7 @@ prior is refitted after each session, and the next student starts from what earl
 <div class="card"><p><b id="gate"></b><br><span class="muted">log-likelihood ratio of this session so far (population − alone):
 <span id="llr"></span></span></p><p class="muted">population components' weights in the belief</p><div class="w" id="weights"></div>
 <p class="muted">learning curve ({band}black: this seed; red: this arrival)</p><div id="curve"></div></div></div>
-<script type="application/json" id="data">{payload}</script><script>{_SCRIPT}</script></body></html>"""
+<script type="application/json" id="data">{payload}</script><script>{PAGE_JS}{_SCRIPT}</script></body></html>"""
     return atomic_save(path, lambda tmp: tmp.write_text(page))
 
 

@@ -546,6 +546,13 @@ def _fit_options(p, what):
                    help="draws kept per chain (default: NUTS 1000; the population model's Gibbs sampler 2000)")
 
 
+def _page_options(p, out):
+    p.add_argument("--world", help=f"{WORLD_HELP} (default: the real sample if imported, else dev)")
+    p.add_argument("--seed", type=natural_int, default=0, help="the run's seed: schedule and click draws (default 0)")
+    p.add_argument("--out", default=out, help=f"the page to write (default {out})")
+    _common(p, store=False)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     ap = argparse.ArgumentParser(prog="tutorduel", description="TutorDuel benchmark: worlds, replays, statistics")
@@ -658,23 +665,17 @@ def build_parser() -> argparse.ArgumentParser:
     from tutorduel.pages import cmd_play, cmd_watch
 
     p = sub.add_parser("play", help="be the policy: a self-contained page (or --terminal) to play one student's session")
-    p.add_argument("--world", help=f"{WORLD_HELP} (default: the real sample if imported, else dev)")
-    p.add_argument("--seed", type=natural_int, default=0, help="the run's seed: schedule and click draws (default 0)")
+    _page_options(p, "play.html")
     p.add_argument("--sessions", type=positive_int, default=48, help="arrivals the page offers (default 48)")
     p.add_argument("--arrival", type=positive_int, default=1, help="with --terminal: which arrival to play (default 1)")
     p.add_argument("--terminal", action="store_true", help="play at the prompt instead of writing a page")
     p.add_argument("--no-compare", action="store_true", help="leave out no-transfer's and CODuel's figures (no replays)")
-    p.add_argument("--out", default="play.html", help="the page to write (default play.html)")
-    _common(p, store=False)
     p.set_defaults(fn=cmd_play)
 
     p = sub.add_parser("watch", help="watch CODuel learn: a self-contained page stepping through a recorded run")
-    p.add_argument("--world", help=f"{WORLD_HELP} (default: the real sample if imported, else dev)")
-    p.add_argument("--seed", type=natural_int, default=0, help="the run's seed (default 0)")
+    _page_options(p, "watch.html")
     p.add_argument("--arrivals", type=positive_int, default=100, help="arrivals to record (default 100)")
     p.add_argument("--curve-seeds", type=positive_int, default=4, help="full runs behind the learning curve's band (default 4)")
-    p.add_argument("--out", default="watch.html", help="the page to write (default watch.html)")
-    _common(p, store=False)
     p.set_defaults(fn=cmd_watch)
 
     p = sub.add_parser("export", help="export stored rows to .csv or .parquet")
