@@ -50,10 +50,11 @@ def judge_probs(v: np.ndarray, rng: np.random.Generator, label_bias: float = 0.0
     return P
 
 
-def rater_scores(demand: np.ndarray, rng: np.random.Generator, style: np.ndarray = PERSONA_STYLE) -> np.ndarray:
+def rater_scores(demand: np.ndarray, rng: np.random.Generator, style: np.ndarray = PERSONA_STYLE,
+                 noise: float = RATER_NOISE) -> np.ndarray:
     """g(p, q) [n_q, K]: the rater's suitability scores, centred over personas, unit sd."""
     raw = np.einsum("qk,pk,k->qp", demand, style, RATER_ATTRIBUTE_WEIGHT) * RATER_PERSONA_GAIN
-    raw = raw + RATER_PERSONA_BIAS + RATER_NOISE * rng.standard_normal(raw.shape)
+    raw = raw + RATER_PERSONA_BIAS + noise * rng.standard_normal(raw.shape)
     raw = raw - raw.mean(axis=1, keepdims=True)
     return raw / raw.std(axis=1, keepdims=True)
 

@@ -6,6 +6,7 @@ reference utilities from the ridge Bradley-Terry fit, and the rater feature.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Callable
 
@@ -16,15 +17,11 @@ from scipy.special import expit
 
 from . import catalog, judge, students
 from .bradley_terry import order_averaged, reference_utilities
+from .simulator_params import DEFAULT_PARAMS, GENERATOR_BASE, SimulatorParams, generator_version
 from .world import FORMAT_VERSION, KINDS
 
-GENERATOR_VERSION = "sim-1"
-STUDENT_SCALE = 3.0        # logits per unit of the student's style score
-ANSWER_NOISE = 0.35        # sd of answer-text quality, shared by all students (logits)
-JUDGE_NOISE = 0.60         # sd of the judge's reading of one answer for one student (logits)
-LABEL_BIAS_SD = 0.15       # per-student preference for one answer label (logits)
+GENERATOR_VERSION = GENERATOR_BASE   # of worlds built from DEFAULT_PARAMS; others name theirs
 UNSTRUCTURED_SD = 1.2      # sd of each theta entry in the unstructured control
-DEMAND_GAIN = 2.5          # weight of the question-dependent response against the base taste
 
 
 @dataclass(frozen=True)
@@ -111,8 +108,10 @@ def fit_click_scale(pbar: np.ndarray, U: np.ndarray) -> float:
     return float(res.x)
 
 
-def build_roster(name: str, seed: int = 0) -> xr.Dataset:
-    """Generate roster `name` (one of ROSTERS) as a validated world Dataset."""
+def build_roster(name: str, seed: int = 0, params: SimulatorParams = DEFAULT_PARAMS) -> xr.Dataset:
+    """Generate roster `name` (one of ROSTERS) as a validated world Dataset, from the simulator's free
+    parameters `params` (``tdmodels.simulator_params``; the defaults are generator sim-1)."""
+    params = SimulatorParams(*params).check()
     if name not in ROSTERS:
         raise KeyError(f"unknown roster {name!r}; simulated rosters are {', '.join(ROSTERS)}")
     recipe = ROSTERS[name]
@@ -121,10 +120,10 @@ def build_roster(name: str, seed: int = 0) -> xr.Dataset:
     qs = build_questions(recipe.topics, r_q)
     pop = recipe.population(r_pop)
     K = len(catalog.PERSONAS)
-    g = judge.rater_scores(qs["demand"], r_rater)
+    g = judge.rater_scores(qs["demand"], r_rater, noise=params.rater_noise)
     features = np.concatenate([np.broadcast_to(np.eye(K), (len(g), K, K)), g[:, :, None]], axis=2)
 
-    answer = ANSWER_NOISE * r_noise.standard_normal((len(g), K))
+    answer = params.answer_noise * r_noise.standard_normal((len(g), K))
     n_s = len(pop)
     v = np.empty((n_s, len(g), K))
     for s, spec in enumerate(pop):
@@ -132,12 +131,16 @@ def build_roster(name: str, seed: int = 0) -> xr.Dataset:
             theta = UNSTRUCTURED_SD * r_pop.standard_normal(K + 1)
             v[s] = features @ theta
         else:
-            v[s] = STUDENT_SCALE * students.student_logits(spec, qs["kind"], qs["chain"], DEMAND_GAIN * qs["demand"])
+            if spec.traits:                 # a template student: its base sensitivity is a parameter
+                spec = spec._replace(sens=spec.sens + (params.template_sens_base - students.TEMPLATE_SENS_BASE))
+            v[s] = params.student_scale * students.student_logits(spec, qs["kind"], qs["chain"],
+                                                                  params.demand_gain * qs["demand"],
+                                                                  quirk_gain=params.quirk_gain)
             if recipe.scramble:
                 v[s] = v[s][:, r_pop.permutation(K)]
-    v = v + answer[None] + JUDGE_NOISE * r_noise.standard_normal(v.shape)
-    label_bias = LABEL_BIAS_SD * r_noise.standard_normal(n_s)
-    probs = judge.judge_probs(v, r_judge, label_bias=label_bias[:, None, None, None])
+    v = v + answer[None] + params.judge_noise * r_noise.standard_normal(v.shape)
+    label_bias = params.label_bias_sd * r_noise.standard_normal(n_s)
+    probs = judge.judge_probs(v, r_judge, label_bias=label_bias[:, None, None, None], order_bias=params.order_bias)
     U = reference_utilities(probs)
     beta = fit_click_scale(order_averaged(probs), U)
 
@@ -165,8 +168,10 @@ def build_roster(name: str, seed: int = 0) -> xr.Dataset:
             "roster": name, "arrivals": recipe.arrivals, "topics_per_session": 4, "chains_per_topic": 2,
             "questions_per_chain": 3, "arrival_mode": recipe.arrival_mode, "held_out": int(recipe.held_out),
             "rater_available": 1, "beta": beta, "bank_size": 16, "format_version": FORMAT_VERSION,
-            "generator": GENERATOR_VERSION, "seed": int(seed), "description": recipe.description,
+            "generator": generator_version(params), "seed": int(seed), "description": recipe.description,
             "cues": "\n".join(c[0] for c in catalog.CUES),
         },
     )
+    if params != DEFAULT_PARAMS:                 # sim-1 worlds stay exactly as they were
+        ds.attrs["simulator_params"] = json.dumps({k: float(v) for k, v in params._asdict().items()}, sort_keys=True)
     return ds

@@ -133,7 +133,8 @@ QUIRKS = {
 }
 
 
-def student_logits(spec: StudentSpec, kinds, chains, demand: np.ndarray, style: np.ndarray = PERSONA_STYLE) -> np.ndarray:
+def student_logits(spec: StudentSpec, kinds, chains, demand: np.ndarray, style: np.ndarray = PERSONA_STYLE,
+                   quirk_gain: float = QUIRK_GAIN) -> np.ndarray:
     """Latent preference logits [questions, K] of one student (before the roster's scale).
 
     kinds: [n_q] str; chains: [n_q] int; demand: [n_q, attributes] question demand.
@@ -143,7 +144,7 @@ def student_logits(spec: StudentSpec, kinds, chains, demand: np.ndarray, style: 
     v = base[None, :] + resp
     for name in spec.quirks:
         rule = QUIRKS[name]
-        v = v + QUIRK_GAIN * np.stack([rule(k, c, D, style) for k, c, D in zip(kinds, chains, demand)])
+        v = v + quirk_gain * np.stack([rule(k, c, D, style) for k, c, D in zip(kinds, chains, demand)])
     return v
 
 

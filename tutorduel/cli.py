@@ -282,6 +282,8 @@ def cmd_worlds(a) -> int:
             ds = open_world(n, allow_test=True, directory=a.worlds)
             print(f"{n}: {world_file(n, a.worlds)} ({ds.sizes['student']} students, {ds.sizes['question']} questions)")
         return 0
+    if a.action == "targets":
+        return _targets(a)
     if a.action == "import-sample":
         from tdmodels.sample import load_sample
         from tdmodels.world import save_world
@@ -323,6 +325,32 @@ def _describe(a) -> int:
     hint = "" if sample or is_sample else "; import the sample to compare: tutorduel worlds import-sample PATH"
     print(f"\ncalibration figures (seed {seeds[0]} schedule){hint}")
     print(format_side_by_side(world_figures(world, seeds[0]), sample, str(world.attrs["roster"])))
+    return 0
+
+
+def _targets(a) -> int:
+    """`tutorduel worlds targets`: how far our rosters' world-level figures and the sample's statistics are."""
+    from diagnostics.calibration_targets import SAMPLE_ROSTER, format_targets, sample_targets, world_targets
+    from diagnostics.leaderboard_report import PUBLISHED_ROSTERS
+    from online.sweep import parse_seeds
+    from tdmodels.rosters import open_world, world_file
+    from tdmodels.simulator import ROSTERS
+
+    rosters = [r for r in PUBLISHED_ROSTERS if a.allow_test or not ROSTERS[r].held_out]
+    if len(rosters) < len(PUBLISHED_ROSTERS):
+        print("note: held-out rosters left out (pass --allow-test for their world-level rows; fitting worlds to "
+              "them is not tuning a policy, but reading them is evaluation)")
+    worlds = {r: open_world(r, allow_test=a.allow_test, directory=a.worlds) for r in rosters}
+    targets = world_targets(worlds, parse_seeds(a.seeds))
+    if world_file("sample", a.worlds).exists():
+        against = SAMPLE_ROSTER if SAMPLE_ROSTER in worlds else rosters[0]
+        if against != SAMPLE_ROSTER:
+            print(f"note: the sample's statistics are compared with {against} (the sample is a held-out-profile "
+                  f"roster; --allow-test compares them with {SAMPLE_ROSTER})")
+        targets += sample_targets(open_world("sample", directory=a.worlds), worlds[against], a.bootstrap)
+    else:
+        print("note: the real sample is not imported (tutorduel worlds import-sample PATH); its statistics are left out")
+    print(format_targets(targets))
     return 0
 
 
@@ -604,6 +632,12 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("name", help=WORLD_HELP)
     q.add_argument("--seeds", default="0-3")
     _common(q, store=False)
+    q = wsub.add_parser("targets", help="the published world-level rows and the real sample's statistics (95% bootstrap "
+                        "intervals) against our rosters")
+    q.add_argument("--seeds", default="0-3", help="seeds behind our reference rows (default 0-3)")
+    q.add_argument("--bootstrap", type=positive_int, default=2000, help="bootstrap resamples of the sample's sessions")
+    _common(q, store=False)
+    q.set_defaults(fn=cmd_worlds, action="targets")
     q = wsub.add_parser("import-sample")
     q.add_argument("path", help="path to tutorduel-site-sample.json")
     _common(q, store=False)

@@ -1,0 +1,54 @@
+"""The simulator's free parameters: what a calibration against real data may move.
+
+Every roster is generated from one ``SimulatorParams``; the defaults are generator "sim-1", the
+values every stored run so far was made with. A world built from other values records them
+(attribute ``simulator_params``, JSON) and a generator version that names them
+(``generator_version``), so its rows never mix with sim-1's in a run store (the world digest differs
+too). Units: logits of the judge's picks unless said.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from typing import NamedTuple
+
+GENERATOR_BASE = "sim-1"
+
+
+class SimulatorParams(NamedTuple):
+    """The named free parameters of ``tdmodels.simulator.build_roster``."""
+    student_scale: float = 3.0        # logits per unit of a student's style score
+    demand_gain: float = 2.5          # weight of the question-dependent response against the base taste
+    answer_noise: float = 0.35        # sd of answer-text quality, shared by all students
+    judge_noise: float = 0.60         # sd of the judge's reading of one answer for one student
+    label_bias_sd: float = 0.15       # sd of a student's preference for one answer label
+    order_bias: float = 0.25          # in favour of the answer shown first
+    quirk_gain: float = 0.3           # scale of the quirks' non-linear rules
+    template_sens_base: float = 0.35  # template students' base sensitivity to a question's demand
+    rater_noise: float = 0.15         # sd of the rater's noise, before its scores are standardised
+
+    def check(self) -> "SimulatorParams":
+        """The parameters, or ValueError naming the first that is not a finite number in its range."""
+        for name, value in self._asdict().items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ValueError(f"simulator parameter {name} must be a finite number, got {value!r}")
+            if value < 0 or (name in ("student_scale",) and value == 0):
+                raise ValueError(f"simulator parameter {name} must be {'> 0' if name == 'student_scale' else '>= 0'}, "
+                                 f"got {value!r}")
+        return self
+
+
+DEFAULT_PARAMS = SimulatorParams()
+
+
+def generator_version(params: SimulatorParams) -> str:
+    """'sim-1' for the defaults, else 'sim-1+' and a digest of the values that differ."""
+    changed = {k: float(v) for k, v in params._asdict().items() if float(v) != float(DEFAULT_PARAMS._asdict()[k])}
+    if not changed:
+        return GENERATOR_BASE
+    digest = hashlib.sha256(json.dumps(changed, sort_keys=True).encode()).hexdigest()[:10]
+    return f"{GENERATOR_BASE}+{digest}"
+
+
+__all__ = ["SimulatorParams", "DEFAULT_PARAMS", "generator_version", "GENERATOR_BASE"]
