@@ -3,7 +3,8 @@
     python scripts/simulator_sensitivity.py [--factor 1.5] [--seeds 0-1] [--jobs 2]
 
 Builds the five published rosters (held-out ones included: world-level figures only, no policy
-runs) at the defaults and with one parameter at a time multiplied by --factor, and prints every
+runs) at the defaults and with one parameter at a time multiplied by --factor (set to --offset where its
+default is 0: the shared persona offsets), and prints every
 figure of ``tutorduel worlds targets`` (the sample's statistics when the sample is imported) at the
 defaults and its change per parameter. Guides which parameters a calibration can move.
 """
@@ -32,17 +33,20 @@ def figures(args):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--factor", type=float, default=1.5)
+    ap.add_argument("--offset", type=float, default=0.5, help="the value tried for a parameter whose default is 0")
     ap.add_argument("--seeds", default="0-1")
     ap.add_argument("--jobs", type=int, default=2)
     a = ap.parse_args()
     seeds = parse_seeds(a.seeds)
     names = list(DEFAULT_PARAMS._fields)
-    variants = [DEFAULT_PARAMS] + [DEFAULT_PARAMS._replace(**{n: getattr(DEFAULT_PARAMS, n) * a.factor}) for n in names]
+    bump = lambda n: getattr(DEFAULT_PARAMS, n) * a.factor if getattr(DEFAULT_PARAMS, n) else a.offset
+    variants = [DEFAULT_PARAMS] + [DEFAULT_PARAMS._replace(**{n: bump(n)}) for n in names]
     with ProcessPoolExecutor(a.jobs) as ex:
         res = list(ex.map(figures, [(v, seeds) for v in variants]))
     base = res[0]
-    short = [n.replace("template_sens_base", "sens_base").replace("label_bias_sd", "label_sd") for n in names]
-    print(f"change of each figure with one parameter x {a.factor} (defaults: sim-1)")
+    short = [n.replace("template_sens_base", "sens_base").replace("label_bias_sd", "label_sd").replace("offset_", "off_")
+             for n in names]
+    print(f"change of each figure with one parameter x {a.factor}, or set to {a.offset} where it is 0 (defaults: sim-1)")
     print(f"{'figure':52s} {'default':>8s} " + " ".join(f"{s[:10]:>10s}" for s in short))
     for fig, v in base.items():
         print(f"{fig[:52]:52s} {v:8.3f} " + " ".join(f"{r[fig] - v:+10.3f}" for r in res[1:]))

@@ -136,6 +136,7 @@ def build_roster(name: str, seed: int = 0, params: SimulatorParams = DEFAULT_PAR
             v[s] = params.student_scale * students.student_logits(spec, qs["kind"], qs["chain"],
                                                                   params.demand_gain * qs["demand"],
                                                                   quirk_gain=params.quirk_gain)
+            v[s] += params.shared_offset
             if recipe.scramble:
                 v[s] = v[s][:, r_pop.permutation(K)]
     v = v + answer[None] + params.judge_noise * r_noise.standard_normal(v.shape)

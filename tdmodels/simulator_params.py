@@ -13,6 +13,8 @@ import json
 import math
 from typing import NamedTuple
 
+import numpy as np
+
 GENERATOR_BASE = "sim-1"
 
 
@@ -27,16 +29,32 @@ class SimulatorParams(NamedTuple):
     quirk_gain: float = 0.3           # scale of the quirks' non-linear rules
     template_sens_base: float = 0.35  # template students' base sensitivity to a question's demand
     rater_noise: float = 0.15         # sd of the rater's noise, before its scores are standardised
+    # a preference every student shares for each persona (logits, any sign), added before a scramble
+    offset_prover: float = 0.0
+    offset_examples: float = 0.0
+    offset_socratic: float = 0.0
+    offset_intuition: float = 0.0
+    offset_concise: float = 0.0
+    offset_coach: float = 0.0
 
     def check(self) -> "SimulatorParams":
         """The parameters, or ValueError naming the first that is not a finite number in its range."""
         for name, value in self._asdict().items():
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                 raise ValueError(f"simulator parameter {name} must be a finite number, got {value!r}")
+            if name.startswith("offset_"):
+                continue
             if value < 0 or (name in ("student_scale",) and value == 0):
                 raise ValueError(f"simulator parameter {name} must be {'> 0' if name == 'student_scale' else '>= 0'}, "
                                  f"got {value!r}")
         return self
+
+
+    @property
+    def shared_offset(self) -> np.ndarray:
+        """[K] the shared persona offsets, in ``tdmodels.catalog.PERSONAS`` order."""
+        return np.array([self.offset_prover, self.offset_examples, self.offset_socratic, self.offset_intuition,
+                         self.offset_concise, self.offset_coach], dtype=float)
 
 
 DEFAULT_PARAMS = SimulatorParams()

@@ -36,3 +36,14 @@ def test_the_order_bias_moves_the_judge_toward_the_first_shown_answer():
 def test_bad_values_are_refused_by_name(bad):
     with pytest.raises(ValueError, match=next(iter(bad))):
         build_roster("dev", params=DEFAULT_PARAMS._replace(**bad))
+
+
+def test_a_shared_persona_offset_makes_that_persona_best_more_often(dev_world):
+    def share(world, k):
+        U = world["utilities"].values
+        return float(np.mean(U.argmax(-1) == k))
+    socratic = 2
+    up = build_roster("dev", params=DEFAULT_PARAMS._replace(offset_socratic=1.0))
+    down = build_roster("dev", params=DEFAULT_PARAMS._replace(offset_socratic=-1.0))
+    assert share(down, socratic) + 0.03 < share(dev_world, socratic) < share(up, socratic) - 0.03
+    assert DEFAULT_PARAMS._replace(offset_coach=-2.0).check().shared_offset[5] == -2.0
