@@ -79,9 +79,10 @@ def watch_data(world: xr.Dataset, seed: int, arrivals: int = 60, curve_seeds: in
         out["arrivals"].append({"student": int(sched.student[a]), "transfer": bool(trace.transfer[a]),
                                 "rounds": rounds, "floor": G[a].tolist(), "random": Rr[a].tolist(),
                                 "regret": float(r[a].sum())})
-    rows = [replay(world, s, "coduel", arrivals) for s in range(int(curve_seeds))]
+    recorded = {"per_user": {"regret": r.sum(1).tolist(), "floor": G.sum(1).tolist()}}     # this run, not replayed again
+    rows = [recorded if s == seed else replay(world, s, "coduel", arrivals) for s in range(int(curve_seeds))]
     c = learning_curve(rows) if len(rows) > 1 else None
-    own = learning_curve([replay(world, seed, "coduel", arrivals)])
+    own = learning_curve([recorded])
     out["curve"] = {"x": own.arrival.tolist(), "seed": own.mean.tolist(),
                     **({"mean": c.mean.tolist(), "lo": c.lo.tolist(), "hi": c.hi.tolist(), "seeds": c.n_seeds} if c else {})}
     return out

@@ -14,7 +14,8 @@ Doucet & Jasra 2012):
 
 The prior is a box of independent uniforms (`bounds`, optionally on the log scale per parameter);
 the distance is Euclidean on statistics divided by `scales`. It stops after `generations`, or when a
-generation's acceptance rate falls below `min_acceptance` (the tolerance then buys little). The
+generation's acceptance rate falls below `min_acceptance` (the tolerance then buys little); a generation that cannot keep `particles` within
+`particles / min_acceptance` proposals is recorded (its tolerance and rate) and the previous population returned. The
 simulations of a generation run in batches through `map_fn` (e.g. a process pool's map).
 """
 from __future__ import annotations
@@ -22,6 +23,9 @@ from __future__ import annotations
 from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
+
+
+MAX_KERNEL_DRAWS = 10_000    # per particle and generation: kernel draws before a generation gives up
 
 
 class ABCResult(NamedTuple):
@@ -108,19 +112,24 @@ def abc_smc(simulate: Callable[[np.ndarray], np.ndarray], observed: np.ndarray, 
 
     u = ulo + (uhi - ulo) * rng.random((particles, p))
     stats, dist = simulate_many(u)
+    if not np.isfinite(dist).any():
+        raise ValueError(f"abc_smc: all {particles} simulations from the prior gave non-finite statistics")
     w = np.full(particles, 1.0 / particles)
     tolerances, acceptance = [np.inf], [1.0]
     for _ in range(generations):
-        eps = float(np.quantile(dist[np.isfinite(dist)], quantile)) if np.isfinite(dist).any() else np.inf
+        eps = float(np.quantile(dist[np.isfinite(dist)], quantile))
         cov = 2.0 * np.atleast_2d(np.cov(u.T, aweights=w)) + 1e-12 * np.eye(p)
         L = np.linalg.cholesky(cov)
         prec = np.linalg.inv(cov)
-        kept_u, kept_s, kept_d, proposed = [], [], [], 0
+        kept_u, kept_s, kept_d, proposed, drawn = [], [], [], 0, 0
         while len(kept_u) < particles:
             pick = rng.choice(particles, size=batch, p=w)
             cand = u[pick] + rng.standard_normal((batch, p)) @ L.T
             inside = np.all((cand >= ulo) & (cand <= uhi), axis=1)
             cand = cand[inside]
+            drawn += batch
+            if drawn >= MAX_KERNEL_DRAWS * particles and len(kept_u) < particles:
+                break                        # the kernel keeps leaving the prior's box: stop, do not spin
             if len(cand) == 0:
                 continue
             s_new, d_new = simulate_many(cand)

@@ -58,3 +58,16 @@ def test_bad_settings_are_refused():
         abc_smc(_normal_mean, [0.0], [(-1.0, 1.0)], scales=[1.0], quantile=1.0)
     with pytest.raises(ValueError, match="finite"):
         abc_smc(_normal_mean, [float("nan")], [(-1.0, 1.0)], scales=[1.0])
+
+
+def test_a_simulator_that_never_comes_close_ends_instead_of_spinning():
+    """All-NaN statistics are refused at once (not 'accepted' at an infinite tolerance); a simulator that is
+    finite only on part of the prior stops after a bounded number of calls instead of spinning."""
+    with pytest.raises(ValueError, match="non-finite statistics"):
+        abc_smc(lambda theta, seed: [float("nan")], [0.0], [(-1.0, 1.0)], scales=[1.0], particles=20)
+
+    def sliver(theta, seed):
+        return [abs(theta[0])] if theta[0] > 0.7 else [float("nan")]
+    res = abc_smc(sliver, [0.0], [(-1.0, 1.0)], scales=[1.0], particles=20, generations=5, seed=0, quantile=0.01)
+    # generation 1 cannot keep 20 within 20 / min_acceptance proposals: it is recorded as failed and the run ends
+    assert len(res.tolerances) == 2 and res.acceptance[-1] < 0.02 and res.simulations <= 20 + 20 / 0.02 + 20
