@@ -3,7 +3,9 @@
 A world is named by a roster name (`dev`, `composite`, ..., `sample` once imported, or the
 name of any world file in the folder) or a path to a `.nc` file. Files live in `--worlds DIR`,
 else `$TUTORDUEL_WORLDS`, else `./worlds`. A simulated roster that is not on disk yet is
-generated (seed 0) and saved. A world is shown under the name it was asked for (a path: its
+generated (seed 0) and saved, from the simulator parameters in the folder's `simulator.json` when it has one
+(written by `tutorduel worlds build --simulator FILE`, e.g. a calibration's), else sim-1's; a roster file
+there whose generator is not that file's is refused, so worlds of two generators never share a folder. A world is shown under the name it was asked for (a path: its
 file name without `.nc`); its identity in the run store is its content digest, not a name.
 """
 from __future__ import annotations
@@ -14,9 +16,11 @@ from pathlib import Path
 import xarray as xr
 
 from .simulator import ROSTERS, build_roster
+from .simulator_params import DEFAULT_PARAMS, SimulatorParams, generator_version
 from .world import WorldFormatError, check_name, load_world, save_world
 
 DEFAULT_WORLD = "dev"
+SIMULATOR_FILE = "simulator.json"
 
 
 class HeldOutError(PermissionError):
@@ -55,6 +59,34 @@ def known_worlds(directory=None) -> list[str]:
     return names
 
 
+def read_simulator_file(path: str | os.PathLike) -> SimulatorParams:
+    """The SimulatorParams in a simulator file (JSON with "params": {name: value} and "generator"), or
+    WorldFormatError naming the file and what is wrong with it."""
+    import json
+
+    path = Path(path)
+    try:
+        spec = json.loads(path.read_text())
+        values = spec["params"]
+        unknown = set(values) - set(SimulatorParams._fields)
+        if unknown:
+            raise ValueError(f"unknown parameter(s) {', '.join(sorted(unknown))}")
+        params = SimulatorParams(**values).check()
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise WorldFormatError(f"simulator file {path}: {exc.__class__.__name__}: {exc}") from None
+    want = spec.get("generator")
+    if want is not None and want != generator_version(params):
+        raise WorldFormatError(f"simulator file {path}: its generator {want!r} is not its parameters' "
+                               f"({generator_version(params)!r}); the file was edited by hand")
+    return params
+
+
+def folder_params(directory=None) -> SimulatorParams:
+    """The simulator parameters a worlds folder generates its rosters from (its simulator.json, else sim-1)."""
+    f = worlds_dir(directory) / SIMULATOR_FILE
+    return read_simulator_file(f) if f.exists() else DEFAULT_PARAMS
+
+
 def open_world(name: str, allow_test: bool = False, directory=None, copies: int = 1) -> xr.Dataset:
     """Load (building if needed) a world by name or path; refuse held-out ones without allow_test.
 
@@ -64,12 +96,18 @@ def open_world(name: str, allow_test: bool = False, directory=None, copies: int 
     if name in ROSTERS and ROSTERS[name].held_out and not allow_test:
         raise HeldOutError(f"roster {name!r} is held out for evaluation; pass --allow-test to read it (never tune on it)")
     path = world_file(name, directory)
-    if not path.exists() and name in ROSTERS:
-        save_world(build_roster(name), path)
+    params = folder_params(directory) if name in ROSTERS and not is_path(name) else None
+    if not path.exists() and params is not None:
+        save_world(build_roster(name, params=params), path)
     if not path.exists():
         hint = " (import it first: tutorduel worlds import-sample PATH)" if name == "sample" else ""
         raise FileNotFoundError(f"no world {name!r} at {path}{hint}; known: {', '.join(known_worlds(directory))}")
     ds = load_world(path, copies=copies)
+    if params is not None and str(ds.attrs.get("generator")) != generator_version(params):
+        raise WorldFormatError(f"world file {path} was made by generator {ds.attrs.get('generator')!r}, but its folder "
+                               f"generates {generator_version(params)!r}"
+                               f"{' (' + SIMULATOR_FILE + ')' if params != DEFAULT_PARAMS else ''}; "
+                               f"remove it to rebuild, or use a folder of its own")
     if int(ds.attrs["held_out"]) and not allow_test:
         raise HeldOutError(f"world {name!r} is held out for evaluation; pass --allow-test to read it (never tune on it)")
     return ds

@@ -108,6 +108,20 @@ def fit_click_scale(pbar: np.ndarray, U: np.ndarray) -> float:
     return float(res.x)
 
 
+def _student_under(spec: students.StudentSpec, params: SimulatorParams) -> students.StudentSpec:
+    """A student's spec under the family parameters (unchanged, bit for bit, at sim-1's values)."""
+    d = DEFAULT_PARAMS
+    if spec.traits and params.template_sens_base != d.template_sens_base:
+        spec = spec._replace(sens=spec.sens + (params.template_sens_base - students.TEMPLATE_SENS_BASE))
+    if not spec.traits and params.written_sens_gain != d.written_sens_gain:
+        spec = spec._replace(sens=spec.sens * params.written_sens_gain)
+    if spec.profile in students.DEV_NAMES and params.shared_taste_gain != d.shared_taste_gain:
+        spec = spec._replace(taste=spec.taste + (params.shared_taste_gain - 1.0) * students.DEV_SHARED_TASTE)
+    if params.taste_gain != d.taste_gain:
+        spec = spec._replace(taste=spec.taste * params.taste_gain)
+    return spec
+
+
 def build_roster(name: str, seed: int = 0, params: SimulatorParams = DEFAULT_PARAMS) -> xr.Dataset:
     """Generate roster `name` (one of ROSTERS) as a validated world Dataset, from the simulator's free
     parameters `params` (``tdmodels.simulator_params``; the defaults are generator sim-1)."""
@@ -131,12 +145,13 @@ def build_roster(name: str, seed: int = 0, params: SimulatorParams = DEFAULT_PAR
             theta = UNSTRUCTURED_SD * r_pop.standard_normal(K + 1)
             v[s] = features @ theta
         else:
-            if spec.traits:                 # a template student: its base sensitivity is a parameter
-                spec = spec._replace(sens=spec.sens + (params.template_sens_base - students.TEMPLATE_SENS_BASE))
+            spec = _student_under(spec, params)
             v[s] = params.student_scale * students.student_logits(spec, qs["kind"], qs["chain"],
                                                                   params.demand_gain * qs["demand"],
                                                                   quirk_gain=params.quirk_gain)
             v[s] += params.shared_offset
+            if spec.traits and params.template_offset.any():
+                v[s] += params.template_offset
             if recipe.scramble:
                 v[s] = v[s][:, r_pop.permutation(K)]
     v = v + answer[None] + params.judge_noise * r_noise.standard_normal(v.shape)

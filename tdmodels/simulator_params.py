@@ -29,6 +29,9 @@ class SimulatorParams(NamedTuple):
     quirk_gain: float = 0.3           # scale of the quirks' non-linear rules
     template_sens_base: float = 0.35  # template students' base sensitivity to a question's demand
     rater_noise: float = 0.15         # sd of the rater's noise, before its scores are standardised
+    taste_gain: float = 1.0           # scale of every student's base taste (its question-independent style weights)
+    written_sens_gain: float = 1.0    # scale of the hand-written profiles' response to a question's demand
+    shared_taste_gain: float = 1.0    # scale of the lean the development profiles share (students.DEV_SHARED_TASTE)
     # a preference every student shares for each persona (logits, any sign), added before a scramble
     offset_prover: float = 0.0
     offset_examples: float = 0.0
@@ -36,13 +39,21 @@ class SimulatorParams(NamedTuple):
     offset_intuition: float = 0.0
     offset_concise: float = 0.0
     offset_coach: float = 0.0
+    # a preference the template students (composite, quirky, scrambled) share on top of the above, as the
+    # development profiles share students.DEV_SHARED_TASTE: each population its own lean
+    template_offset_prover: float = 0.0
+    template_offset_examples: float = 0.0
+    template_offset_socratic: float = 0.0
+    template_offset_intuition: float = 0.0
+    template_offset_concise: float = 0.0
+    template_offset_coach: float = 0.0
 
     def check(self) -> "SimulatorParams":
         """The parameters, or ValueError naming the first that is not a finite number in its range."""
         for name, value in self._asdict().items():
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                 raise ValueError(f"simulator parameter {name} must be a finite number, got {value!r}")
-            if name.startswith("offset_"):
+            if "offset_" in name:
                 continue
             if value < 0 or (name in ("student_scale",) and value == 0):
                 raise ValueError(f"simulator parameter {name} must be {'> 0' if name == 'student_scale' else '>= 0'}, "
@@ -55,6 +66,13 @@ class SimulatorParams(NamedTuple):
         """[K] the shared persona offsets, in ``tdmodels.catalog.PERSONAS`` order."""
         return np.array([self.offset_prover, self.offset_examples, self.offset_socratic, self.offset_intuition,
                          self.offset_concise, self.offset_coach], dtype=float)
+
+    @property
+    def template_offset(self) -> np.ndarray:
+        """[K] the template students' own shared persona offsets, in ``tdmodels.catalog.PERSONAS`` order."""
+        return np.array([self.template_offset_prover, self.template_offset_examples, self.template_offset_socratic,
+                         self.template_offset_intuition, self.template_offset_concise, self.template_offset_coach],
+                        dtype=float)
 
 
 DEFAULT_PARAMS = SimulatorParams()

@@ -56,6 +56,7 @@ _DEV_WRITTEN = (
 # one pair for everyone does well there); the held-out ones do not.
 DEV_SHARED_TASTE = vec(examples=0.3, structure=0.25)
 DEV_PROFILES = tuple(p._replace(taste=p.taste + DEV_SHARED_TASTE) for p in _DEV_WRITTEN)
+DEV_NAMES = frozenset(p.profile for p in DEV_PROFILES)
 
 _TEST_WRITTEN = (
     _hand("olympiad_kid", vec(rigor=1.2, dialogue=0.6, warmth=-0.6, structure=-0.4),

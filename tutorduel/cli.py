@@ -278,12 +278,16 @@ def cmd_worlds(a) -> int:
         return _from_arrays(a)
     if a.action == "build":
         names = a.names or [n for n in ROSTERS]
+        if a.simulator:
+            _adopt_simulator(a.simulator, a.worlds)
         for n in names:
             ds = open_world(n, allow_test=True, directory=a.worlds)
             print(f"{n}: {world_file(n, a.worlds)} ({ds.sizes['student']} students, {ds.sizes['question']} questions)")
         return 0
     if a.action == "targets":
         return _targets(a)
+    if a.action == "calibrate":
+        return _calibrate(a)
     if a.action == "import-sample":
         from tdmodels.sample import load_sample
         from tdmodels.world import save_world
@@ -325,6 +329,64 @@ def _describe(a) -> int:
     hint = "" if sample or is_sample else "; import the sample to compare: tutorduel worlds import-sample PATH"
     print(f"\ncalibration figures (seed {seeds[0]} schedule){hint}")
     print(format_side_by_side(world_figures(world, seeds[0]), sample, str(world.attrs["roster"])))
+    return 0
+
+
+def _adopt_simulator(path, directory) -> None:
+    """Make a worlds folder generate its rosters from the simulator file at `path` (copied in as simulator.json);
+    refused where the folder already holds another simulator file or roster files of another generator."""
+    from tdmodels.rosters import SIMULATOR_FILE, read_simulator_file, worlds_dir
+    from tdmodels.simulator import ROSTERS
+    from tdmodels.simulator_params import generator_version
+    from tdmodels.world import load_world
+
+    params = read_simulator_file(path)
+    folder = worlds_dir(directory)
+    mine = folder / SIMULATOR_FILE
+    if mine.exists():
+        if read_simulator_file(mine) != params:
+            raise CLIError(f"{folder} already generates from {mine} ({generator_version(read_simulator_file(mine))}); "
+                           f"give another --worlds folder for {path}")
+        return
+    for r in ROSTERS:
+        f = folder / f"{r}.nc"
+        if f.exists() and str(load_world(f).attrs.get("generator")) != generator_version(params):
+            raise CLIError(f"{folder} holds {f.name} of generator {load_world(f).attrs.get('generator')!r}; give an empty "
+                           f"--worlds folder for the worlds of {path} ({generator_version(params)})")
+    folder.mkdir(parents=True, exist_ok=True)
+    from tdmodels.atomic_file import atomic_save
+
+    text = Path(path).read_text()
+    atomic_save(mine, lambda tmp: Path(tmp).write_text(text))
+    print(f"{folder} now generates its rosters from {path} ({generator_version(params)})")
+
+
+def _calibrate(a) -> int:
+    """`tutorduel worlds calibrate`: fit the simulator's parameters to the published rows and the sample."""
+    from tdmodels.rosters import open_world, world_file
+    from tutorduel.calibrate import observed_figures, run_calibration
+
+    if not a.allow_test:
+        raise CLIError("worlds calibrate builds the held-out rosters to compare their world-level figures with the "
+                       "published ones (no policy runs); pass --allow-test to allow it")
+    sample = None
+    if world_file("sample", a.worlds).exists():
+        sample = open_world("sample", directory=a.worlds)
+    else:
+        print("note: the real sample is not imported (tutorduel worlds import-sample PATH): fitting the published "
+              "rows alone")
+    data = observed_figures(sample, a.bootstrap)
+    spec = run_calibration(Path(a.out), data, simulations=a.simulations, waves=a.waves, wave_size=a.wave_size,
+                           jobs=a.jobs, seed=a.seed, chains=a.chains, draws=a.draws)
+    out = Path(a.out)
+    from diagnostics.calibration_report import figure_table, format_figure_table
+
+    import arviz as az
+
+    print(format_figure_table(figure_table(az.from_netcdf(out / "posterior.nc"))))
+    print(f"\nwrote {out / 'posterior.nc'}, {out / 'simulator.json'} (generator {spec['generator']}) and "
+          f"{out / 'report.html'}; build the calibrated rosters with: tutorduel worlds build --simulator "
+          f"{out / 'simulator.json'} --worlds DIR")
     return 0
 
 
@@ -627,6 +689,8 @@ def build_parser() -> argparse.ArgumentParser:
     _common(q, store=False)
     q = wsub.add_parser("build")
     q.add_argument("names", nargs="*", help="rosters to build (default: all seven)")
+    q.add_argument("--simulator", metavar="FILE", help="a simulator file (simulator.json of `worlds calibrate`): the "
+                                                       "--worlds folder generates its rosters from it from now on")
     _common(q, store=False)
     q = wsub.add_parser("describe")
     q.add_argument("name", help=WORLD_HELP)
@@ -638,6 +702,20 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--bootstrap", type=positive_int, default=2000, help="bootstrap resamples of the sample's sessions")
     _common(q, store=False)
     q.set_defaults(fn=cmd_worlds, action="targets")
+    q = wsub.add_parser("calibrate", help="fit the simulator's parameters to the published world-level rows and the "
+                        "real sample's statistics (emulator-based Bayesian calibration); writes posterior.nc, "
+                        "simulator.json and report.html")
+    q.add_argument("--out", default="calibration", help="output folder (default ./calibration)")
+    q.add_argument("--simulations", type=positive_int, default=640, help="design simulations (default 640)")
+    q.add_argument("--waves", type=positive_int, default=2, help="emulator waves (default 2)")
+    q.add_argument("--wave-size", type=positive_int, default=64, help="simulations at each wave's posterior draws")
+    q.add_argument("--chains", type=positive_int, default=4)
+    q.add_argument("--draws", type=positive_int, default=1000, help="NUTS draws (and warmup) per chain")
+    q.add_argument("--jobs", type=positive_int, default=2, help="simulation processes (default 2)")
+    q.add_argument("--seed", type=natural_int, default=0)
+    q.add_argument("--bootstrap", type=positive_int, default=2000, help="bootstrap resamples of the sample's sessions")
+    _common(q, store=False)
+    q.set_defaults(fn=cmd_worlds, action="calibrate")
     q = wsub.add_parser("import-sample")
     q.add_argument("path", help="path to tutorduel-site-sample.json")
     _common(q, store=False)

@@ -47,3 +47,22 @@ def test_a_shared_persona_offset_makes_that_persona_best_more_often(dev_world):
     down = build_roster("dev", params=DEFAULT_PARAMS._replace(offset_socratic=-1.0))
     assert share(down, socratic) + 0.03 < share(dev_world, socratic) < share(up, socratic) - 0.03
     assert DEFAULT_PARAMS._replace(offset_coach=-2.0).check().shared_offset[5] == -2.0
+
+
+@pytest.mark.parametrize("name", ["taste_gain", "written_sens_gain", "shared_taste_gain"])
+def test_the_family_parameters_change_the_students_they_name(name):
+    d = DEFAULT_PARAMS
+    moved = d._replace(**{name: getattr(d, name) * 1.5 + 0.2})
+    for roster, touched in (("dev", True), ("composite", name == "taste_gain")):
+        a = build_roster(roster, params=d)["utilities"].values
+        b = build_roster(roster, params=moved)["utilities"].values
+        assert (not np.allclose(a, b)) == touched, (roster, name)
+
+
+def test_the_development_profiles_shared_lean_raises_one_pair_for_everyone():
+    from diagnostics.stats import reference_table
+
+    def everyone(gain):
+        w = build_roster("dev", params=DEFAULT_PARAMS._replace(shared_taste_gain=gain))
+        return reference_table(w, [0])["best-pair-everyone"][0]["score"]
+    assert everyone(0.0) + 5 < everyone(1.0) < everyone(2.0) - 5

@@ -1,0 +1,58 @@
+"""A worlds folder with a simulator.json generates its rosters from it and never mixes generators."""
+import json
+
+import pytest
+
+from tdmodels.rosters import SIMULATOR_FILE, folder_params, open_world, read_simulator_file
+from tdmodels.simulator import build_roster
+from tdmodels.simulator_params import DEFAULT_PARAMS, generator_version
+from tdmodels.world import WorldFormatError, save_world
+
+CALIBRATED = DEFAULT_PARAMS._replace(student_scale=2.5, offset_socratic=0.4)
+
+
+def _write(folder, params=CALIBRATED, **extra):
+    folder.mkdir(parents=True, exist_ok=True)
+    spec = {"generator": generator_version(params), "params": dict(params._asdict()), **extra}
+    (folder / SIMULATOR_FILE).write_text(json.dumps(spec))
+    return folder / SIMULATOR_FILE
+
+
+def test_a_folder_builds_its_rosters_from_its_simulator_file(tmp_path):
+    _write(tmp_path / "cal")
+    w = open_world("dev", directory=tmp_path / "cal")
+    assert w.attrs["generator"] == generator_version(CALIBRATED) != "sim-1"
+    assert json.loads(w.attrs["simulator_params"])["student_scale"] == 2.5
+    assert open_world("dev", directory=tmp_path / "cal").attrs["generator"] == w.attrs["generator"]   # read back
+    assert folder_params(tmp_path / "other") == DEFAULT_PARAMS
+
+
+def test_a_roster_file_of_another_generator_is_refused(tmp_path):
+    folder = tmp_path / "cal"
+    folder.mkdir()
+    save_world(build_roster("dev"), folder / "dev.nc")            # a sim-1 dev where calibrated worlds live
+    _write(folder)
+    with pytest.raises(WorldFormatError, match="generator 'sim-1'.*remove it"):
+        open_world("dev", directory=folder)
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    save_world(build_roster("dev", params=CALIBRATED), plain / "dev.nc")   # a calibrated dev in a sim-1 folder
+    with pytest.raises(WorldFormatError, match="generates 'sim-1'"):
+        open_world("dev", directory=plain)
+
+
+@pytest.mark.parametrize("content, match", [
+    ("{not json", "JSONDecodeError"),
+    ('{"generator": "sim-1"}', "KeyError"),
+    ('{"params": {"student_scale": "big"}}', "student_scale"),
+    ('{"params": {"student_scael": 2.0}}', "unknown parameter.*student_scael"),
+    ('{"params": {"judge_noise": NaN}}', "judge_noise"),
+    ('{"params": {"judge_noise": 0.9}, "generator": "sim-1"}', "edited by hand"),
+    ('[1, 2]', "TypeError"),
+])
+def test_a_bad_simulator_file_is_refused_naming_the_file(tmp_path, content, match):
+    f = tmp_path / SIMULATOR_FILE
+    f.write_text(content)
+    with pytest.raises(WorldFormatError, match=match) as exc:
+        read_simulator_file(f)
+    assert str(f) in str(exc.value)

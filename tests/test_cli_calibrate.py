@@ -1,0 +1,48 @@
+"""`tutorduel worlds calibrate` and `worlds build --simulator`: refusals and the folder rule."""
+import json
+
+from tdmodels.simulator import build_roster
+from tdmodels.simulator_params import DEFAULT_PARAMS, generator_version
+from tdmodels.world import load_world, save_world
+from tests.test_cli_inputs import _fails_with
+from tutorduel.cli import main
+
+CALIBRATED = DEFAULT_PARAMS._replace(student_scale=2.5)
+
+
+def _simulator_file(path, params=CALIBRATED):
+    path.write_text(json.dumps({"generator": generator_version(params), "params": dict(params._asdict())}))
+    return path
+
+
+def test_calibrate_needs_allow_test(env_dirs, capsys):
+    _fails_with(capsys, ["worlds", "calibrate", "--out", str(env_dirs / "cal")], "pass --allow-test")
+    assert not (env_dirs / "cal").exists()
+
+
+def test_build_from_a_simulator_file_makes_a_folder_of_its_generator(env_dirs, capsys):
+    f = _simulator_file(env_dirs / "sim.json")
+    folder = env_dirs / "calworlds"
+    assert main(["worlds", "build", "dev", "--simulator", str(f), "--worlds", str(folder)]) == 0
+    assert load_world(folder / "dev.nc").attrs["generator"] == generator_version(CALIBRATED)
+    assert main(["worlds", "build", "dev", "--simulator", str(f), "--worlds", str(folder)]) == 0   # again: same file
+    other = _simulator_file(env_dirs / "other.json", DEFAULT_PARAMS._replace(student_scale=3.5))
+    _fails_with(capsys, ["worlds", "build", "--simulator", str(other), "--worlds", str(folder)], "already generates")
+
+
+def test_build_from_a_simulator_file_into_a_folder_of_sim1_worlds_is_refused(env_dirs, capsys):
+    folder = env_dirs / "worlds"
+    folder.mkdir()
+    save_world(build_roster("dev"), folder / "dev.nc")
+    f = _simulator_file(env_dirs / "sim.json")
+    _fails_with(capsys, ["worlds", "build", "--simulator", str(f)], "holds dev.nc of generator 'sim-1'")
+    assert not (folder / "simulator.json").exists()
+
+
+def test_a_bad_simulator_file_is_one_clear_error(env_dirs, capsys):
+    bad = env_dirs / "bad.json"
+    bad.write_text('{"params": {"judge_noise": -1}}')
+    _fails_with(capsys, ["worlds", "build", "dev", "--simulator", str(bad), "--worlds", str(env_dirs / "w")],
+                "judge_noise must be >= 0")
+    _fails_with(capsys, ["worlds", "build", "dev", "--simulator", str(env_dirs / "missing.json"),
+                         "--worlds", str(env_dirs / "w")], "missing.json")

@@ -1,0 +1,243 @@
+"""`tutorduel worlds calibrate`: the simulator's free parameters fitted to the published world-level rows
+and the real sample's statistics, by emulator-based Bayesian calibration.
+
+The pieces:
+
+- the data (``observed_figures``): the published rows of ``diagnostics.calibration_targets`` (sd 1.5 points:
+  the issue's +-3 band as a 95% interval, which also covers the published integers' rounding) and, when the
+  real sample has been imported, its per-session statistics (sd: their bootstrap standard error);
+- the simulator (``simulate``): the five published rosters built from one ``SimulatorParams`` at world seed 0
+  (the worlds the calibrated rosters then are), their figures on schedule seeds 0-1, the sample's
+  statistics on test_profiles' seed-0 schedule. No policy runs: no policy score enters the discrepancy;
+- the fit (``inference.emulator_calibration``): a space-filling design of simulations, a quadratic emulator
+  of every figure, NUTS on the emulator's posterior, then a second wave of simulations at posterior draws
+  refitting the emulator where the posterior is, and the posterior predictive check with the simulator
+  itself at posterior draws;
+- the output: ``posterior.nc`` (ArviZ InferenceData: posterior, observed data, the simulator's posterior
+  predictive), ``simulations.nc`` (every simulation), ``simulator.json`` (the parameters rosters are
+  generated from: the posterior draw nearest the data among those simulated, with its generator version)
+  and ``report.html`` (every figure against its target with intervals).
+"""
+from __future__ import annotations
+
+import json
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from tdmodels.simulator_params import DEFAULT_PARAMS, SimulatorParams, generator_version
+
+PUBLISHED_SD = 1.5              # points: the +-3 band as a 95% interval
+WORLD_SEED = 0
+SCHEDULE_SEEDS = (0, 1)
+
+
+class Prior(NamedTuple):
+    """A fitted parameter: its name in SimulatorParams and its uniform prior's bounds."""
+    name: str
+    lo: float
+    hi: float
+
+
+FITTED = (
+    Prior("student_scale", 1.5, 5.0), Prior("demand_gain", 1.0, 4.0), Prior("judge_noise", 0.2, 1.2),
+    Prior("quirk_gain", 0.0, 1.5), Prior("template_sens_base", 0.1, 0.8), Prior("taste_gain", 0.5, 2.0),
+    Prior("written_sens_gain", 0.5, 2.5), Prior("shared_taste_gain", 0.0, 3.0),
+) + tuple(Prior(f"{kind}offset_{p}", -2.0, 2.0) for kind in ("", "template_")
+          for p in ("examples", "socratic", "intuition", "concise", "coach"))
+# Only differences between personas' logits reach the judge, so each set of offsets is fitted relative to
+# Prover's (held at 0): a sixth free offset would be a direction the data cannot see.
+
+
+def params_of(theta, fitted=FITTED) -> SimulatorParams:
+    """The SimulatorParams with the fitted parameters at `theta` [d] and the rest at sim-1's values."""
+    return DEFAULT_PARAMS._replace(**{p.name: float(v) for p, v in zip(fitted, theta)})
+
+
+class Data(NamedTuple):
+    """What the calibration fits: a name, an observed value and its sd per figure."""
+    names: tuple
+    values: np.ndarray
+    sds: np.ndarray
+    sample_keys: tuple          # which of the sample's session statistics are among the figures
+
+
+def observed_figures(sample=None, draws: int = 2000) -> Data:
+    """The targets: published world-level rows and, given the sample world, its session statistics."""
+    from diagnostics.calibration_targets import (BAND, PER_USER_PAIR, WORLD_ROWS, _LABEL, bootstrap_means,
+                                                 session_statistics)
+    from diagnostics.leaderboard_report import PUBLISHED, PUBLISHED_ROSTERS
+
+    names, values, sds = [], [], []
+    for col, roster in enumerate(PUBLISHED_ROSTERS):
+        wanted = {key: PUBLISHED[label][col] for key, label in WORLD_ROWS.items()}
+        if roster in PER_USER_PAIR:
+            wanted["best-fixed-pair"] = PER_USER_PAIR[roster]
+        for key, value in wanted.items():
+            names.append(f"{roster}: {_LABEL[key]}")
+            values.append(float(value))
+            sds.append(PUBLISHED_SD)
+    assert PUBLISHED_SD * 2 == BAND
+    keys = ()
+    if sample is not None:
+        boot = bootstrap_means(session_statistics(sample), draws)
+        keys = tuple(boot)
+        for k in keys:
+            mean, lo, hi = boot[k]
+            names.append(f"sample: {k}")
+            values.append(mean)
+            sds.append((hi - lo) / (2 * 1.96))
+    return Data(tuple(names), np.array(values), np.array(sds), keys)
+
+
+class Simulator:
+    """theta [d] -> every figure of `data` on the worlds built from it (a picklable callable for workers)."""
+
+    def __init__(self, data: Data, fitted=FITTED):
+        self.data, self.fitted = data, tuple(fitted)
+
+    def worlds(self, theta) -> dict:
+        from diagnostics.leaderboard_report import PUBLISHED_ROSTERS
+        from tdmodels.simulator import build_roster
+
+        params = params_of(theta, self.fitted)
+        return {r: build_roster(r, WORLD_SEED, params) for r in PUBLISHED_ROSTERS}
+
+    def __call__(self, theta) -> np.ndarray:
+        from diagnostics.calibration_targets import SAMPLE_ROSTER, session_statistics, world_targets
+
+        worlds = self.worlds(theta)
+        got = {t.figure: t.ours for t in world_targets(worlds, SCHEDULE_SEEDS)}
+        if self.data.sample_keys:
+            mine = session_statistics(worlds[SAMPLE_ROSTER], seed=SCHEDULE_SEEDS[0])
+            got.update({f"sample: {k}": float(mine[k].mean()) for k in self.data.sample_keys})
+        return np.array([got[n] for n in self.data.names])
+
+
+def simulate_many(sim: Simulator, thetas: np.ndarray, jobs: int = 1) -> np.ndarray:
+    """[n, m] figures at each row of `thetas` [n, d], in `jobs` processes."""
+    thetas = np.asarray(thetas, float)
+    if jobs <= 1:
+        return np.stack([sim(t) for t in thetas])
+    import multiprocessing as mp
+
+    with ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn")) as ex:     # JAX runs threads: never fork
+        return np.stack(list(ex.map(sim, thetas, chunksize=max(1, len(thetas) // (8 * jobs)))))
+
+
+def design(n: int, fitted=FITTED, seed: int = 0) -> np.ndarray:
+    """[n, d] a scrambled Sobol design over the fitted parameters' box."""
+    import warnings
+
+    from scipy.stats import qmc
+
+    lo = np.array([p.lo for p in fitted])
+    hi = np.array([p.hi for p in fitted])
+    with warnings.catch_warnings():          # balance is best at powers of 2; any n is a valid design
+        warnings.simplefilter("ignore", UserWarning)
+        u = qmc.Sobol(len(fitted), scramble=True, seed=seed).random(n)
+    return lo + u * (hi - lo)
+
+
+def nearest_draw(statistics: np.ndarray, data: Data) -> int:
+    """Index of the simulation whose figures are nearest the data (sum of squared standardised errors)."""
+    return int(np.argmin(np.sum(((statistics - data.values) / data.sds) ** 2, axis=1)))
+
+
+def to_inference_data(result, data: Data, sim1: np.ndarray, chosen: int, fitted=FITTED):
+    """The calibration as ArviZ InferenceData: the posterior over the fitted parameters, the observed
+    figures with their sds, the simulator's figures at the last wave's posterior draws (posterior
+    predictive), every simulation (group ``simulations``), sim-1's figures and the calibrated draw's."""
+    import arviz as az
+    import xarray as xr
+
+    last = result.wave == result.wave.max()
+    fig = {"figure": list(data.names)}
+    ppc = xr.Dataset({"statistics": (("chain", "draw", "figure"), result.statistics[last][None])},
+                     coords={**fig, "chain": [0], "draw": np.arange(last.sum())})
+    idata = result.idata.copy()
+    for g in ("observed_data", "log_likelihood", "posterior_predictive"):
+        if g in idata.groups():
+            delattr(idata, g)
+    idata.add_groups(
+        observed_data=xr.Dataset({"statistics": (("figure",), data.values)}, coords=fig),
+        posterior_predictive=ppc,
+        constant_data=xr.Dataset({
+            "sd": (("figure",), data.sds), "sim1": (("figure",), sim1),
+            "calibrated": (("figure",), result.statistics[chosen]),
+            "emulator_error": (("figure",), result.emulator.error_sd),
+            "prior_lo": (("parameter",), [p.lo for p in fitted]), "prior_hi": (("parameter",), [p.hi for p in fitted]),
+            "calibrated_theta": (("parameter",), result.thetas[chosen]),
+            "sim1_theta": (("parameter",), [getattr(DEFAULT_PARAMS, p.name) for p in fitted]),
+        }, coords={**fig, "parameter": [p.name for p in fitted]}),
+        simulations=xr.Dataset({"theta": (("simulation", "parameter"), result.thetas),
+                                "statistics": (("simulation", "figure"), result.statistics),
+                                "wave": (("simulation",), result.wave)},
+                               coords={**fig, "parameter": [p.name for p in fitted]}),
+    )
+    return idata
+
+
+def _resume(path: Path, thetas: np.ndarray, data: Data):
+    """The design's simulations kept by an interrupted run of the same design and data, else None."""
+    if not path.exists():
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            th, Y, wave, names, values = z["thetas"], z["statistics"], z["wave"], z["names"], z["values"]
+    except (OSError, ValueError, KeyError, EOFError):
+        return None
+    n = len(thetas)
+    same = (th.shape[0] >= n and th.shape[1:] == thetas.shape[1:] and np.array_equal(th[:n], thetas)
+            and list(names) == list(data.names) and np.array_equal(values, data.values) and np.all(wave[:n] == 0))
+    return Y[:n] if same else None
+
+
+def run_calibration(out: Path, data: Data, simulations: int = 640, waves: int = 2, wave_size: int = 64,
+                    jobs: int = 2, seed: int = 0, chains: int = 4, draws: int = 1000, fitted=FITTED,
+                    log=print) -> dict:
+    """The whole calibration into folder `out`: posterior.nc, simulator.json, report.html. Returns simulator.json's
+    content."""
+    from diagnostics.calibration_report import write_calibration_report
+    from inference.emulator_calibration import calibrate
+    from tdmodels.atomic_file import atomic_save
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    sim = Simulator(data, fitted)
+    sim1 = sim([getattr(DEFAULT_PARAMS, p.name) for p in fitted])
+    thetas = design(simulations, fitted, seed)
+    partial = out / "simulations.partial.npz"
+    done = _resume(partial, thetas, data)
+    if done is None:
+        log(f"design: {simulations} simulations in {jobs} process(es)")
+    else:
+        log(f"design: {len(thetas)} simulations read back from {partial}")
+
+    def keep(th, Y, wave):
+        def write(tmp):
+            with open(tmp, "wb") as f:
+                np.savez(f, thetas=th, statistics=Y, wave=wave, names=np.array(data.names), values=data.values)
+        atomic_save(partial, write)
+
+    result = calibrate(lambda th: simulate_many(sim, th, jobs), [p.name for p in fitted], [p.lo for p in fitted],
+                       [p.hi for p in fitted], data.values, data.sds, thetas, waves=waves, wave_size=wave_size,
+                       chains=chains, draws=draws, seed=seed, log=log, design_statistics=done, checkpoint=keep)
+    last = np.flatnonzero(result.wave == result.wave.max())
+    chosen = int(last[nearest_draw(result.statistics[last], data)])
+    idata = to_inference_data(result, data, sim1, chosen, fitted)
+    atomic_save(out / "posterior.nc", lambda tmp: idata.to_netcdf(tmp))
+    params = params_of(result.thetas[chosen], fitted)
+    spec = {"generator": generator_version(params), "params": {k: float(v) for k, v in params._asdict().items()},
+            "fitted": [p.name for p in fitted], "from": "tutorduel worlds calibrate: the posterior predictive draw "
+            "nearest the data", "seed": seed, "simulations": int(len(result.thetas))}
+    atomic_save(out / "simulator.json", lambda tmp: Path(tmp).write_text(json.dumps(spec, indent=1, sort_keys=True)))
+    write_calibration_report(idata, out / "report.html")
+    partial.unlink(missing_ok=True)
+    return spec
+
+
+__all__ = ["Prior", "FITTED", "Data", "params_of", "observed_figures", "Simulator", "simulate_many", "design",
+           "nearest_draw", "to_inference_data", "run_calibration"]
