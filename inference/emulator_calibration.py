@@ -25,13 +25,20 @@ import numpy as np
 
 
 class Emulator(NamedTuple):
-    """A quadratic emulator of m statistics over d parameters (coordinates scaled to [-1, 1] on the box)."""
+    """An emulator of m statistics over d parameters (coordinates scaled to [-1, 1] on the box): a
+    polynomial mean (quadratic, or linear under a Gaussian process) plus, for kind "gp", the posterior mean
+    of a Gaussian process on its residuals (squared-exponential kernel, one length scale per parameter
+    and statistic, a nugget for the simulator's jitter), all on standardised statistics."""
     lo: np.ndarray          # [d]
     hi: np.ndarray          # [d]
-    coef: np.ndarray        # [p, m], p = 1 + d + d (d + 1) / 2
-    error_sd: np.ndarray    # [m] cross-validated root mean square error
+    coef: np.ndarray        # [p, m], p = 1 + d (linear) or 1 + d + d (d + 1) / 2 (quadratic)
+    error_sd: np.ndarray    # [m] cross-validated (quadratic: k-fold; gp: leave-one-out) root mean square error
     y_mean: np.ndarray      # [m]
     y_sd: np.ndarray        # [m]
+    gp_x: np.ndarray = np.zeros((0, 0))        # [n, d] scaled training inputs (none: no GP)
+    gp_alpha: np.ndarray = np.zeros((0, 0))    # [m, n] K^-1 residuals
+    gp_inv_ls2: np.ndarray = np.zeros((0, 0))  # [m, d] 1 / length scale^2
+    gp_signal2: np.ndarray = np.zeros(0)       # [m] signal variance
 
 
 def quadratic_features(z, xp=np):
@@ -50,11 +57,24 @@ def _ridge(F, Y, ridge):
     return np.linalg.solve(A, F.T @ Y)
 
 
-def fit_emulator(thetas, Y, lo, hi, ridge: float = 1e-4, folds: int = 5, seed: int = 0) -> Emulator:
-    """Fit the quadratic emulator to simulations thetas [n, d] -> Y [n, m] (finite), with its k-fold error.
+def linear_features(z, xp=np):
+    """[n, 1 + d]: 1 and z."""
+    return xp.concatenate([xp.ones(z.shape[:-1] + (1,)), z], axis=-1)
 
-    Raises ValueError when there are fewer simulations than coefficients or any statistic is not finite.
+
+def fit_emulator(thetas, Y, lo, hi, ridge: float = 1e-4, folds: int = 5, seed: int = 0,
+                 kind: str = "quadratic", max_points: int = 1200) -> Emulator:
+    """Fit an emulator to simulations thetas [n, d] -> Y [n, m] (finite), with its cross-validated error.
+
+    kind "quadratic": ridge least squares on quadratic features, k-fold error. kind "gp": a linear mean and a
+    Gaussian process on its residuals, hyperparameters by maximum marginal likelihood (L-BFGS on JAX
+    gradients), leave-one-out error (closed form); at most `max_points` simulations (the first ones).
+    Raises ValueError when there are too few simulations or any statistic is not finite.
     """
+    if kind == "gp":
+        return _fit_gp(thetas, Y, lo, hi, max_points)
+    if kind != "quadratic":
+        raise ValueError(f"emulator kind must be 'quadratic' or 'gp', got {kind!r}")
     thetas, Y = np.asarray(thetas, float), np.asarray(Y, float)
     lo, hi = np.asarray(lo, float), np.asarray(hi, float)
     if thetas.ndim != 2 or Y.ndim != 2 or len(thetas) != len(Y):
@@ -77,10 +97,75 @@ def fit_emulator(thetas, Y, lo, hi, ridge: float = 1e-4, folds: int = 5, seed: i
     return Emulator(lo, hi, _ridge(F, Ys, ridge), error_sd, y_mean, y_sd)
 
 
+def _checked(thetas, Y, lo, hi):
+    thetas, Y = np.asarray(thetas, float), np.asarray(Y, float)
+    if thetas.ndim != 2 or Y.ndim != 2 or len(thetas) != len(Y):
+        raise ValueError(f"thetas [n, d] and Y [n, m] must have the same n, got {thetas.shape} and {Y.shape}")
+    if not (np.isfinite(thetas).all() and np.isfinite(Y).all()):
+        raise ValueError("every simulated statistic and parameter must be finite to fit an emulator")
+    return thetas, Y, np.asarray(lo, float), np.asarray(hi, float)
+
+
+def _fit_gp(thetas, Y, lo, hi, max_points):
+    import jax
+    import jax.numpy as jnp
+    from scipy.optimize import minimize
+
+    thetas, Y, lo, hi = _checked(thetas, Y, lo, hi)
+    thetas, Y = thetas[:max_points], Y[:max_points]
+    n, d = thetas.shape
+    if n < 3 * (d + 1):
+        raise ValueError(f"a Gaussian-process emulator of {d} parameters needs at least {3 * (d + 1)} simulations, "
+                         f"got {n}")
+    y_mean, y_sd = Y.mean(0), Y.std(0)
+    y_sd = np.where(y_sd > 0, y_sd, 1.0)
+    Ys = (Y - y_mean) / y_sd
+    z = _scale(thetas, lo, hi)
+    F = linear_features(z)
+    coef = _ridge(F, Ys, 1e-6)
+    R = Ys - F @ coef                                                  # [n, m] residuals of the linear mean
+    D2 = (z[:, None, :] - z[None, :, :]) ** 2                          # [n, n, d]
+
+    def nll(log_p, r, D2):
+        inv_ls2 = jnp.exp(-2.0 * log_p[:d])
+        s2, nug = jnp.exp(2.0 * log_p[d]), jnp.exp(2.0 * log_p[d + 1])
+        K = s2 * jnp.exp(-0.5 * D2 @ inv_ls2) + (nug + 1e-8) * jnp.eye(n)
+        L = jnp.linalg.cholesky(K)
+        a = jax.scipy.linalg.cho_solve((L, True), r)
+        return 0.5 * r @ a + jnp.sum(jnp.log(jnp.diag(L)))
+
+    value_grad = jax.jit(jax.value_and_grad(nll))
+    D2j = jnp.asarray(D2)
+    bounds = [(np.log(0.05), np.log(20.0))] * d + [(np.log(1e-3), np.log(10.0)), (np.log(1e-4), np.log(2.0))]
+    m = Ys.shape[1]
+    inv_ls2, signal2, alpha, loo = np.empty((m, d)), np.empty(m), np.empty((m, n)), np.empty((n, m))
+    for j in range(m):
+        r = jnp.asarray(R[:, j])
+        x0 = np.r_[np.zeros(d), np.log(max(R[:, j].std(), 1e-3)), np.log(max(0.1 * R[:, j].std(), 1e-2))]
+        fun = lambda p: tuple(np.asarray(v, float) for v in value_grad(jnp.asarray(p), r, D2j))
+        best = minimize(fun, x0, jac=True, method="L-BFGS-B", bounds=bounds, options={"maxiter": 200})
+        p = best.x
+        inv_ls2[j] = np.exp(-2.0 * p[:d])
+        signal2[j] = np.exp(2.0 * p[d])
+        K = signal2[j] * np.exp(-0.5 * D2 @ inv_ls2[j]) + (np.exp(2.0 * p[d + 1]) + 1e-8) * np.eye(n)
+        Kinv = np.linalg.inv(K)
+        alpha[j] = Kinv @ R[:, j]
+        loo[:, j] = alpha[j] / np.diag(Kinv)                           # leave-one-out residuals, closed form
+    error_sd = np.sqrt(np.mean(loo ** 2, axis=0)) * y_sd
+    return Emulator(lo, hi, coef, error_sd, y_mean, y_sd, z, alpha, inv_ls2, signal2)
+
+
 def predict(em: Emulator, theta, xp=np):
     """The emulator's statistics [..., m] at theta [..., d] (xp: numpy or jax.numpy)."""
-    F = quadratic_features(_scale(theta, em.lo, em.hi, xp), xp)
-    return (F @ em.coef) * em.y_sd + em.y_mean
+    z = _scale(theta, em.lo, em.hi, xp)
+    if em.gp_x.size:
+        mean = linear_features(z, xp) @ em.coef
+        d2 = (z[..., None, :] - em.gp_x) ** 2                          # [..., n, d]
+        k = xp.exp(-0.5 * d2 @ em.gp_inv_ls2.T) * em.gp_signal2         # [..., n, m]
+        mean = mean + xp.sum(k * em.gp_alpha.T, axis=-2)
+    else:
+        mean = quadratic_features(z, xp) @ em.coef
+    return mean * em.y_sd + em.y_mean
 
 
 def calibration_model(em: Emulator, names, sds, observed=None):
@@ -168,7 +253,8 @@ class Calibration(NamedTuple):
 
 def calibrate(simulate: Callable, names, lo, hi, observed, sds, design_thetas, waves: int = 2,
               wave_size: int = 100, chains: int = 4, draws: int = 1000, seed: int = 0, design_statistics=None,
-              log: Callable = lambda msg: None, checkpoint: Callable = lambda thetas, Y, wave: None) -> Calibration:
+              log: Callable = lambda msg: None, checkpoint: Callable = lambda thetas, Y, wave: None,
+              emulator: str = "gp") -> Calibration:
     """Emulator-based calibration in waves (module docstring).
 
     simulate: thetas [n, d] -> statistics [n, m]. design_thetas [n0, d]: the first wave's design
@@ -186,7 +272,7 @@ def calibrate(simulate: Callable, names, lo, hi, observed, sds, design_thetas, w
     checkpoint(thetas, Y, wave)
     for k in range(1, waves + 1):
         inside = local_simulations(thetas, Y, box, lo, hi)
-        em = fit_emulator(thetas[inside], Y[inside], lo, hi, seed=seed)
+        em = fit_emulator(thetas[inside], Y[inside], lo, hi, seed=seed, kind=emulator)
         emulators.append(em)
         idata = sample_posterior(em, names, observed, sds, chains=chains, draws=draws, warmup=draws, seed=seed + k)
         post = posterior_matrix(idata, names)

@@ -45,3 +45,24 @@ def test_a_small_calibration_writes_its_posterior_report_and_simulator_file(tmp_
     assert "Simulator calibration" in (tmp_path / "report.html").read_text()
     assert not (tmp_path / "simulations.partial.npz").exists()
     assert json.loads((tmp_path / "simulator.json").read_text())["fitted"] == ["student_scale", "offset_socratic"]
+
+
+def test_the_committed_calibration_builds_worlds_of_its_own_generator(tmp_path):
+    """calibration/ holds what `tutorduel worlds calibrate --allow-test` wrote; its simulator file is what
+    the calibrated rosters are generated from, and its report can be rebuilt from posterior.nc alone."""
+    from pathlib import Path
+
+    from diagnostics.calibration_report import write_calibration_report
+    from tdmodels.rosters import SIMULATOR_FILE, open_world
+
+    here = Path(__file__).resolve().parents[1] / "calibration"
+    params = read_simulator_file(here / SIMULATOR_FILE)
+    folder = tmp_path / "calibrated"
+    folder.mkdir()
+    (folder / SIMULATOR_FILE).write_text((here / SIMULATOR_FILE).read_text())
+    world = open_world("dev", directory=folder)
+    assert world.attrs["generator"] == generator_version(params) != "sim-1"
+    idata = az.from_netcdf(here / "posterior.nc")
+    np.testing.assert_allclose(idata.constant_data["calibrated_theta"].values,
+                               [getattr(params, str(n)) for n in idata.constant_data["parameter"].values])
+    assert "Figures against their targets" in write_calibration_report(idata, tmp_path / "r.html").read_text()

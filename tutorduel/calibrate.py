@@ -9,8 +9,8 @@ The pieces:
 - the simulator (``simulate``): the five published rosters built from one ``SimulatorParams`` at world seed 0
   (the worlds the calibrated rosters then are), their figures on schedule seeds 0-1, the sample's
   statistics on test_profiles' seed-0 schedule. No policy runs: no policy score enters the discrepancy;
-- the fit (``inference.emulator_calibration``): a space-filling design of simulations, a quadratic emulator
-  of every figure, NUTS on the emulator's posterior, then a second wave of simulations at posterior draws
+- the fit (``inference.emulator_calibration``): a space-filling design of simulations, a Gaussian-process
+  emulator of every figure (or a quadratic one), NUTS on the emulator's posterior, then a second wave of simulations at posterior draws
   refitting the emulator where the posterior is, and the posterior predictive check with the simulator
   itself at posterior draws;
 - the output: ``posterior.nc`` (ArviZ InferenceData: posterior, observed data, the simulator's posterior
@@ -197,7 +197,7 @@ def _resume(path: Path, thetas: np.ndarray, data: Data):
 
 def run_calibration(out: Path, data: Data, simulations: int = 640, waves: int = 2, wave_size: int = 64,
                     jobs: int = 2, seed: int = 0, chains: int = 4, draws: int = 1000, fitted=FITTED,
-                    log=print) -> dict:
+                    log=print, emulator: str = "gp") -> dict:
     """The whole calibration into folder `out`: posterior.nc, simulator.json, report.html. Returns simulator.json's
     content."""
     from diagnostics.calibration_report import write_calibration_report
@@ -224,14 +224,15 @@ def run_calibration(out: Path, data: Data, simulations: int = 640, waves: int = 
 
     result = calibrate(lambda th: simulate_many(sim, th, jobs), [p.name for p in fitted], [p.lo for p in fitted],
                        [p.hi for p in fitted], data.values, data.sds, thetas, waves=waves, wave_size=wave_size,
-                       chains=chains, draws=draws, seed=seed, log=log, design_statistics=done, checkpoint=keep)
+                       chains=chains, draws=draws, seed=seed, log=log, design_statistics=done, checkpoint=keep,
+                       emulator=emulator)
     last = np.flatnonzero(result.wave == result.wave.max())
     chosen = int(last[nearest_draw(result.statistics[last], data)])
     idata = to_inference_data(result, data, sim1, chosen, fitted)
     atomic_save(out / "posterior.nc", lambda tmp: idata.to_netcdf(tmp))
     params = params_of(result.thetas[chosen], fitted)
     spec = {"generator": generator_version(params), "params": {k: float(v) for k, v in params._asdict().items()},
-            "fitted": [p.name for p in fitted], "from": "tutorduel worlds calibrate: the posterior predictive draw "
+            "fitted": [p.name for p in fitted], "emulator": emulator, "from": "tutorduel worlds calibrate: the posterior predictive draw "
             "nearest the data", "seed": seed, "simulations": int(len(result.thetas))}
     atomic_save(out / "simulator.json", lambda tmp: Path(tmp).write_text(json.dumps(spec, indent=1, sort_keys=True)))
     write_calibration_report(idata, out / "report.html")

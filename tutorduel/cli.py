@@ -270,7 +270,7 @@ def cmd_worlds(a) -> int:
             except WorldFormatError as exc:
                 print(f"{n:14s} INVALID    {exc}")
                 continue
-            kind = "simulated" if r else str(ds.attrs.get("generator", "imported"))
+            kind = f"simulated {ds.attrs.get('generator')}" if r else str(ds.attrs.get("generator", "imported"))
             print(f"{n:14s} on disk    {int(ds.attrs['arrivals']):4d} arrivals  "
                   f"{'held out' if int(ds.attrs['held_out']) else 'open    '}  {kind}: {ds.attrs.get('description', '')}")
         return 0
@@ -377,7 +377,7 @@ def _calibrate(a) -> int:
               "rows alone")
     data = observed_figures(sample, a.bootstrap)
     spec = run_calibration(Path(a.out), data, simulations=a.simulations, waves=a.waves, wave_size=a.wave_size,
-                           jobs=a.jobs, seed=a.seed, chains=a.chains, draws=a.draws)
+                           jobs=a.jobs, seed=a.seed, chains=a.chains, draws=a.draws, emulator=a.emulator)
     out = Path(a.out)
     from diagnostics.calibration_report import figure_table, format_figure_table
 
@@ -709,8 +709,10 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--simulations", type=positive_int, default=640, help="design simulations (default 640)")
     q.add_argument("--waves", type=positive_int, default=2, help="emulator waves (default 2)")
     q.add_argument("--wave-size", type=positive_int, default=64, help="simulations at each wave's posterior draws")
+    q.add_argument("--emulator", choices=["gp", "quadratic"], default="gp",
+                   help="Gaussian process on a linear mean (default) or quadratic ridge regression")
     q.add_argument("--chains", type=positive_int, default=4)
-    q.add_argument("--draws", type=positive_int, default=1000, help="NUTS draws (and warmup) per chain")
+    q.add_argument("--draws", type=positive_int, default=500, help="NUTS draws (and warmup) per chain (default 500)")
     q.add_argument("--jobs", type=positive_int, default=2, help="simulation processes (default 2)")
     q.add_argument("--seed", type=natural_int, default=0)
     q.add_argument("--bootstrap", type=positive_int, default=2000, help="bootstrap resamples of the sample's sessions")

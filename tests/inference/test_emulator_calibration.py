@@ -85,3 +85,17 @@ def test_90_percent_intervals_cover_the_truth_on_synthetic_data():
         lo, hi = np.quantile(post, [0.05, 0.95], axis=0)
         hits += (lo <= truth) & (truth <= hi)
     assert np.all(hits >= 14), hits          # expected 18 of 20; 14 or fewer has probability 0.04 per parameter
+
+
+def test_the_gaussian_process_emulates_what_a_quadratic_cannot():
+    rng = np.random.default_rng(0)
+    f = lambda th: np.stack([np.sin(4 * th[:, 0]) * th[:, 1], np.abs(th[:, 0] - 0.5)], 1)
+    th = rng.uniform(size=(80, 2))
+    new = rng.uniform(size=(200, 2))
+    gp = fit_emulator(th, f(th), LO, HI, kind="gp")
+    quad = fit_emulator(th, f(th), LO, HI)
+    err = lambda em: np.sqrt(np.mean((predict(em, new) - f(new)) ** 2, axis=0))
+    assert np.all(err(gp) < 0.5 * err(quad))
+    assert np.all(gp.error_sd < 2 * err(gp) + 1e-3) and np.all(err(gp) < 2 * gp.error_sd + 1e-3)  # honest LOO error
+    with pytest.raises(ValueError, match="kind must be"):
+        fit_emulator(th, f(th), LO, HI, kind="cubic")
