@@ -14,8 +14,9 @@ The pieces:
   refitting the emulator where the posterior is, and the posterior predictive check with the simulator
   itself at posterior draws;
 - the output: ``posterior.nc`` (ArviZ InferenceData: posterior, observed data, the simulator's posterior
-  predictive), ``simulations.nc`` (every simulation), ``simulator.json`` (the parameters rosters are
-  generated from: the posterior draw nearest the data among those simulated, with its generator version)
+  predictive, every simulation), ``simulator.json`` (the parameters rosters are generated from: of the last
+  wave's simulated posterior draws, the one with the most figures inside their intervals, ties broken by
+  the squared standardised error; with its generator version)
   and ``report.html`` (every figure against its target with intervals).
 """
 from __future__ import annotations
@@ -142,8 +143,12 @@ def design(n: int, fitted=FITTED, seed: int = 0) -> np.ndarray:
 
 
 def nearest_draw(statistics: np.ndarray, data: Data) -> int:
-    """Index of the simulation whose figures are nearest the data (sum of squared standardised errors)."""
-    return int(np.argmin(np.sum(((statistics - data.values) / data.sds) ** 2, axis=1)))
+    """Index of the simulation with the most figures inside their targets' 95% intervals (the issue's
+    criterion), ties broken by the sum of squared standardised errors (the likelihood's)."""
+    z = (statistics - data.values) / data.sds
+    inside = np.sum(np.abs(z) <= 1.96, axis=1)
+    chi2 = np.sum(z ** 2, axis=1)
+    return int(np.lexsort((chi2, -inside))[0])
 
 
 def to_inference_data(result, data: Data, sim1: np.ndarray, chosen: int, fitted=FITTED):
@@ -232,8 +237,8 @@ def run_calibration(out: Path, data: Data, simulations: int = 640, waves: int = 
     atomic_save(out / "posterior.nc", lambda tmp: idata.to_netcdf(tmp))
     params = params_of(result.thetas[chosen], fitted)
     spec = {"generator": generator_version(params), "params": {k: float(v) for k, v in params._asdict().items()},
-            "fitted": [p.name for p in fitted], "emulator": emulator, "from": "tutorduel worlds calibrate: the posterior predictive draw "
-            "nearest the data", "seed": seed, "simulations": int(len(result.thetas))}
+            "fitted": [p.name for p in fitted], "emulator": emulator, "from": "tutorduel worlds calibrate: of the last wave's posterior draws, "
+            "the one with the most figures inside their targets' intervals (ties: the least squared standardised error)", "seed": seed, "simulations": int(len(result.thetas))}
     atomic_save(out / "simulator.json", lambda tmp: Path(tmp).write_text(json.dumps(spec, indent=1, sort_keys=True)))
     write_calibration_report(idata, out / "report.html")
     partial.unlink(missing_ok=True)
