@@ -2,9 +2,9 @@
 
     python scripts/calibration_coverage.py [calibration/posterior.nc] [--truths 20] [--draws 300]
 
-Takes `--truths` of the calibration's design simulations as known truths: for each, the emulator is refitted
-on the other design simulations, the truth's simulated figures plus noise at the data's sds are the
-observed data, and the posterior is sampled as ``tutorduel worlds calibrate`` samples it (one wave). Prints
+Takes `--truths` of the calibration's design simulations as known truths, fits the emulator (as
+``tutorduel worlds calibrate`` does) once on the other design simulations, and for each truth takes its
+simulated figures plus noise at the data's sds as the observed data and samples the posterior (one wave). Prints
 how often each parameter's 90% interval covers its true value (expected 90%: the emulator's error is in the
 likelihood, so an over-confident emulator shows here as low coverage).
 """
@@ -28,6 +28,7 @@ def main():
     ap.add_argument("--truths", type=int, default=20)
     ap.add_argument("--draws", type=int, default=300)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--emulator", choices=["gp", "quadratic"], default="gp")
     a = ap.parse_args()
     idata = az.from_netcdf(a.path)
     sims, c = idata.simulations, idata.constant_data
@@ -39,10 +40,10 @@ def main():
     truths = rng.choice(len(th), size=a.truths, replace=False)
     hits = np.zeros(len(names))
     widths = np.zeros(len(names))
+    rest = np.ones(len(th), bool)
+    rest[truths] = False
+    em = fit_emulator(th[rest], Y[rest], lo, hi, kind=a.emulator)
     for i, t in enumerate(truths):
-        rest = np.ones(len(th), bool)
-        rest[t] = False
-        em = fit_emulator(th[rest], Y[rest], lo, hi)
         obs = Y[t] + sds * rng.standard_normal(len(sds))
         post = posterior_matrix(sample_posterior(em, names, obs, sds, chains=2, draws=a.draws, warmup=a.draws,
                                                  seed=a.seed + i), names)
