@@ -363,6 +363,9 @@ def _adopt_simulator(path, directory) -> None:
 
 def _calibrate(a) -> int:
     """`tutorduel worlds calibrate`: fit the simulator's parameters to the published rows and the sample."""
+    from inference.nuts import configure_jax
+
+    configure_jax()                      # first: float64 for the emulator's Cholesky factors and NUTS
     from tdmodels.rosters import open_world, world_file
     from tutorduel.calibrate import observed_figures, run_calibration
 
