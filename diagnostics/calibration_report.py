@@ -117,6 +117,11 @@ def _html_table(md: str) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>" + "".join(f"<p>{t}</p>" for t in tail)
 
 
+def _seeds(idata) -> str:
+    seeds = list(np.atleast_1d(idata.constant_data.attrs.get("confirm_seeds", [])))
+    return f"{seeds[0]}-{seeds[-1]}" if seeds else "as fitted"
+
+
 def write_calibration_report(idata, path: str | Path) -> Path:
     """Write the self-contained HTML report of a calibration's InferenceData to `path`."""
     rows, prows = figure_table(idata), parameter_table(idata)
@@ -129,7 +134,9 @@ def write_calibration_report(idata, path: str | Path) -> Path:
             f"<p>{len(sims['simulation'])} simulations: {waves[0]} in the design, then "
             f"{', '.join(str(w) for w in waves[1:])} at each wave's posterior draws (the last wave's are the posterior "
             f"predictive check below, made with the simulator itself).</p>"
-            f"<h2>Figures against their targets</h2>{_html_table(format_figure_table(rows))}{imgs[0]}"
+            f"<h2>Figures against their targets</h2><p>The posterior predictive intervals are the simulations at the "
+            f"last wave's draws, on the fit's schedule seeds; sim-1's and the calibrated figures are on schedule seeds "
+            f"{_seeds(idata)}.</p>{_html_table(format_figure_table(rows))}{imgs[0]}"
             f"<h2>Parameters</h2>{_html_table(format_parameter_table(prows))}{imgs[1]}</body></html>")
     return atomic_save(path, lambda tmp: Path(tmp).write_text(page))
 

@@ -8,7 +8,7 @@ import pytest
 from diagnostics.calibration_report import figure_table, parameter_table
 from tdmodels.rosters import read_simulator_file
 from tdmodels.simulator_params import generator_version
-from tutorduel.calibrate import FITTED, Prior, Simulator, observed_figures, params_of, run_calibration
+from tutorduel.calibrate import CONFIRM_SEEDS, FITTED, Prior, Simulator, observed_figures, params_of, run_calibration
 
 TWO = (Prior("student_scale", 2.0, 4.0), Prior("offset_socratic", -1.0, 1.0))
 
@@ -40,8 +40,9 @@ def test_a_small_calibration_writes_its_posterior_report_and_simulator_file(tmp_
     assert generator_version(params) == spec["generator"] != "sim-1"
     chosen = idata.constant_data["calibrated_theta"].values
     np.testing.assert_allclose([params.student_scale, params.offset_socratic], chosen)
-    # the calibrated figures are the simulator's at the chosen parameters, not the emulator's
-    np.testing.assert_allclose(Simulator(data, TWO)(chosen), idata.constant_data["calibrated"].values)
+    # the calibrated figures are the simulator's at the chosen parameters on the confirming seeds, not the emulator's
+    np.testing.assert_allclose(Simulator(data, TWO, CONFIRM_SEEDS)(chosen), idata.constant_data["calibrated"].values)
+    assert int(idata.constant_data.attrs["chosen_simulation"]) in np.flatnonzero(idata.simulations["wave"].values == 1)
     assert "Simulator calibration" in (tmp_path / "report.html").read_text()
     assert not (tmp_path / "simulations.partial.npz").exists()
     assert json.loads((tmp_path / "simulator.json").read_text())["fitted"] == ["student_scale", "offset_socratic"]

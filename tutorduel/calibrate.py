@@ -32,7 +32,9 @@ from tdmodels.simulator_params import DEFAULT_PARAMS, SimulatorParams, generator
 
 PUBLISHED_SD = 1.5              # points: the +-3 band as a 95% interval
 WORLD_SEED = 0
-SCHEDULE_SEEDS = (0, 1)
+SCHEDULE_SEEDS = (0, 1)         # behind the world-level rows while fitting
+CONFIRM_SEEDS = tuple(range(16))  # behind them when the rosters' draw is chosen and reported
+CANDIDATES = 8                    # last-wave draws re-simulated on CONFIRM_SEEDS
 
 
 class Prior(NamedTuple):
@@ -96,8 +98,8 @@ def observed_figures(sample=None, draws: int = 2000) -> Data:
 class Simulator:
     """theta [d] -> every figure of `data` on the worlds built from it (a picklable callable for workers)."""
 
-    def __init__(self, data: Data, fitted=FITTED):
-        self.data, self.fitted = data, tuple(fitted)
+    def __init__(self, data: Data, fitted=FITTED, seeds=SCHEDULE_SEEDS):
+        self.data, self.fitted, self.seeds = data, tuple(fitted), tuple(seeds)
 
     def worlds(self, theta) -> dict:
         from diagnostics.leaderboard_report import PUBLISHED_ROSTERS
@@ -110,9 +112,9 @@ class Simulator:
         from diagnostics.calibration_targets import SAMPLE_ROSTER, session_statistics, world_targets
 
         worlds = self.worlds(theta)
-        got = {t.figure: t.ours for t in world_targets(worlds, SCHEDULE_SEEDS)}
+        got = {t.figure: t.ours for t in world_targets(worlds, self.seeds)}
         if self.data.sample_keys:
-            mine = session_statistics(worlds[SAMPLE_ROSTER], seed=SCHEDULE_SEEDS[0])
+            mine = session_statistics(worlds[SAMPLE_ROSTER], seed=SCHEDULE_SEEDS[0])   # as the sample's: one schedule
             got.update({f"sample: {k}": float(mine[k].mean()) for k in self.data.sample_keys})
         return np.array([got[n] for n in self.data.names])
 
@@ -151,10 +153,11 @@ def nearest_draw(statistics: np.ndarray, data: Data) -> int:
     return int(np.lexsort((chi2, -inside))[0])
 
 
-def to_inference_data(result, data: Data, sim1: np.ndarray, chosen: int, fitted=FITTED):
+def to_inference_data(result, data: Data, sim1: np.ndarray, chosen: int, calibrated: np.ndarray, fitted=FITTED):
     """The calibration as ArviZ InferenceData: the posterior over the fitted parameters, the observed
     figures with their sds, the simulator's figures at the last wave's posterior draws (posterior
-    predictive), every simulation (group ``simulations``), sim-1's figures and the calibrated draw's."""
+    predictive), every simulation (group ``simulations``), sim-1's figures and the calibrated draw's (both on
+    CONFIRM_SEEDS)."""
     import arviz as az
     import xarray as xr
 
@@ -171,12 +174,13 @@ def to_inference_data(result, data: Data, sim1: np.ndarray, chosen: int, fitted=
         posterior_predictive=ppc,
         constant_data=xr.Dataset({
             "sd": (("figure",), data.sds), "sim1": (("figure",), sim1),
-            "calibrated": (("figure",), result.statistics[chosen]),
+            "calibrated": (("figure",), calibrated),
             "emulator_error": (("figure",), result.emulator.error_sd),
             "prior_lo": (("parameter",), [p.lo for p in fitted]), "prior_hi": (("parameter",), [p.hi for p in fitted]),
             "calibrated_theta": (("parameter",), result.thetas[chosen]),
             "sim1_theta": (("parameter",), [getattr(DEFAULT_PARAMS, p.name) for p in fitted]),
-        }, coords={**fig, "parameter": [p.name for p in fitted]}),
+        }, coords={**fig, "parameter": [p.name for p in fitted]}, attrs={"confirm_seeds": list(CONFIRM_SEEDS),
+                                                                          "chosen_simulation": int(chosen)}),
         simulations=xr.Dataset({"theta": (("simulation", "parameter"), result.thetas),
                                 "statistics": (("simulation", "figure"), result.statistics),
                                 "wave": (("simulation",), result.wave)},
@@ -200,19 +204,57 @@ def _resume(path: Path, thetas: np.ndarray, data: Data):
     return Y[:n] if same else None
 
 
+def choose_draw(result, data: Data, fitted=FITTED, jobs: int = 2, candidates: int = CANDIDATES):
+    """The rosters' draw: the last wave's `candidates` best draws (most figures inside, then least squared
+    standardised error) re-simulated on CONFIRM_SEEDS, the best of them by the same rule there (two schedule
+    seeds alone would pick a draw for its seeds' luck). Returns (index into the simulations, its figures)."""
+    last = np.flatnonzero(result.wave == result.wave.max())
+    order = []
+    rest = list(last)
+    while rest and len(order) < candidates:
+        k = nearest_draw(result.statistics[rest], data)
+        order.append(rest.pop(k))
+    confirmed = simulate_many(Simulator(data, fitted, CONFIRM_SEEDS), result.thetas[order], jobs)
+    best = nearest_draw(confirmed, data)
+    return int(order[best]), confirmed[best]
+
+
+def finish(out: Path, result, data: Data, fitted=FITTED, emulator: str = "gp", seed: int = 0, jobs: int = 2,
+           log=print) -> dict:
+    """Choose the rosters' draw and write posterior.nc, simulator.json and report.html into `out`."""
+    from diagnostics.calibration_report import write_calibration_report
+    from tdmodels.atomic_file import atomic_save
+
+    out = Path(out)
+    chosen, calibrated = choose_draw(result, data, fitted, jobs)
+    sim1 = Simulator(data, fitted, CONFIRM_SEEDS)([getattr(DEFAULT_PARAMS, p.name) for p in fitted])
+    log(f"rosters' draw: simulation {chosen} (of the last wave's {CANDIDATES} best, confirmed on {len(CONFIRM_SEEDS)} "
+        f"schedule seeds)")
+    idata = to_inference_data(result, data, sim1, chosen, calibrated, fitted)
+    atomic_save(out / "posterior.nc", lambda tmp: idata.to_netcdf(tmp))
+    params = params_of(result.thetas[chosen], fitted)
+    spec = {"generator": generator_version(params), "params": {k: float(v) for k, v in params._asdict().items()},
+            "fitted": [p.name for p in fitted], "emulator": emulator,
+            "from": f"tutorduel worlds calibrate: of the last wave's posterior draws, the {CANDIDATES} with the most "
+                    f"figures inside their targets' intervals (ties: the least squared standardised error) re-simulated "
+                    f"on schedule seeds 0-{len(CONFIRM_SEEDS) - 1}, and the best of them there by the same rule",
+            "seed": seed, "simulations": int(len(result.thetas))}
+    atomic_save(out / "simulator.json", lambda tmp: Path(tmp).write_text(json.dumps(spec, indent=1, sort_keys=True)))
+    write_calibration_report(idata, out / "report.html")
+    return spec
+
+
 def run_calibration(out: Path, data: Data, simulations: int = 640, waves: int = 2, wave_size: int = 64,
                     jobs: int = 2, seed: int = 0, chains: int = 4, draws: int = 1000, fitted=FITTED,
                     log=print, emulator: str = "gp") -> dict:
     """The whole calibration into folder `out`: posterior.nc, simulator.json, report.html. Returns simulator.json's
     content."""
-    from diagnostics.calibration_report import write_calibration_report
     from inference.emulator_calibration import calibrate
     from tdmodels.atomic_file import atomic_save
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     sim = Simulator(data, fitted)
-    sim1 = sim([getattr(DEFAULT_PARAMS, p.name) for p in fitted])
     thetas = design(simulations, fitted, seed)
     partial = out / "simulations.partial.npz"
     done = _resume(partial, thetas, data)
@@ -231,19 +273,10 @@ def run_calibration(out: Path, data: Data, simulations: int = 640, waves: int = 
                        [p.hi for p in fitted], data.values, data.sds, thetas, waves=waves, wave_size=wave_size,
                        chains=chains, draws=draws, seed=seed, log=log, design_statistics=done, checkpoint=keep,
                        emulator=emulator)
-    last = np.flatnonzero(result.wave == result.wave.max())
-    chosen = int(last[nearest_draw(result.statistics[last], data)])
-    idata = to_inference_data(result, data, sim1, chosen, fitted)
-    atomic_save(out / "posterior.nc", lambda tmp: idata.to_netcdf(tmp))
-    params = params_of(result.thetas[chosen], fitted)
-    spec = {"generator": generator_version(params), "params": {k: float(v) for k, v in params._asdict().items()},
-            "fitted": [p.name for p in fitted], "emulator": emulator, "from": "tutorduel worlds calibrate: of the last wave's posterior draws, "
-            "the one with the most figures inside their targets' intervals (ties: the least squared standardised error)", "seed": seed, "simulations": int(len(result.thetas))}
-    atomic_save(out / "simulator.json", lambda tmp: Path(tmp).write_text(json.dumps(spec, indent=1, sort_keys=True)))
-    write_calibration_report(idata, out / "report.html")
+    spec = finish(out, result, data, fitted, emulator=emulator, seed=seed, jobs=jobs, log=log)
     partial.unlink(missing_ok=True)
     return spec
 
 
 __all__ = ["Prior", "FITTED", "Data", "params_of", "observed_figures", "Simulator", "simulate_many", "design",
-           "nearest_draw", "to_inference_data", "run_calibration"]
+           "nearest_draw", "choose_draw", "finish", "to_inference_data", "run_calibration", "CONFIRM_SEEDS"]
