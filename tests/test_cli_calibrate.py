@@ -46,3 +46,13 @@ def test_a_bad_simulator_file_is_one_clear_error(env_dirs, capsys):
                 "judge_noise must be >= 0")
     _fails_with(capsys, ["worlds", "build", "dev", "--simulator", str(env_dirs / "missing.json"),
                          "--worlds", str(env_dirs / "w")], "missing.json")
+
+
+def test_calibrate_settings_that_cannot_work_are_refused_before_any_simulation(env_dirs, capsys):
+    base = ["worlds", "calibrate", "--allow-test", "--out", str(env_dirs / "cal")]
+    _fails_with(capsys, base + ["--simulations", "5"], "needs at least 57")
+    _fails_with(capsys, base + ["--simulations", "100", "--emulator", "quadratic"], "needs at least 195")
+    _fails_with(capsys, base + ["--wave-size", "5000"], "more than the posterior's 4 x 500 draws")
+    (env_dirs / "afile").write_text("")
+    _fails_with(capsys, ["worlds", "calibrate", "--allow-test", "--out", str(env_dirs / "afile")], "is a file")
+    assert not (env_dirs / "cal").exists()

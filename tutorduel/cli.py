@@ -372,6 +372,16 @@ def _calibrate(a) -> int:
     if not a.allow_test:
         raise CLIError("worlds calibrate builds the held-out rosters to compare their world-level figures with the "
                        "published ones (no policy runs); pass --allow-test to allow it")
+    from tutorduel.calibrate import FITTED
+
+    need = 3 * (len(FITTED) + 1) if a.emulator == "gp" else (len(FITTED) + 1) * (len(FITTED) + 2) // 2 + 5
+    if a.simulations < need:
+        raise CLIError(f"--simulations {a.simulations}: the {a.emulator} emulator of {len(FITTED)} parameters needs at "
+                       f"least {need}")
+    if a.wave_size > a.chains * a.draws:
+        raise CLIError(f"--wave-size {a.wave_size}: more than the posterior's {a.chains} x {a.draws} draws")
+    if Path(a.out).exists() and not Path(a.out).is_dir():
+        raise CLIError(f"--out {a.out} is a file, not a folder")
     sample = None
     if world_file("sample", a.worlds).exists():
         sample = open_world("sample", directory=a.worlds)
