@@ -78,21 +78,34 @@ def bootstrap_means(stats: dict[str, np.ndarray], draws: int = 2000, seed: int =
     return {k: (float(v.mean()), *map(float, np.quantile(v[idx].mean(1), q))) for k, v in stats.items()}
 
 
+def published_rows(roster: str) -> dict[str, float]:
+    """The published world-level rows of a roster: reference key -> score (empty if none is published)."""
+    if roster not in PUBLISHED_ROSTERS:
+        return {}
+    col = PUBLISHED_ROSTERS.index(roster)
+    wanted = {key: PUBLISHED[label][col] for key, label in WORLD_ROWS.items()}
+    if roster in PER_USER_PAIR:
+        wanted["best-fixed-pair"] = PER_USER_PAIR[roster]
+    return wanted
+
+
+def figure_name(roster: str, key: str) -> str:
+    """How a world-level figure is named in the targets' tables: 'ROSTER: row label'."""
+    return f"{roster}: {_LABEL[key]}"
+
+
 def world_targets(worlds: dict[str, xr.Dataset], seeds) -> list[Target]:
     """The published world-level rows against ours, for the rosters in `worlds` (name -> world)."""
     out = []
     for roster, world in worlds.items():
-        if roster not in PUBLISHED_ROSTERS:
+        wanted = published_rows(roster)
+        if not wanted:
             continue
         refs = reference_table(world, list(seeds))
-        col = PUBLISHED_ROSTERS.index(roster)
-        wanted = {key: PUBLISHED[label][col] for key, label in WORLD_ROWS.items()}
-        if roster in PER_USER_PAIR:
-            wanted["best-fixed-pair"] = PER_USER_PAIR[roster]
         for key, value in wanted.items():
             x = np.array([v["score"] for v in refs[key].values()])
             se = float(x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else float("nan")
-            out.append(Target(f"{roster}: {_LABEL[key]}", float(value), value - BAND, value + BAND,
+            out.append(Target(figure_name(roster, key), float(value), value - BAND, value + BAND,
                               float(x.mean()), se))
     return out
 
@@ -123,5 +136,5 @@ def format_targets(targets: list[Target]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["Target", "session_statistics", "bootstrap_means", "world_targets", "sample_targets", "format_targets",
+__all__ = ["Target", "published_rows", "figure_name", "session_statistics", "bootstrap_means", "world_targets", "sample_targets", "format_targets",
            "PER_USER_PAIR", "SAMPLE_ROSTER"]

@@ -28,9 +28,10 @@ from typing import NamedTuple
 
 import numpy as np
 
+from diagnostics.calibration_targets import BAND
 from tdmodels.simulator_params import DEFAULT_PARAMS, SimulatorParams, generator_version
 
-PUBLISHED_SD = 1.5              # points: the +-3 band as a 95% interval
+PUBLISHED_SD = BAND / 2         # points: the +-3 band as a 95% interval
 WORLD_SEED = 0
 SCHEDULE_SEEDS = (0, 1)         # behind the world-level rows while fitting
 CONFIRM_SEEDS = tuple(range(16))  # behind them when the rosters' draw is chosen and reported
@@ -69,20 +70,16 @@ class Data(NamedTuple):
 
 def observed_figures(sample=None, draws: int = 2000) -> Data:
     """The targets: published world-level rows and, given the sample world, its session statistics."""
-    from diagnostics.calibration_targets import (BAND, PER_USER_PAIR, WORLD_ROWS, _LABEL, bootstrap_means,
+    from diagnostics.calibration_targets import (bootstrap_means, figure_name, published_rows,
                                                  session_statistics)
-    from diagnostics.leaderboard_report import PUBLISHED, PUBLISHED_ROSTERS
+    from diagnostics.leaderboard_report import PUBLISHED_ROSTERS
 
     names, values, sds = [], [], []
-    for col, roster in enumerate(PUBLISHED_ROSTERS):
-        wanted = {key: PUBLISHED[label][col] for key, label in WORLD_ROWS.items()}
-        if roster in PER_USER_PAIR:
-            wanted["best-fixed-pair"] = PER_USER_PAIR[roster]
-        for key, value in wanted.items():
-            names.append(f"{roster}: {_LABEL[key]}")
+    for roster in PUBLISHED_ROSTERS:
+        for key, value in published_rows(roster).items():
+            names.append(figure_name(roster, key))
             values.append(float(value))
             sds.append(PUBLISHED_SD)
-    assert PUBLISHED_SD * 2 == BAND
     keys = ()
     if sample is not None:
         boot = bootstrap_means(session_statistics(sample), draws)
