@@ -57,6 +57,13 @@ def _ridge(F, Y, ridge):
     return np.linalg.solve(A, F.T @ Y)
 
 
+def min_simulations(kind: str, d: int, folds: int = 5) -> int:
+    """The fewest simulations an emulator of `kind` over `d` parameters can be fitted to."""
+    if kind == "gp":
+        return 3 * (d + 1)
+    return 1 + d + d * (d + 1) // 2 + folds
+
+
 def linear_features(z, xp=np):
     """[n, 1 + d]: 1 and z."""
     return xp.concatenate([xp.ones(z.shape[:-1] + (1,)), z], axis=-1)
@@ -82,9 +89,9 @@ def fit_emulator(thetas, Y, lo, hi, ridge: float = 1e-4, folds: int = 5, seed: i
     if not (np.isfinite(thetas).all() and np.isfinite(Y).all()):
         raise ValueError("every simulated statistic and parameter must be finite to fit an emulator")
     F = quadratic_features(_scale(thetas, lo, hi))
-    if len(F) < F.shape[1] + folds:
-        raise ValueError(f"an emulator of {thetas.shape[1]} parameters needs more than {F.shape[1] + folds} "
-                         f"simulations, got {len(F)}")
+    if len(F) < min_simulations("quadratic", thetas.shape[1], folds):
+        raise ValueError(f"an emulator of {thetas.shape[1]} parameters needs at least "
+                         f"{min_simulations('quadratic', thetas.shape[1], folds)} simulations, got {len(F)}")
     y_mean, y_sd = Y.mean(0), Y.std(0)
     y_sd = np.where(y_sd > 0, y_sd, 1.0)
     Ys = (Y - y_mean) / y_sd
@@ -114,8 +121,8 @@ def _fit_gp(thetas, Y, lo, hi, max_points):
     thetas, Y, lo, hi = _checked(thetas, Y, lo, hi)
     thetas, Y = thetas[:max_points], Y[:max_points]
     n, d = thetas.shape
-    if n < 3 * (d + 1):
-        raise ValueError(f"a Gaussian-process emulator of {d} parameters needs at least {3 * (d + 1)} simulations, "
+    if n < min_simulations("gp", d):
+        raise ValueError(f"a Gaussian-process emulator of {d} parameters needs at least {min_simulations('gp', d)} simulations, "
                          f"got {n}")
     y_mean, y_sd = Y.mean(0), Y.std(0)
     y_sd = np.where(y_sd > 0, y_sd, 1.0)
@@ -286,5 +293,5 @@ def calibrate(simulate: Callable, names, lo, hi, observed, sds, design_thetas, w
     return Calibration(idata, em, thetas, Y, wave, emulators)
 
 
-__all__ = ["Emulator", "quadratic_features", "fit_emulator", "predict", "calibration_model", "sample_posterior", "starting_points",
+__all__ = ["Emulator", "min_simulations", "quadratic_features", "fit_emulator", "predict", "calibration_model", "sample_posterior", "starting_points",
            "posterior_matrix", "region", "local_simulations", "Calibration", "calibrate"]

@@ -42,7 +42,11 @@ def main():
     result = SimpleNamespace(idata=az.InferenceData(posterior=idata.posterior, sample_stats=idata.sample_stats),
                              emulator=SimpleNamespace(error_sd=idata.constant_data["emulator_error"].values),
                              thetas=sims["theta"].values, statistics=sims["statistics"].values, wave=sims["wave"].values)
-    spec = finish(out, result, data, fitted, emulator="gp", seed=0, jobs=a.jobs)
+    import json
+
+    before = json.loads((out / "simulator.json").read_text())
+    spec = finish(out, result, data, fitted, emulator=before.get("emulator", "gp"), seed=int(before.get("seed", 0)),
+                  jobs=a.jobs)
     print(f"wrote {out / 'simulator.json'} (generator {spec['generator']}), posterior.nc and report.html")
 
 

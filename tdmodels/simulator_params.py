@@ -61,19 +61,21 @@ class SimulatorParams(NamedTuple):
         return self
 
 
+    def _offsets(self, prefix: str) -> np.ndarray:
+        return np.array([getattr(self, f"{prefix}offset_{p}") for p in _PERSONA_FIELDS], dtype=float)
+
     @property
     def shared_offset(self) -> np.ndarray:
         """[K] the shared persona offsets, in ``tdmodels.catalog.PERSONAS`` order."""
-        return np.array([self.offset_prover, self.offset_examples, self.offset_socratic, self.offset_intuition,
-                         self.offset_concise, self.offset_coach], dtype=float)
+        return self._offsets("")
 
     @property
     def template_offset(self) -> np.ndarray:
         """[K] the template students' own shared persona offsets, in ``tdmodels.catalog.PERSONAS`` order."""
-        return np.array([self.template_offset_prover, self.template_offset_examples, self.template_offset_socratic,
-                         self.template_offset_intuition, self.template_offset_concise, self.template_offset_coach],
-                        dtype=float)
+        return self._offsets("template_")
 
+
+_PERSONA_FIELDS = ("prover", "examples", "socratic", "intuition", "concise", "coach")   # catalog.PERSONAS order
 
 DEFAULT_PARAMS = SimulatorParams()
 

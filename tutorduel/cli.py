@@ -350,8 +350,9 @@ def _adopt_simulator(path, directory) -> None:
         return
     for r in ROSTERS:
         f = folder / f"{r}.nc"
-        if f.exists() and str(load_world(f).attrs.get("generator")) != generator_version(params):
-            raise CLIError(f"{folder} holds {f.name} of generator {load_world(f).attrs.get('generator')!r}; give an empty "
+        made_by = str(load_world(f).attrs.get("generator")) if f.exists() else None
+        if made_by is not None and made_by != generator_version(params):
+            raise CLIError(f"{folder} holds {f.name} of generator {made_by!r}; give an empty "
                            f"--worlds folder for the worlds of {path} ({generator_version(params)})")
     folder.mkdir(parents=True, exist_ok=True)
     from tdmodels.atomic_file import atomic_save
@@ -372,9 +373,10 @@ def _calibrate(a) -> int:
     if not a.allow_test:
         raise CLIError("worlds calibrate builds the held-out rosters to compare their world-level figures with the "
                        "published ones (no policy runs); pass --allow-test to allow it")
+    from inference.emulator_calibration import min_simulations
     from tutorduel.calibrate import FITTED
 
-    need = 3 * (len(FITTED) + 1) if a.emulator == "gp" else (len(FITTED) + 1) * (len(FITTED) + 2) // 2 + 5
+    need = min_simulations(a.emulator, len(FITTED))
     if a.simulations < need:
         raise CLIError(f"--simulations {a.simulations}: the {a.emulator} emulator of {len(FITTED)} parameters needs at "
                        f"least {need}")

@@ -26,7 +26,7 @@ def test_a_quadratic_is_emulated_exactly_and_its_error_is_near_zero():
 
 def test_the_emulator_refuses_too_few_or_non_finite_simulations():
     th = np.random.default_rng(0).uniform(size=(8, 3))
-    with pytest.raises(ValueError, match="needs more than 15 simulations, got 8"):
+    with pytest.raises(ValueError, match="needs at least 15 simulations, got 8"):
         fit_emulator(th, th[:, :1], np.zeros(3), np.ones(3))
     Y = np.ones((30, 1))
     Y[3] = np.nan

@@ -66,3 +66,12 @@ def test_the_development_profiles_shared_lean_raises_one_pair_for_everyone():
         w = build_roster("dev", params=DEFAULT_PARAMS._replace(shared_taste_gain=gain))
         return reference_table(w, [0])["best-pair-everyone"][0]["score"]
     assert everyone(0.0) + 5 < everyone(1.0) < everyone(2.0) - 5
+
+
+def test_the_offset_fields_follow_the_catalogs_persona_order():
+    from tdmodels.catalog import PERSONA_SHORT
+    from tdmodels.simulator_params import _PERSONA_FIELDS
+
+    assert [p.lower() for p in PERSONA_SHORT] == list(_PERSONA_FIELDS)
+    p = DEFAULT_PARAMS._replace(offset_concise=0.7, template_offset_examples=-0.2)
+    assert p.shared_offset[4] == 0.7 and p.template_offset[1] == -0.2 and p.shared_offset.sum() == 0.7
