@@ -25,6 +25,7 @@ from diagnostics.leaderboard_report import PUBLISHED, PUBLISHED_ROSTERS
 from diagnostics.stats import reference_table
 from online.schedule import make_schedule, session_utilities
 from online.scoring import floor_regret, random_regret
+from tdmodels import ties
 from tdmodels.bradley_terry import order_averaged
 
 PER_USER_PAIR = {"test_profiles": 76, "composite": 66, "quirky": 68}    # quoted in the reference text
@@ -61,7 +62,7 @@ def session_statistics(world: xr.Dataset, seed: int = 0, arrivals: int | None = 
     out = {"P at 0.1 (share)": np.mean(pb <= 0.1 + 1e-6, axis=(1, 2)),
            "P at 0.9 (share)": np.mean(pb >= 0.9 - 1e-6, axis=(1, 2)),
            "floor / session": G.sum(1), "random excess / session": (Rr - G).sum(1)}
-    best = U.argmax(-1)
+    best = ties.argmax(U)
     for k, name in enumerate(map(str, world["persona"].values)):
         out[f"best persona share: {name}"] = np.mean(best == k, axis=1)
     return out

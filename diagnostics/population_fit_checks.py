@@ -33,6 +33,7 @@ from diagnostics.posterior_checks import mixture_logpdf
 from diagnostics.stats import t_interval
 from inference.population_diagnostics import component_covariances, slot_log_joint
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior
+from tdmodels.ties import top_two
 
 REFERENCE = "reference"
 
@@ -140,9 +141,9 @@ def mixture_mean(prior: MixturePrior) -> np.ndarray:
 
 
 def first_pair(phi: np.ndarray, theta_mean: np.ndarray) -> np.ndarray:
-    """The two personas [2] of highest mean utility phi [K, d] @ theta_mean, the higher first."""
-    u = phi @ theta_mean
-    return np.argsort(-u, kind="stable")[:2]
+    """The two personas [2] of highest mean utility phi [K, d] @ theta_mean, the higher first; near-equal
+    utilities tie by ``tdmodels.ties`` (the lowest index wins)."""
+    return np.array(top_two(phi @ theta_mean))
 
 
 def compare_population_fits(idata_ref: az.InferenceData, em, z_test, y_test, test_points, online=None,

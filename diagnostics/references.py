@@ -18,6 +18,7 @@ import xarray as xr
 from inference.hindsight import fit_btl_hindsight, fit_ls_hindsight
 from online.schedule import Schedule, make_schedule, session_utilities
 from online.scoring import floor_regret, pair_regrets, random_regret, strong_regret
+from tdmodels import ties
 from tdmodels.bradley_terry import order_averaged
 
 REFERENCES = ("floor", "random", "best-fixed-pair", "best-pair-everyone", "linear-oracle")
@@ -30,10 +31,9 @@ def _session_arrays(world: xr.Dataset, sched: Schedule):
 
 
 def top2_regret(theta: np.ndarray, Phi: np.ndarray, U: np.ndarray) -> np.ndarray:
-    """Regret [N, S] of showing the two personas with the largest theta . phi."""
-    score = np.einsum("nskd,nd->nsk", Phi, theta)
-    order = np.argsort(-score, axis=-1, kind="stable")
-    return strong_regret(U, order[..., 0], order[..., 1])
+    """Regret [N, S] of showing the two personas with the largest theta . phi (ties by ``tdmodels.ties``)."""
+    first, second = ties.top_two(np.einsum("nskd,nd->nsk", Phi, theta))
+    return strong_regret(U, first, second)
 
 
 def reference_regrets(world: xr.Dataset, seed: int, arrivals: int | None = None) -> dict[str, np.ndarray]:
@@ -44,11 +44,11 @@ def reference_regrets(world: xr.Dataset, seed: int, arrivals: int | None = None)
     pr = pair_regrets(U)                                                   # [N, S, K, K]
     iu, ju = np.triu_indices(K, 1)
     per_pair = pr[..., iu, ju]                                             # [N, S, 15]
-    best_user = np.argmin(per_pair.sum(axis=1), axis=-1)                   # [N]
-    best_all = np.argmin(per_pair.sum(axis=(0, 1)))
+    best_user = ties.argmin(per_pair.sum(axis=1))                          # [N]
+    best_all = int(ties.argmin(per_pair.sum(axis=(0, 1))))
     r_btl = top2_regret(fit_btl_hindsight(Phi, order_averaged(P)), Phi, U)
     r_ls = top2_regret(fit_ls_hindsight(Phi, U), Phi, U)
-    use_btl = r_btl.sum(axis=1) <= r_ls.sum(axis=1)
+    use_btl = ties.argmin(np.stack([r_btl.sum(axis=1), r_ls.sum(axis=1)], -1)) == 0   # the better fit, BTL on a tie
     return {
         "floor": floor_regret(U),
         "random": random_regret(U),

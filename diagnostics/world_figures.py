@@ -12,6 +12,7 @@ import xarray as xr
 
 from online.schedule import make_schedule
 from online.scoring import floor_regret, random_regret
+from tdmodels import ties
 from tdmodels.bradley_terry import order_averaged
 
 
@@ -27,7 +28,7 @@ def world_figures(world: xr.Dataset, seed: int = 0, arrivals: int | None = None)
     pb = np.round(order_averaged(P)[..., iu, ju], 6)
     gap = floor_regret(U)
     names = list(map(str, world["persona"].values))
-    best = Counter(names[k] for k in U.argmax(-1).ravel())
+    best = Counter(names[k] for k in ties.argmax(U).ravel())
     profiles = np.asarray(world["student_profile"].values).astype(str)[sched.student]
     first48 = profiles[:48]
     n = len(sched.student)

@@ -5,11 +5,15 @@ pairwise probabilities by ridge-regularised maximum likelihood (a convex problem
 in float64, batched over all cells), then mapped to U = 1 + (s - max s) / scale, clipped
 at 0, with a common scale of 8 logits. On the reference's real sample, ridge 0.05 and
 scale 8 reproduce its published U to within 0.001 (measured in tests/tdmodels).
+
+Everything here is computed with ``tdmodels.portable_math`` (no BLAS, LAPACK or C-library
+transcendental), so U has the same bits on every machine, and so does the digest of a world.
 """
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import expit, logit
+
+from .portable_math import expit, logit, solve_spd
 
 BT_RIDGE = 0.05
 U_SCALE = 8.0
@@ -37,20 +41,26 @@ def fit_bt_scores(pbar: np.ndarray, ridge: float = BT_RIDGE, iters: int = 50, to
     """
     batch = pbar.shape[:-2]
     K = pbar.shape[-1]
-    P = pbar.reshape(-1, K, K)
-    iu, ju = np.triu_indices(K, 1)
-    p = P[:, iu, ju]                                       # [n, pairs]
-    B = np.zeros((len(iu), K))                             # pair design: e_a - e_b
-    B[np.arange(len(iu)), iu] = 1.0
-    B[np.arange(len(iu)), ju] = -1.0
+    P = np.asarray(pbar, dtype=np.float64).reshape(-1, K, K)
+    pairs = [(a, b) for a in range(K) for b in range(a + 1, K)]
+    ia, ib = np.array(pairs).T
+    p = P[:, ia, ib]                                    # [n, pairs]
     s = np.zeros((P.shape[0], K))
-    eye = np.eye(K)
     for _ in range(iters):
-        sig = expit(s @ B.T)
-        grad = (sig - p) @ B + ridge * s
-        w = sig * (1 - sig)
-        H = np.einsum("np,pa,pb->nab", w, B, B) + ridge * eye
-        step = np.linalg.solve(H, grad[..., None])[..., 0]
+        sig = expit(s[:, ia] - s[:, ib])
+        resid, w = sig - p, sig * (1.0 - sig)
+        grad = ridge * s
+        H = np.zeros((P.shape[0], K, K))
+        for n, (a, b) in enumerate(pairs):              # one pair at a time, in a fixed order: no BLAS
+            grad[:, a] = grad[:, a] + resid[:, n]
+            grad[:, b] = grad[:, b] - resid[:, n]
+            H[:, a, a] = H[:, a, a] + w[:, n]
+            H[:, b, b] = H[:, b, b] + w[:, n]
+            H[:, a, b] = H[:, a, b] - w[:, n]
+            H[:, b, a] = H[:, b, a] - w[:, n]
+        for a in range(K):
+            H[:, a, a] = H[:, a, a] + ridge
+        step = solve_spd(H, grad)
         s = s - step
         if np.max(np.abs(step)) < tol:
             break

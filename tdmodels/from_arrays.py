@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 import xarray as xr
-from scipy.special import expit
 
 from .bradley_terry import order_averaged
+from .portable_math import expit, standardise
 from .simulator import fit_click_scale
 from .world import ARRIVAL_MODES, FORMAT_VERSION, WorldFormatError, check_name, validate_world
 
@@ -43,12 +43,6 @@ def _array(value, name: str, ndim: int) -> np.ndarray:
     if arr.ndim != ndim:
         raise WorldFormatError(f"{name}: {arr.ndim} dimensions {arr.shape}, expected {ndim}")
     return arr.astype(float)
-
-
-def _standardise(g: np.ndarray) -> np.ndarray:
-    g = g - g.mean(axis=1, keepdims=True)
-    sd = g.std(axis=1, keepdims=True)
-    return np.divide(g, sd, out=np.zeros_like(g), where=sd > 0)
 
 
 def world_from_arrays(utilities, probs=None, *, name: str = "mine", rater=None, personas=None,
@@ -117,7 +111,7 @@ def world_from_arrays(utilities, probs=None, *, name: str = "mine", rater=None, 
     if isinstance(session_length, bool) or not isinstance(session_length, (int, np.integer)) \
             or not 1 <= session_length <= n_q:
         raise WorldFormatError(f"session_length {session_length!r}: must be an integer in 1..{n_q} (the questions)")
-    g = np.zeros((n_q, K)) if rater is None else _standardise(_array(rater, "rater", 2))
+    g = np.zeros((n_q, K)) if rater is None else standardise(_array(rater, "rater", 2))
     if g.shape != (n_q, K):
         raise WorldFormatError(f"rater: shape {g.shape}, expected {(n_q, K)}")
     features = np.concatenate([np.broadcast_to(np.eye(K), (n_q, K, K)), g[:, :, None]], axis=2)

@@ -15,9 +15,9 @@ informative but distorted feature and a linear recalibration A g(q) can help.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import expit
 
 from .catalog import ATTRIBUTES, PERSONA_STYLE, vec
+from .portable_math import dot, expit, log, standardise
 
 PICKS_PER_LABEL = 4
 SMOOTH = 0.5
@@ -30,7 +30,7 @@ RATER_NOISE = 0.15
 
 def smoothed_log_odds(k, n=PICKS_PER_LABEL, smooth=SMOOTH):
     """log((k + smooth) / (n - k + smooth)): the judge's smoothed log odds of k picks out of n."""
-    return np.log((k + smooth) / (n - k + smooth))
+    return log((k + smooth) / (n - k + smooth))
 
 
 def judge_probs(v: np.ndarray, rng: np.random.Generator, label_bias: float = 0.0,
@@ -53,10 +53,9 @@ def judge_probs(v: np.ndarray, rng: np.random.Generator, label_bias: float = 0.0
 def rater_scores(demand: np.ndarray, rng: np.random.Generator, style: np.ndarray = PERSONA_STYLE,
                  noise: float = RATER_NOISE) -> np.ndarray:
     """g(p, q) [n_q, K]: the rater's suitability scores, centred over personas, unit sd."""
-    raw = np.einsum("qk,pk,k->qp", demand, style, RATER_ATTRIBUTE_WEIGHT) * RATER_PERSONA_GAIN
+    raw = dot(demand[:, None, :], style[None, :, :] * RATER_ATTRIBUTE_WEIGHT) * RATER_PERSONA_GAIN
     raw = raw + RATER_PERSONA_BIAS + noise * rng.standard_normal(raw.shape)
-    raw = raw - raw.mean(axis=1, keepdims=True)
-    return raw / raw.std(axis=1, keepdims=True)
+    return standardise(raw)
 
 
 assert len(RATER_ATTRIBUTE_WEIGHT) == len(ATTRIBUTES)

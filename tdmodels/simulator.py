@@ -13,10 +13,10 @@ from typing import Callable
 import numpy as np
 import xarray as xr
 from scipy.optimize import minimize_scalar
-from scipy.special import expit
 
 from . import catalog, judge, students
 from .bradley_terry import order_averaged, reference_utilities
+from .portable_math import dot, exp, expit, total
 from .simulator_params import DEFAULT_PARAMS, GENERATOR_BASE, SimulatorParams, generator_version
 from .world import FORMAT_VERSION, KINDS
 
@@ -88,9 +88,9 @@ def build_questions(topics, rng):
             for kind in KINDS:
                 demand_kind = catalog.KIND_DEMAND[kind]
                 # cues fitting the kind are likelier, every cue stays possible
-                fit = catalog.CUE_DEMAND @ demand_kind
-                w = np.exp(1.5 * fit)
-                cue = int(rng.choice(len(catalog.CUES), p=w / w.sum()))
+                fit = dot(catalog.CUE_DEMAND, demand_kind)
+                w = exp(1.5 * fit)
+                cue = int(rng.choice(len(catalog.CUES), p=w / total(w)))
                 text = catalog.QUESTION_FORMS[kind].format(topic=t, variant=variant) + " " + catalog.CUES[cue][0]
                 rows.append((t, c, kind, cue, text, demand_kind + catalog.CUE_DEMAND[cue]))
     topic, chain, kind, cue, text, demand = map(list, zip(*rows))
@@ -104,7 +104,7 @@ def fit_click_scale(pbar: np.ndarray, U: np.ndarray) -> float:
     iu, ju = np.triu_indices(K, 1)
     du = (U[..., iu] - U[..., ju]).ravel()
     p = pbar[..., iu, ju].ravel()
-    res = minimize_scalar(lambda b: np.mean((expit(b * du) - p) ** 2), bounds=(0.1, 50.0), method="bounded")
+    res = minimize_scalar(lambda b: np.mean(np.square(expit(b * du) - p)), bounds=(0.1, 50.0), method="bounded")
     return float(res.x)
 
 
@@ -143,7 +143,7 @@ def build_roster(name: str, seed: int = 0, params: SimulatorParams = DEFAULT_PAR
     for s, spec in enumerate(pop):
         if recipe.linear_population:
             theta = UNSTRUCTURED_SD * r_pop.standard_normal(K + 1)
-            v[s] = features @ theta
+            v[s] = dot(features, theta)
         else:
             spec = _student_under(spec, params)
             v[s] = params.student_scale * students.student_logits(spec, qs["kind"], qs["chain"],

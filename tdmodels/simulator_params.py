@@ -1,10 +1,11 @@
 """The simulator's free parameters: what a calibration against real data may move.
 
-Every roster is generated from one ``SimulatorParams``; the defaults are generator "sim-1", the
-values every stored run so far was made with. A world built from other values records them
-(attribute ``simulator_params``, JSON) and a generator version that names them
-(``generator_version``), so its rows never mix with sim-1's in a run store (the world digest differs
-too). Units: logits of the judge's picks unless said.
+Every roster is generated from one ``SimulatorParams``; the defaults are generator "sim-2" (the
+values of "sim-1", computed with ``tdmodels.portable_math`` so that a world has the same bytes on
+every machine; a sim-2 world differs from the sim-1 world this machine built by at most a few ulps).
+A world built from other values records them (attribute ``simulator_params``, JSON) and a generator
+version that names them (``generator_version``), so its rows never mix with the defaults' in a run
+store (the world digest differs too). Units: logits of the judge's picks unless said.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-GENERATOR_BASE = "sim-1"
+GENERATOR_BASE = "sim-2"
 
 
 class SimulatorParams(NamedTuple):
@@ -81,7 +82,7 @@ DEFAULT_PARAMS = SimulatorParams()
 
 
 def generator_version(params: SimulatorParams) -> str:
-    """'sim-1' for the defaults, else 'sim-1+' and a digest of the values that differ."""
+    """GENERATOR_BASE ('sim-2') for the defaults, else 'sim-2+' and a digest of the values that differ."""
     changed = {k: float(v) for k, v in params._asdict().items() if float(v) != float(DEFAULT_PARAMS._asdict()[k])}
     if not changed:
         return GENERATOR_BASE

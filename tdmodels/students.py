@@ -17,6 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .catalog import ATTRIBUTES, PERSONA_STYLE, vec
+from .portable_math import dot
 
 
 class StudentSpec(NamedTuple):
@@ -126,7 +127,7 @@ QUIRKS = {
     "distrusts_analogies": lambda kind, chain, D, a: -1.0 * a[:, 3] * (kind != "why"),
     "skims_long_working": lambda kind, chain, D, a: -1.0 * (1 - a[:, 4]) * (kind == "computation"),
     "needs_reassurance_when_stuck": lambda kind, chain, D, a: 1.2 * a[:, 6] * (D[6] > 0.5),
-    "contrarian": lambda kind, chain, D, a: -0.8 * (a @ D),
+    "contrarian": lambda kind, chain, D, a: -0.8 * dot(a, D),
     "notation_on_definitions": lambda kind, chain, D, a: 1.0 * a[:, 0] * (kind == "definition"),
     "example_fatigue": lambda kind, chain, D, a: -1.0 * a[:, 1] * (chain == 1),
     "short_why": lambda kind, chain, D, a: 1.0 * a[:, 4] * (kind == "why"),
@@ -140,8 +141,8 @@ def student_logits(spec: StudentSpec, kinds, chains, demand: np.ndarray, style: 
 
     kinds: [n_q] str; chains: [n_q] int; demand: [n_q, attributes] question demand.
     """
-    base = style @ spec.taste + spec.offset                             # [K]
-    resp = np.einsum("qk,pk,k->qp", demand, style, spec.sens)           # [n_q, K]
+    base = dot(style, spec.taste) + spec.offset                         # [K]
+    resp = dot(demand[:, None, :], style[None, :, :] * spec.sens)      # [n_q, K]
     v = base[None, :] + resp
     for name in spec.quirks:
         rule = QUIRKS[name]

@@ -37,7 +37,7 @@ def test_a_small_calibration_writes_its_posterior_report_and_simulator_file(tmp_
     assert len(rows) == 13 and all(r["ppc_lo"] <= r["ppc_hi"] for r in rows)
     assert [r["parameter"] for r in parameter_table(idata)] == ["student_scale", "offset_socratic"]
     params = read_simulator_file(tmp_path / "simulator.json")
-    assert generator_version(params) == spec["generator"] != "sim-1"
+    assert generator_version(params) == spec["generator"] != "sim-2"
     chosen = idata.constant_data["calibrated_theta"].values
     np.testing.assert_allclose([params.student_scale, params.offset_socratic], chosen)
     # the calibrated figures are the simulator's at the chosen parameters on the confirming seeds, not the emulator's
@@ -62,7 +62,7 @@ def test_the_committed_calibration_builds_worlds_of_its_own_generator(tmp_path):
     folder.mkdir()
     (folder / SIMULATOR_FILE).write_text((here / SIMULATOR_FILE).read_text())
     world = open_world("dev", directory=folder)
-    assert world.attrs["generator"] == generator_version(params) != "sim-1"
+    assert world.attrs["generator"] == generator_version(params) != "sim-2"
     idata = az.from_netcdf(here / "posterior.nc")
     np.testing.assert_allclose(idata.constant_data["calibrated_theta"].values,
                                [getattr(params, str(n)) for n in idata.constant_data["parameter"].values])

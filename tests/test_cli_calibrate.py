@@ -35,7 +35,7 @@ def test_build_from_a_simulator_file_into_a_folder_of_sim1_worlds_is_refused(env
     folder.mkdir()
     save_world(build_roster("dev"), folder / "dev.nc")
     f = _simulator_file(env_dirs / "sim.json")
-    _fails_with(capsys, ["worlds", "build", "--simulator", str(f)], "holds dev.nc of generator 'sim-1'")
+    _fails_with(capsys, ["worlds", "build", "--simulator", str(f)], "holds dev.nc of generator 'sim-2'")
     assert not (folder / "simulator.json").exists()
 
 

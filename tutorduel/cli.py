@@ -280,9 +280,16 @@ def cmd_worlds(a) -> int:
         names = a.names or [n for n in ROSTERS]
         if a.simulator:
             _adopt_simulator(a.simulator, a.worlds)
+        differ = 0
         for n in names:
             ds = open_world(n, allow_test=True, directory=a.worlds)
-            print(f"{n}: {world_file(n, a.worlds)} ({ds.sizes['student']} students, {ds.sizes['question']} questions)")
+            print(f"{n}: {world_file(n, a.worlds)} ({ds.sizes['student']} students, {ds.sizes['question']} questions)"
+                  f"; {_digest_check(ds)}")
+            differ += _digest_differs(ds)
+        if differ:
+            print(f"warning: {differ} world(s) differ from their published digest: rows computed on them will not match "
+                  f"rows computed elsewhere (rebuild them: remove the files and run tutorduel worlds build)",
+                  file=sys.stderr)
         return 0
     if a.action == "targets":
         return _targets(a)
@@ -292,12 +299,32 @@ def cmd_worlds(a) -> int:
         from tdmodels.sample import load_sample
         from tdmodels.world import save_world
 
-        path = save_world(load_sample(a.path), world_file("sample", a.worlds))
-        print(f"sample: {path} (48 arrivals of real judge data; rater feature absent)")
+        ds = load_sample(a.path)
+        path = save_world(ds, world_file("sample", a.worlds))
+        print(f"sample: {path} (48 arrivals of real judge data; rater feature absent); {_digest_check(ds)}")
         return 0
     if a.action == "describe":
         return _describe(a)
     raise CLIError(f"unknown worlds action {a.action!r}")
+
+
+def _digest_differs(ds) -> bool:
+    from tdmodels.roster_digests import published_digest
+    from tdmodels.world import world_digest
+
+    want = published_digest(ds.attrs.get("generator"), ds.attrs.get("roster"))
+    return want is not None and want != world_digest(ds)
+
+
+def _digest_check(ds) -> str:
+    """'digest D (as published)', 'digest D, NOT the published P', or 'digest D (none published)'."""
+    from tdmodels.roster_digests import published_digest
+    from tdmodels.world import world_digest
+
+    have, want = world_digest(ds), published_digest(ds.attrs.get("generator"), ds.attrs.get("roster"))
+    if want is None:
+        return f"digest {have} (none published for generator {ds.attrs.get('generator')!r})"
+    return f"digest {have} (as published)" if have == want else f"digest {have}, NOT the published {want}"
 
 
 def _describe(a) -> int:

@@ -21,7 +21,7 @@ def _write(folder, params=CALIBRATED, **extra):
 def test_a_folder_builds_its_rosters_from_its_simulator_file(tmp_path):
     _write(tmp_path / "cal")
     w = open_world("dev", directory=tmp_path / "cal")
-    assert w.attrs["generator"] == generator_version(CALIBRATED) != "sim-1"
+    assert w.attrs["generator"] == generator_version(CALIBRATED) != "sim-2"
     assert json.loads(w.attrs["simulator_params"])["student_scale"] == 2.5
     assert open_world("dev", directory=tmp_path / "cal").attrs["generator"] == w.attrs["generator"]   # read back
     assert folder_params(tmp_path / "other") == DEFAULT_PARAMS
@@ -30,24 +30,24 @@ def test_a_folder_builds_its_rosters_from_its_simulator_file(tmp_path):
 def test_a_roster_file_of_another_generator_is_refused(tmp_path):
     folder = tmp_path / "cal"
     folder.mkdir()
-    save_world(build_roster("dev"), folder / "dev.nc")            # a sim-1 dev where calibrated worlds live
+    save_world(build_roster("dev"), folder / "dev.nc")            # a sim-2 dev where calibrated worlds live
     _write(folder)
-    with pytest.raises(WorldFormatError, match="generator 'sim-1'.*remove it"):
+    with pytest.raises(WorldFormatError, match="generator 'sim-2'.*remove it"):
         open_world("dev", directory=folder)
     plain = tmp_path / "plain"
     plain.mkdir()
-    save_world(build_roster("dev", params=CALIBRATED), plain / "dev.nc")   # a calibrated dev in a sim-1 folder
-    with pytest.raises(WorldFormatError, match="generates 'sim-1'"):
+    save_world(build_roster("dev", params=CALIBRATED), plain / "dev.nc")   # a calibrated dev in a sim-2 folder
+    with pytest.raises(WorldFormatError, match="generates 'sim-2'"):
         open_world("dev", directory=plain)
 
 
 @pytest.mark.parametrize("content, match", [
     ("{not json", "JSONDecodeError"),
-    ('{"generator": "sim-1"}', "KeyError"),
+    ('{"generator": "sim-2"}', "KeyError"),
     ('{"params": {"student_scale": "big"}}', "student_scale"),
     ('{"params": {"student_scael": 2.0}}', "unknown parameter.*student_scael"),
     ('{"params": {"judge_noise": NaN}}', "judge_noise"),
-    ('{"params": {"judge_noise": 0.9}, "generator": "sim-1"}', "edited by hand"),
+    ('{"params": {"judge_noise": 0.9}, "generator": "sim-2"}', "edited by hand"),
     ('[1, 2]', "TypeError"),
 ])
 def test_a_bad_simulator_file_is_refused_naming_the_file(tmp_path, content, match):

@@ -1,24 +1,25 @@
 import numpy as np
 import pytest
 
+from tdmodels.roster_digests import published_digest
 from tdmodels.simulator import build_roster
 from tdmodels.simulator_params import DEFAULT_PARAMS, SimulatorParams, generator_version
 from tdmodels.world import world_digest
 
-DEV_SIM1_DIGEST = "2ab1f2c8eb8166d0"        # dev as every stored sim-1 run saw it
+DEV_DIGEST = published_digest("sim-2", "dev")
 
 
-def test_the_defaults_are_generator_sim1_and_build_the_same_worlds(dev_world):
-    assert world_digest(dev_world) == DEV_SIM1_DIGEST and dev_world.attrs["generator"] == "sim-1"
+def test_the_defaults_are_generator_sim2_and_build_the_published_worlds(dev_world):
+    assert world_digest(dev_world) == DEV_DIGEST and dev_world.attrs["generator"] == "sim-2"
     again = build_roster("dev", params=SimulatorParams(*DEFAULT_PARAMS))
-    assert world_digest(again) == DEV_SIM1_DIGEST and "simulator_params" not in again.attrs
+    assert world_digest(again) == DEV_DIGEST and "simulator_params" not in again.attrs
 
 
 def test_other_values_name_their_generator_and_make_another_world(dev_world):
     w = build_roster("dev", params=DEFAULT_PARAMS._replace(judge_noise=0.9))
-    assert w.attrs["generator"].startswith("sim-1+") and w.attrs["generator"] == generator_version(
+    assert w.attrs["generator"].startswith("sim-2+") and w.attrs["generator"] == generator_version(
         SimulatorParams(judge_noise=0.9))
-    assert '"judge_noise": 0.9' in w.attrs["simulator_params"] and world_digest(w) != DEV_SIM1_DIGEST
+    assert '"judge_noise": 0.9' in w.attrs["simulator_params"] and world_digest(w) != DEV_DIGEST
     assert generator_version(SimulatorParams(judge_noise=0.9)) != generator_version(SimulatorParams(order_bias=0.3))
 
 

@@ -1,0 +1,39 @@
+"""The published content digests of the generated rosters, by generator version.
+
+A world's digest (``tdmodels.world.world_digest``) is its identity in the run store. The
+simulator computes with ``tdmodels.portable_math``, so every machine builds the same bytes and
+therefore the same digest; these are the digests it builds. ``tutorduel worlds build`` compares
+what it built against them, and ``tests/tdmodels/test_portable_worlds.py`` builds every roster
+under several BLAS kernels and C-library code paths and requires these digests. A machine that
+builds another digest computes differently from the others: its rows will not match theirs.
+"""
+from __future__ import annotations
+
+ROSTER_DIGESTS = {
+    "sim-2": {                       # the default parameters
+        "dev": "74a25cabddbc767e",
+        "test_topics": "ee255f5844296365",
+        "test_profiles": "667177fd7111354f",
+        "composite": "6a0920ab806dd324",
+        "quirky": "1c341f690e5ad294",
+        "scrambled": "ccb5acde64ecc870",
+        "unstructured": "1c77e7b30f938115",
+    },
+    "sim-2+485bbdd151": {            # calibration/simulator.json
+        "dev": "bb770565b297a542",
+        "test_topics": "3b866c233844d23a",
+        "test_profiles": "b0999a2531b1b667",
+        "composite": "9d8ac5723ea0c6ff",
+        "quirky": "f30e54e34e3adf0a",
+        "scrambled": "a08dc255853d7b44",
+        "unstructured": "f42bbc30749ca4ea",
+    },
+    "site-sample": {                 # tutorduel worlds import-sample of data/tutorduel-site-sample.json
+        "sample": "39a84d07b7ce0c34",
+    },
+}
+
+
+def published_digest(generator: str, roster: str) -> str | None:
+    """The published digest of `roster` built by `generator`, or None where none is published."""
+    return ROSTER_DIGESTS.get(str(generator), {}).get(str(roster))
