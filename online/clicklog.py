@@ -17,7 +17,7 @@ import xarray as xr
 from tdmodels.atomic_file import atomic_save
 from tdmodels.priors import MixturePrior
 
-LOG_VERSION = 2           # 2: recalibration and session-end beliefs over the arrival prior's components
+LOG_VERSION = 3           # 3: the run's code digest among its attributes (its identity: world, seed, policy, code, truncation)
 
 
 class ClickLogError(ValueError):
@@ -35,7 +35,7 @@ class ClickLog(NamedTuple):
     phi_second: np.ndarray   # [N, S, d]
     rater: np.ndarray        # [N, S, K]: rater column of Phi for every persona of the question
     outcome: np.ndarray      # [N, S] int8: 1 if first won
-    attrs: dict              # world, world_digest, seed, policy, arrivals_limit
+    attrs: dict              # world, world_digest, seed, policy, code, arrivals_limit: the run it belongs to
     priors: MixturePrior | None = None   # the policy's prior at each arrival (weights [N, C]), if it records one
     recalibration: np.ndarray | None = None   # [N, K, K] the rater recalibration A each arrival's clicks were read with
     beliefs: MixturePrior | None = None  # each user's online posterior at session end (Gaussian mixture), if recorded

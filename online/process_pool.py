@@ -112,10 +112,12 @@ class WorkerPool:
         self.ctx = mp.get_context("spawn")
         self.workers: list[_Worker] = []
 
-    def run(self, tasks: Iterable[tuple[object, Callable, tuple]], on_result: Callable[[object, str, object], None]) -> bool:
+    def run(self, tasks: Iterable[tuple[object, Callable, tuple]], on_result: Callable[[object, str, object], None],
+            retire: Callable[[object], bool] = lambda tag: False) -> bool:
         """Run every (tag, fn, args) task; call on_result(tag, status, payload) as each ends (in this process).
-        A dead worker or a task over the time limit gives status "error". Return False if `should_stop()`
-        became true (the running tasks are abandoned, their workers killed), True when all ran."""
+        A dead worker or a task over the time limit gives status "error". A worker whose task's tag
+        `retire(tag)` holds is stopped once that task ends (a fresh one takes the next task). Return False if
+        `should_stop()` became true (the running tasks are abandoned, their workers killed), True when all ran."""
         queue = list(tasks)[::-1]
         try:
             while queue or any(w.task is not None for w in self.workers):
@@ -137,6 +139,9 @@ class WorkerPool:
                             w.started = time.monotonic()
                             continue
                         tag, w.task, w.started = w.task, None, None
+                        if retire(tag):
+                            w.stop()
+                            self.workers.remove(w)
                         on_result(tag, *msg)
                     elif w.proc.sentinel in ready:
                         self._lost(w, on_result, None)

@@ -20,15 +20,11 @@ from online.code_identity import policy_code
 from online.protocol import PolicyOutputError, check_pair
 from online.registry import make_policy, policy_spec, resolve
 from online.schedule import make_schedule, session_utilities
-from online.scoring import benchmark_score, floor_regret, random_regret, strong_regret
 from online.store import ROW_SCHEMA, CellKey
+from online.verify import RowCheckError, ScoreUndefinedError, encode_played, score_played
 from tdmodels.world import session_length, world_digest
 
 POLICY_STREAM = 0x5EED
-
-
-class ScoreUndefinedError(ValueError):
-    """A run whose random pairs already reach the floor: the score's denominator is zero."""
 
 
 def versions() -> dict:
@@ -174,37 +170,33 @@ def play(run: RunSetup, answer: Callable[[int, int], float] | None = None) -> Pl
 
 def _play(world: xr.Dataset, seed: int, spec: str, arrivals: int | None, keep_log: bool) -> tuple[dict, ClickLog | None]:
     run = prepare_run(world, seed, spec, arrivals)
-    arrivals, ps, policy, sched, U = run.arrivals, run.spec, run.policy, run.sched, run.U
+    arrivals, ps, policy, sched = run.arrivals, run.spec, run.policy, run.sched
     spec, target, settings = ps.canonical, ps.target, ps.settings
     played = play(run)
     pairs, clicks, wall = played.pairs, played.clicks, played.wall_s
     N, S = sched.question.shape
 
-    r = strong_regret(U, pairs[..., 0], pairs[..., 1])
-    G, Rr = floor_regret(U), random_regret(U)
-    R_sum, G_sum, Rr_sum = float(r.sum()), float(G.sum()), float(Rr.sum())
-    if not Rr_sum > G_sum:
-        raise ScoreUndefinedError(f"run of {spec!r} on world {world.attrs['roster']!r} seed {seed}: random pairs "
-                                  f"reach the floor on every scheduled question (the personas' utilities are equal), "
-                                  f"so the score 100 (R_rand - R) / (R_rand - G) is undefined")
+    try:
+        fig = score_played(world, seed, arrivals, pairs, clicks)
+    except ScoreUndefinedError:
+        raise
+    except RowCheckError as exc:
+        raise PolicyOutputError(f"run of {spec!r} seed {seed}: {exc}") from None
     code = policy_code(resolve(target))
     row = {
         "schema": ROW_SCHEMA, "kind": "policy",
         "world": str(world.attrs["roster"]), "world_digest": world_digest(world),
         "seed": int(seed), "policy": spec, "target": target,
         "settings": {k: _jsonable(v) for k, v in settings.items()},
-        "arrivals": N, "arrivals_limit": arrivals, "rounds": S,
-        "regret": R_sum, "floor": G_sum, "random": Rr_sum, "excess": R_sum - G_sum,
-        "score": float(benchmark_score(R_sum, G_sum, Rr_sum)),
-        "per_user": {"regret": r.sum(1).tolist(), "floor": G.sum(1).tolist(), "random": Rr.sum(1).tolist()},
-        "per_round": {"regret": r.sum(0).tolist(), "floor": G.sum(0).tolist(), "random": Rr.sum(0).tolist()},
+        "arrivals": N, "arrivals_limit": arrivals, "rounds": S, **fig,
+        "played": encode_played(pairs, clicks, world.sizes["persona"]),
         "wall_s": wall, "versions": versions(), "code": {"digest": code.digest, "modules": list(code.modules)},
     }
     if not keep_log:
         return row, None
     log = make_click_log(world["features"].values, sched.student, sched.question, pairs, clicks,
                          {"world": row["world"], "world_digest": row["world_digest"], "seed": int(seed),
-                          "policy": spec, "arrivals_limit": arrivals})
+                          "policy": spec, "code": code.digest, "arrivals_limit": arrivals})
     if callable(getattr(policy, "arrival_priors", None)):
         log = log._replace(priors=policy.arrival_priors())
     if callable(getattr(policy, "arrival_recalibrations", None)):

@@ -35,7 +35,7 @@ from typing import Iterator, NamedTuple
 
 from tdmodels.atomic_file import atomic_save
 
-ROW_SCHEMA = 2
+ROW_SCHEMA = 3            # 3: every row carries what it played (pairs and clicks; online.verify)
 FAILED = "_failed"
 _DIGEST = re.compile(r"[0-9a-f]{16}")
 _CODE = re.compile(r"code-[0-9a-f]{12}")
@@ -102,9 +102,11 @@ def row_problem(row) -> str | None:
     if not isinstance(row, dict):
         return "not a JSON object"
     if row.get("schema") != ROW_SCHEMA:
-        return f"schema {row.get('schema')!r}, this toolkit reads {ROW_SCHEMA}"
+        return (f"schema {row.get('schema')!r}, this toolkit reads {ROW_SCHEMA}" + (
+            " (an earlier toolkit's row, without the pairs it played, so it cannot be verified; tutorduel replay "
+            "recomputes it)" if row.get("schema") == 2 else ""))
     types = {"world": str, "world_digest": str, "policy": str, "target": str, "settings": dict, "versions": dict,
-             "code": dict, "per_user": dict, "per_round": dict}
+             "code": dict, "per_user": dict, "per_round": dict, "played": dict}
     for k, t in types.items():
         if not isinstance(row.get(k), t):
             return f"field {k!r} missing or not a {t.__name__}"
@@ -212,13 +214,19 @@ class RunStore:
             raise CorruptRowError(f"run row {p}: holds another cell ({_describe(CellKey.of_row(row))})")
         return row
 
-    def quarantine(self, path: Path) -> Path:
-        """Move a damaged file aside to *.corrupt (never over an earlier one); return where it went."""
-        target, n = path.with_name(path.name + ".corrupt"), 1
+    def quarantine(self, path: Path, suffix: str = ".corrupt") -> Path:
+        """Move a damaged file aside to *.corrupt (or another suffix; never over an earlier one); return where
+        it went."""
+        target, n = path.with_name(path.name + suffix), 1
         while target.exists():
-            target, n = path.with_name(f"{path.name}.corrupt.{n}"), n + 1
+            target, n = path.with_name(f"{path.name}{suffix}.{n}"), n + 1
         os.replace(path, target)
         return target
+
+    def reject(self, path: Path) -> Path:
+        """Move aside a row that failed verification (``online.verify``) to *.rejected, numbered, never over an
+        earlier one; its cell then counts as not run."""
+        return self.quarantine(path, ".rejected")
 
     def put(self, row: dict) -> Path:
         """Write a finished row atomically (a damaged file in its place is moved aside first, a valid
@@ -316,13 +324,14 @@ class RunStore:
         return sorted(p for d in self.root.iterdir() if d.is_dir() and d.name != FAILED and not _DIGEST.fullmatch(d.name)
                       for p in d.glob("*/seed-*.json"))
 
-    def export(self, path: str | os.PathLike, world_digest: str | None = None) -> Path:
-        """Flat table of the scalar fields of every valid row: .csv (stdlib) or .parquet (pandas + pyarrow)."""
+    def export(self, path: str | os.PathLike, world_digest: str | None = None, rows: list[dict] | None = None) -> Path:
+        """Flat table of the scalar fields of `rows` (default: every valid row, of one world if given): .csv
+        (stdlib) or .parquet (pandas + pyarrow)."""
         path = Path(path)
         if path.suffix not in (".csv", ".parquet"):
             raise ValueError(f"export to {path}: use a .csv or .parquet file name")
         records = [{c: (r["code"]["digest"] if c == "code" else r.get(c)) for c in EXPORT_COLUMNS}
-                   for r in self.rows(world_digest)]
+                   for r in (self.rows(world_digest) if rows is None else rows)]
         if path.suffix == ".parquet":
             try:
                 import pandas as pd

@@ -19,7 +19,14 @@ Faults. A cell ends as done or failed, never vanishes:
 - Ctrl-C (SIGINT) stops the sweep: the running cells are abandoned (never recorded as failed) and
   ``SweepInterrupted`` carries what was stored.
 
-Workers compute rows and send them back; this process (the Dask client) alone writes the store.
+Workers run the policies and send back what each played; this process (the Dask client), which
+never runs a policy, checks every click against the seed's common random numbers, computes every
+figure (``online.verify.rescored``) and alone writes the store. A worker's own figures are never
+stored, so a policy that patches the scorer in its worker changes nothing. A local worker that ran
+a plug-in policy (a target outside this package) is retired after that cell, so a plug-in cannot
+change how a built-in policy plays in a later cell either; a Dask worker is reused (the figures
+still come from this process; a plug-in that rewrites a built-in policy's code there could change
+the pairs that policy plays, so run untrusted plug-ins on a cluster of their own).
 Executors: `jobs` local worker processes (default 1); ``inline=True`` runs cells in this process
 (for debugging: no isolation, a policy that ends its process ends the sweep); `dask_workers=N`
 starts a LocalCluster of N single-threaded worker processes; ``scheduler="tcp://HOST:PORT"`` joins
@@ -44,6 +51,7 @@ from online.protocol import PolicyOutputError
 from online.registry import PolicySpecError, make_policy, policy_spec, resolve
 from online.replay import ScoreUndefinedError, arrivals_limit, replay, replay_logged
 from online.store import CellKey, CorruptRowError, RunStore, StoreError
+from online.verify import RowCheckError, click_log_problem, rescored
 from tdmodels.rosters import open_world, world_file, world_name
 from tdmodels.world import WorldFormatError, read_world_file, validate_world, world_digest
 
@@ -220,7 +228,8 @@ class _Interrupt:
 def plan_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: RunStore, allow_test: bool = False,
                arrivals: int | None = None, worlds_dir=None, keep_clicks: bool = False, copies: int = 1,
                confirm: bool = False):
-    """Check everything a sweep needs before any cell runs; return (cells to run, world files by digest, result so far)."""
+    """Check everything a sweep needs before any cell runs; return (cells to run, world files by digest, the
+    worlds by digest, result so far)."""
     if not worlds or not seeds or not specs:
         raise SweepError("a sweep needs at least one world, one seed and one policy")
     bad = [s for s in seeds if isinstance(s, bool) or not isinstance(s, numbers.Integral) or s < 0]
@@ -239,13 +248,14 @@ def plan_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: Run
     codes = {ps.canonical: policy_code(resolve(ps.target)).digest for ps in parsed}
     canon = list(dict.fromkeys(ps.canonical for ps in parsed))
     store.check_writable()
-    res, todo, sources = SweepResult(), [], {}
+    res, todo, sources, loaded = SweepResult(), [], {}, {}
     for w in worlds:
         ds = open_world(w, allow_test=allow_test, directory=worlds_dir, copies=copies)
         digest, limit, name = world_digest(ds), arrivals_limit(ds, arrivals), world_name(w)
         if digest in sources:          # the same world given twice (two names or paths): its cells once
             continue
         sources[digest] = str(world_file(w, worlds_dir).resolve())
+        loaded[digest] = ds
         store.note_world(digest, name, {"roster": str(ds.attrs["roster"]), "students": ds.sizes["student"],
                                         "questions": ds.sizes["question"], "arrivals": int(ds.attrs["arrivals"])})
         for seed in seeds:
@@ -263,7 +273,36 @@ def plan_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: Run
                 others = store.other_versions(cell.key)
                 if others and row is None:
                     res.superseded.append((cell, others))
-    return todo, sources, res
+    return todo, sources, loaded, res
+
+
+def is_plugin(spec: str) -> bool:
+    """Whether a canonical spec's policy comes from outside this toolkit (a researcher's plug-in)."""
+    from online.code_identity import PROJECT_PACKAGES
+    from online.registry import REGISTRY
+
+    target = policy_spec(spec).target
+    return REGISTRY.get(target, target).split(":")[0].split(".")[0] not in PROJECT_PACKAGES
+
+
+def trusted_row(world, cell: Cell, row: dict, log) -> dict:
+    """A worker's row as it is stored: its identity checked against the cell, every click against the seed's
+    common random numbers, every figure recomputed here, and its click log (if any) checked to be its own.
+    RowCheckError says what a worker got wrong."""
+    if not isinstance(row, dict):
+        raise RowCheckError(f"the worker returned {type(row).__name__}, not a row")
+    try:
+        got = CellKey.of_row(row)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise RowCheckError(f"the worker's row has no cell identity ({type(exc).__name__}: {exc})") from None
+    if got != cell.key:
+        raise RowCheckError(f"the worker returned the row of another cell ({got})")
+    row = rescored(world, row)
+    if log is not None:
+        problem = click_log_problem(row, log)
+        if problem:
+            raise RowCheckError(f"the worker's click log is not this run's: {problem}")
+    return row
 
 
 def run_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: RunStore, jobs: int = 1,
@@ -303,7 +342,7 @@ def run_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: RunS
     if inline and (cell_timeout or scheduler or dask_workers or jobs > 1):
         raise SweepError("inline runs cells one by one in this process: no jobs, Dask or time limit")
     local = 0 if scheduler else (dask_workers or (0 if inline else jobs))
-    todo, sources, res = plan_sweep(worlds, seeds, specs, store, allow_test, arrivals, worlds_dir,
+    todo, sources, loaded, res = plan_sweep(worlds, seeds, specs, store, allow_test, arrivals, worlds_dir,
                                               keep_clicks, copies=1 + local, confirm=confirm)
     bar = Progress(len(todo)) if progress and todo else None
     finished = set()
@@ -312,6 +351,11 @@ def run_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: RunS
         finished.add(cell)
         if status == "ok":
             row, log = payload
+            try:
+                row = trusted_row(loaded[cell.digest], cell, row, log)
+            except (RowCheckError, KeyError, TypeError, ValueError) as exc:
+                status, payload = "error", f"the worker's result does not check out: {exc}"
+        if status == "ok":
             try:
                 if log is not None:    # the log first: a stored row with keep_clicks implies its log
                     from online.clicklog import save_click_log
@@ -351,8 +395,8 @@ def run_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: RunS
                         break
                     finish(cell, status, payload)
             else:
-                WorkerPool(jobs, cell_timeout, lambda: stop.flag).run(((c, *task(c)) for c in todo),
-                                                                       finish)
+                WorkerPool(jobs, cell_timeout, lambda: stop.flag).run(((c, *task(c)) for c in todo), finish,
+                                                                       retire=lambda c: is_plugin(c.policy))
         except KeyboardInterrupt:
             stop.flag = True
         if stop.flag:

@@ -1,4 +1,5 @@
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -7,6 +8,7 @@ from hypothesis import settings
 from inference.nuts import configure_jax
 
 configure_jax()          # the tests are a program: host devices and float64 before JAX starts
+os.environ.setdefault("TUTORDUEL_CACHE", tempfile.mkdtemp(prefix="tutorduel-cache-"))   # verdicts: not in ~/.cache
 
 from tdmodels.simulator import build_roster  # noqa: E402
 

@@ -16,6 +16,7 @@ from online.clicklog import ClickLog, ClickLogError, load_click_log, save_click_
 from online.registry import canonical_spec, parse_spec
 from online.replay import replay_logged, run_key
 from online.store import RunStore
+from online.verify import click_log_problem
 from tdmodels.atomic_file import atomic_save
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior, isotropic_prior
 from tdmodels.world import world_digest
@@ -25,16 +26,28 @@ PRIORS = ("policy", "em")
 
 
 def cell_click_log(world, seed: int, spec: str, store: RunStore, arrivals: int | None = None) -> ClickLog:
-    """The click log of a cell: read from the store, else replayed and stored (row too, if missing)."""
+    """The click log of a cell: read from the store, else replayed and stored (row too, if missing).
+
+    A stored log must be its row's (``online.verify.click_log_problem``: the same world, seed, policy, code
+    and truncation, and the row's own pairs and clicks); one that is not raises ClickLogError naming both."""
     key = run_key(world, seed, spec, arrivals)
     path = store.clicks_path(key)
     if path.exists():
         try:
             log = load_click_log(path)
-            if log.attrs.get("world_digest") == world_digest(world):
-                return log
         except ClickLogError as exc:     # damaged or written by an older version: kept aside, recomputed
-            path.replace(path.with_suffix(".nc.corrupt" if "format version" not in str(exc) else ".nc.old"))
+            store.quarantine(path, ".corrupt" if "format version" not in str(exc) else ".old")
+        else:
+            row = store.get(key)
+            if row is None:              # a log whose row was never written: kept aside, recomputed
+                store.quarantine(path, ".orphan")
+            else:
+                problem = click_log_problem(row, log)
+                if problem:
+                    raise ClickLogError(f"click log {path}: not the log of the run asked for ({key.policy}, seed "
+                                        f"{key.seed}, world {key.world_digest}): {problem}; tutorduel verify moves "
+                                        f"it aside, then this command recomputes it")
+                return log
     row, log = replay_logged(world, seed, key.policy, key.arrivals)
     save_click_log(log, path)
     store.put(row)

@@ -643,19 +643,84 @@ def cmd_validate(a) -> int:
     return 0
 
 
+def _store_worlds(store, worlds_dir) -> dict:
+    """digest -> world file, for every world the store recorded a run under whose file (by that name, in the
+    worlds folder) is there; nothing is built."""
+    from tdmodels.rosters import world_file
+    from tdmodels.world import WorldFormatError
+
+    out = {}
+    for digest in store.world_digests():
+        for name in sorted(store.world_names(digest)):
+            try:
+                f = world_file(name, worlds_dir)
+            except WorldFormatError:
+                continue
+            if f.is_file():
+                out[digest] = str(f)
+                break
+    return out
+
+
+def _worlds_to_check(store, a) -> tuple[dict, list[str] | None]:
+    """(digest -> world, the digests to read: None for all) from --world, else the worlds the store names."""
+    if not a.world:
+        return _store_worlds(store, a.worlds), None
+    from tdmodels.rosters import open_world
+    from tdmodels.world import world_digest
+
+    worlds = {}
+    for w in a.world.split(","):
+        ds = open_world(w.strip(), allow_test=a.allow_test, directory=a.worlds)
+        worlds[world_digest(ds)] = ds
+    return worlds, list(worlds)
+
+
 def cmd_export(a) -> int:
-    """`tutorduel export`: the scalar fields of the stored rows (of one world, or all) as .csv or .parquet."""
+    """`tutorduel export`: the scalar fields of the stored rows that verify (of one world, or all) as .csv or .parquet."""
     from online.store import RunStore
+    from tutorduel.store_view import verified_rows
 
-    digest = None
-    if a.world:
-        from tdmodels.rosters import open_world
-        from tdmodels.world import world_digest
-
-        digest = world_digest(open_world(a.world, allow_test=a.allow_test, directory=a.worlds))
-    p = RunStore(a.store).export(a.path, digest)
-    print(f"wrote {p}")
+    store = RunStore(a.store)
+    worlds, digests = _worlds_to_check(store, a)
+    rows, problems = [], []
+    for d in digests or [None]:
+        r, p = store.scan(d)
+        rows, problems = rows + r, problems + p
+    rows, lines = verified_rows(store, rows, worlds)
+    for line in problems + lines:
+        print(f"warning: {line} (not exported)", file=sys.stderr)
+    p = store.export(a.path, rows=rows)
+    print(f"wrote {p} ({len(rows)} verified rows)")
     return 0
+
+
+def cmd_verify(a) -> int:
+    """`tutorduel verify`: recompute every stored row from its world, its seed and what it played, in a fresh
+    process; one line per row that does not verify (moved aside) or cannot be checked; exit 1 if any."""
+    from online.registry import canonical_spec, split_specs
+    from online.store import CellKey, RunStore
+    from online.verify import audit_in_fresh_process
+    from tutorduel.store_view import apply_verdicts
+
+    store = RunStore(a.store)
+    if not store.root.is_dir():
+        raise CLIError(f"run store {store.root}: no such folder")
+    worlds, digests = _worlds_to_check(store, a)
+    specs = {canonical_spec(s) for s in split_specs(a.policies)} if a.policies else None
+    rows, problems = [], []
+    for d in digests or [None]:
+        r, p = store.scan(d)
+        rows, problems = rows + r, problems + p
+    rows = [r for r in rows if specs is None or r["policy"] in specs]
+    paths = [store.path(CellKey.of_row(r)) for r in rows]
+    good, lines = apply_verdicts(store, audit_in_fresh_process(store.root, worlds, paths))
+    for line in problems + lines:
+        print(line)
+    bad = len(problems) + len(lines)
+    print(f"{len(good)} of {len(rows) + len(problems)} row(s) verified" + (f"; {bad} did not" if bad else ""),
+          file=sys.stderr)
+    return 1 if bad else 0
 
 
 def _sweep_options(p):
@@ -834,11 +899,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--curve-seeds", type=positive_int, default=4, help="full runs behind the learning curve's band (default 4)")
     p.set_defaults(fn=cmd_watch)
 
-    p = sub.add_parser("export", help="export stored rows to .csv or .parquet")
+    p = sub.add_parser("export", help="export stored rows that verify to .csv or .parquet")
     p.add_argument("path")
     p.add_argument("--world", help=f"only this world's rows: {WORLD_HELP}")
     _common(p)
     p.set_defaults(fn=cmd_export)
+
+    p = sub.add_parser("verify", help="recompute every stored row (pairs, clicks, figures) from its world and seed in a "
+                                      "fresh process; one line per bad row (moved aside), exit 1 if any")
+    p.add_argument("--world", help=f"only these worlds' rows (comma-separated; default: every world the store names "
+                                   f"whose file is in the worlds folder): {WORLD_HELP}")
+    p.add_argument("--policies", help="only these policies' rows (comma-separated specs)")
+    _common(p)
+    p.set_defaults(fn=cmd_verify)
     return ap
 
 

@@ -1,14 +1,21 @@
 """What `stats`, `leaderboard` and `export` read from the run store: the rows of one world version,
-one truncation and the current code of each policy, with a note for everything left out."""
+one truncation and the current code of each policy, with a note for everything left out.
+
+Only rows that verify (``online.verify``: pairs legal, clicks what the seed's uniforms give, every
+figure recomputed) are counted. The check runs in a fresh process; a row that verified before on
+this machine (same bytes) is not checked again. A row that fails is moved aside (``*.rejected``),
+a click log that is not its row's too (``*.clicks.nc.rejected``), and both are reported."""
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 from typing import NamedTuple
 
 from online.code_identity import policy_code
 from online.registry import PolicySpecError, resolve
 from online.replay import arrivals_limit
-from online.store import RunStore
+from online.store import CellKey, RunStore
+from online.verify import BAD_LOG, BAD_ROW, OK, audit_in_fresh_process
 from tdmodels.world import world_digest
 
 
@@ -27,6 +34,33 @@ def current_code(policy_rows: list[dict]) -> str | None:
         return None
 
 
+def apply_verdicts(store: RunStore, verdicts) -> tuple[set, list[str]]:
+    """Act on ``online.verify.audit_rows`` verdicts: move failed rows and foreign click logs aside. Returns
+    (paths of the rows that verified, one line per row that did not)."""
+    good, lines = set(), []
+    for path, verdict, message in verdicts:
+        p = Path(path)
+        if verdict == OK:
+            good.add(p)
+        elif verdict == BAD_ROW:
+            lines.append(f"run row {p}: does not verify: {message}; moved aside to {store.reject(p)}")
+        elif verdict == BAD_LOG:
+            log = p.with_suffix(".clicks.nc")
+            where = store.reject(log) if log.exists() else log
+            lines.append(f"run row {p}: {message}; the click log was moved aside to {where}")
+            good.add(p)
+        else:
+            lines.append(f"run row {p}: not verified ({message}); not counted")
+    return good, lines
+
+
+def verified_rows(store: RunStore, rows: list[dict], worlds: dict) -> tuple[list[dict], list[str]]:
+    """The rows that verify against `worlds` (digest -> Dataset or world file), and a line per row that did not."""
+    paths = [store.path(CellKey.of_row(r)) for r in rows]
+    good, lines = apply_verdicts(store, audit_in_fresh_process(store.root, worlds, paths))
+    return [r for r, p in zip(rows, paths) if p in good], lines
+
+
 def stored_rows(store: RunStore, world, name: str, arrivals: int | None = None, any_code: bool = False) -> StoredRows:
     """Rows of `world` (by content digest) for one truncation. By default only rows run on the code this
     process has for each policy; `any_code` keeps every code version, each shown as its own line."""
@@ -34,6 +68,8 @@ def stored_rows(store: RunStore, world, name: str, arrivals: int | None = None, 
     rows, problems = store.scan(digest)
     notes = [f"{p} (skipped)" for p in problems]
     rows = [r for r in rows if r["arrivals_limit"] == limit]
+    rows, rejected = verified_rows(store, rows, {digest: world})
+    notes += rejected
     by_policy: dict[str, list[dict]] = {}
     for r in rows:
         by_policy.setdefault(r["policy"], []).append(r)
