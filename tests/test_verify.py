@@ -1,0 +1,162 @@
+"""tutorduel verify: a fresh sweep verifies; a rescaled row, edited pairs, a swapped click log and a
+plug-in that patches the scorer are each caught, named, kept aside and never counted."""
+import json
+
+import numpy as np
+import pytest
+
+from online.replay import run_key
+from online.store import RunStore
+from online.sweep import run_sweep
+from online.verify import decode_played, encode_played, rescored
+from tdmodels.rosters import open_world
+from tutorduel.cli import main
+
+SPECS = ["random", "no-transfer"]
+
+
+def _sweep(**kw):
+    st = RunStore()
+    res = run_sweep(["dev"], [0, 1], SPECS, st, arrivals=6, progress=False, **kw)
+    assert not res.failed, res.failed
+    return st
+
+
+def _path(st, seed, spec):
+    return st.path(run_key(open_world("dev"), seed, spec, 6))
+
+
+def _edit(path, change):
+    row = json.loads(path.read_text())
+    change(row)
+    path.write_text(json.dumps(row))
+
+
+def _rescale(row, factor=0.6):
+    """Regret, per-user and per-round regrets scaled together: every sum and the score stay consistent."""
+    row["regret"] *= factor
+    for part in ("per_user", "per_round"):
+        row[part]["regret"] = [x * factor for x in row[part]["regret"]]
+    row["excess"] = row["regret"] - row["floor"]
+    row["score"] = 100 * (row["random"] - row["regret"]) / (row["random"] - row["floor"])
+
+
+def test_a_fresh_sweep_verifies(env_dirs, capsys):
+    _sweep(keep_clicks=True)
+    assert main(["verify"]) == 0
+    assert "4 of 4 row(s) verified" in capsys.readouterr().err
+    assert main(["verify", "--world", "dev", "--policies", "random"]) == 0
+
+
+def test_a_consistently_rescaled_row_is_caught_and_never_counted(env_dirs, capsys):
+    st = _sweep()
+    p = _path(st, 0, "no-transfer")
+    honest = json.loads(p.read_text())["score"]
+    _edit(p, _rescale)
+    assert st.scan()[1] == []                     # the schema check alone cannot see it
+    assert main(["stats", "--world", "dev", "--arrivals", "6"]) == 0
+    out = capsys.readouterr()
+    assert f"run row {p}: does not verify" in out.err and "rejected" in out.err
+    assert not p.exists() and list(p.parent.glob("*.rejected"))
+    assert "| no-transfer | 1 |" in out.out                # seed 1 only: the rescaled row is not counted
+    assert f"| {honest:.1f} |" not in out.out.replace(" ± ", " |")
+    assert main(["verify"]) == 0                  # the bad row is aside: what is left verifies
+
+
+def test_verify_names_each_bad_row_and_exits_1(env_dirs, capsys):
+    st = _sweep()
+    rescaled, edited = _path(st, 0, "no-transfer"), _path(st, 1, "random")
+    _edit(rescaled, _rescale)
+
+    def flip_a_pair(row):
+        pairs, clicks = decode_played(row["played"], row["arrivals"], row["rounds"])
+        pairs[2, 3] = pairs[2, 3][::-1] if pairs[2, 3, 0] != 5 else (5, 4)
+        row["played"] = encode_played(pairs, clicks, 6)
+    _edit(edited, flip_a_pair)
+    assert main(["verify"]) == 1
+    out = capsys.readouterr().out
+    assert f"run row {rescaled}: does not verify: regret is" in out
+    assert f"run row {edited}: does not verify: arrival 2, round 3: click" in out or \
+        f"run row {edited}: does not verify: per_" in out
+    assert len(out.strip().splitlines()) == 2
+
+
+def test_a_click_log_swapped_between_policies_is_caught_and_refused_by_fit(env_dirs, capsys):
+    st = _sweep(keep_clicks=True)
+    mine = st.clicks_path(run_key(open_world("dev"), 0, "no-transfer", 6))
+    other = st.clicks_path(run_key(open_world("dev"), 0, "random", 6))
+    mine.write_bytes(other.read_bytes())
+    rc = main(["fit", "--world", "dev", "--seed", "0", "--policy", "no-transfer", "--arrivals", "6",
+               "--model", "users", "--draws", "20", "--warmup", "20", "--chains", "1"])
+    err = capsys.readouterr().err
+    assert rc == 2 and f"click log {mine}: not the log of the run asked for" in err and "policy 'random'" in err
+    assert main(["verify"]) == 1
+    out = capsys.readouterr().out
+    assert "its click log is of policy 'random'" in out and not mine.exists()
+
+
+def test_a_scorer_patching_plugin_never_reaches_the_figures(env_dirs, capsys):
+    st = RunStore()
+    specs = ["tests.online.scorer_patching:PatchScorer", "random"]
+    res = run_sweep(["dev"], [0, 1], specs, st, arrivals=6, progress=False, jobs=1)
+    assert not res.failed
+    world = open_world("dev")
+    for seed in (0, 1):
+        row = st.get(run_key(world, seed, "random", 6))
+        assert row["score"] < 60, row["score"]                                 # what random pairs score
+        plug = st.get(run_key(world, seed, specs[0], 6))
+        assert plug["score"] < 100
+    assert main(["verify"]) == 0
+
+
+def test_a_row_poisoned_in_process_is_caught(env_dirs, capsys):
+    """Inline (no isolation) the plug-in patches this very process; verify, in a fresh one, catches the rows."""
+    import online.scoring
+    import online.verify
+
+    saved = online.scoring.strong_regret, online.verify.strong_regret
+    try:
+        st = RunStore()
+        run_sweep(["dev"], [0], ["tests.online.scorer_patching:PatchScorer", "random"], st, arrivals=6,
+                  progress=False, inline=True)
+    finally:
+        online.scoring.strong_regret, online.verify.strong_regret = saved
+    poisoned = st.get(run_key(open_world("dev"), 0, "random", 6))
+    assert poisoned["score"] == pytest.approx(100.0)
+    assert main(["verify"]) == 1
+    out = capsys.readouterr().out
+    assert out.count("does not verify: regret is") == 2
+    assert main(["stats", "--world", "dev", "--arrivals", "6"]) == 0       # nothing left to count
+    assert "no stored runs" in capsys.readouterr().out
+
+
+def test_a_worker_that_returns_other_clicks_fails_its_cell(env_dirs, dev_world):
+    from online.sweep import Cell, trusted_row
+    from online.replay import replay
+    from online.verify import RowCheckError
+
+    row = replay(dev_world, 0, "random", 6)
+    key = run_key(dev_world, 0, "random", 6)
+    cell = Cell("dev", key.world_digest, 0, key.policy, key.code, 6)
+    assert trusted_row(dev_world, cell, row, None)["score"] == row["score"]
+    pairs, clicks = decode_played(row["played"], 6, row["rounds"])
+    clicks[0, 0] ^= 1
+    with pytest.raises(RowCheckError, match="arrival 0, round 0: click"):
+        trusted_row(dev_world, cell, {**row, "played": encode_played(pairs, clicks, 6)}, None)
+    with pytest.raises(RowCheckError, match="another cell"):
+        trusted_row(dev_world, cell, {**row, "seed": 1}, None)
+    assert rescored(dev_world, {**row, "score": 99.0})["score"] == row["score"]
+
+
+def test_played_costs_little_and_refuses_bombs():
+    rng = np.random.default_rng(0)
+    pairs = rng.integers(6, size=(350, 24, 2))
+    enc = encode_played(pairs, rng.integers(2, size=(350, 24)), 6)
+    assert len(json.dumps(enc)) < 15_000
+    p, c = decode_played(enc, 350, 24)
+    assert np.array_equal(p, pairs)
+    import base64
+    import zlib
+    bomb = {**enc, "pairs": base64.b64encode(zlib.compress(b"\0" * 10_000_000)).decode()}
+    with pytest.raises(ValueError, match="more than"):
+        decode_played(bomb, 350, 24)
