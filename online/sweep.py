@@ -50,7 +50,7 @@ from online.process_pool import WorkerPool
 from online.protocol import PolicyOutputError
 from online.registry import PolicySpecError, make_policy, policy_spec, resolve
 from online.replay import ScoreUndefinedError, arrivals_limit, replay, replay_logged
-from online.store import CellKey, CorruptRowError, RunStore, StoreError
+from online.store import CellKey, CorruptRowError, RunStore, StoreError, row_problem
 from online.verify import RowCheckError, click_log_problem, rescored
 from tdmodels.rosters import open_world, world_file, world_name
 from tdmodels.world import WorldFormatError, read_world_file, validate_world, world_digest
@@ -350,9 +350,12 @@ def run_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: RunS
     def finish(cell: Cell, status: str, payload) -> None:
         finished.add(cell)
         if status == "ok":
-            row, log = payload
             try:
+                row, log = payload
                 row = trusted_row(loaded[cell.digest], cell, row, log)
+                problem = row_problem({**row, "world": cell.world})
+                if problem:
+                    raise RowCheckError(problem)
             except (RowCheckError, KeyError, TypeError, ValueError) as exc:
                 status, payload = "error", f"the worker's result does not check out: {exc}"
         if status == "ok":

@@ -46,7 +46,6 @@ print(json.dumps(out))
 
 def _build_under(kernel: str, extra: dict, sample: Path | None) -> dict:
     env = {**os.environ, "OPENBLAS_CORETYPE": kernel, **extra}
-    env.pop("OPENBLAS_L2_SIZE", None)
     proc = subprocess.run([sys.executable, "-c", BUILD] + ([str(sample)] if sample else []), cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, f"{kernel}: {proc.stderr[-2000:]}"
