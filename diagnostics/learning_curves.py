@@ -91,4 +91,6 @@ def plot_learning_curves(curves: dict[str, Curve], title: str, path) -> None:
         ax.fill_between(c.arrival, c.lo, c.hi, color=line.get_color(), alpha=0.18, lw=0)
     ax.set(xlabel="arrival", ylabel="excess regret per user (centred 25-arrival mean)", title=title)
     ax.legend(fontsize=7, ncol=2)
-    fig.savefig(path, dpi=100, bbox_inches="tight")
+    from tdmodels.atomic_file import atomic_save
+
+    atomic_save(path, lambda tmp: fig.savefig(tmp, dpi=100, bbox_inches="tight", format="png"))

@@ -143,8 +143,5 @@ def plot_curves(curves: dict[int, xr.Dataset], path: str | os.PathLike) -> Path:
     ax.axhline(0.0, color="grey", lw=0.8)
     ax.legend()
     ax.set_title(f"PrefDisco, simulated: {curves[budgets[0]].sizes['seed']} world seeds, 95% bands")
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    return path
+    return atomic_save(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))

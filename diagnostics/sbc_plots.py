@@ -34,5 +34,7 @@ def plot_sbc_ecdf(result: SBCResult, path=None, names=None, ncols: int = 7):
         ax.set_title(names[c] if names else f"theta[{c}]", fontsize=9)
     fig.tight_layout()
     if path:
-        fig.savefig(path, dpi=110)
+        from tdmodels.atomic_file import atomic_save
+
+        atomic_save(path, lambda tmp: fig.savefig(tmp, dpi=110, format="png"))
     return fig

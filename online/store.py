@@ -346,8 +346,19 @@ class RunStore:
             with open(tmp, "w", newline="") as fh:
                 w = csv.DictWriter(fh, fieldnames=list(EXPORT_COLUMNS))
                 w.writeheader()
-                w.writerows(records)
+                w.writerows({k: spreadsheet_safe(v) for k, v in r.items()} for r in records)
         return atomic_save(path, write)
+
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(value):
+    """A CSV cell a spreadsheet will not run: text starting with = + - @, a tab or a carriage return gets a
+    leading apostrophe (numbers are left as they are)."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
 
 
 class ExportError(ValueError):

@@ -2,13 +2,43 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
+
+
+class OutputPathError(ValueError):
+    """A path that a file cannot be written to without destroying something: a device, a folder, a pipe,
+    or a path under a regular file."""
+
+
+def check_output_path(path: str | os.PathLike) -> Path:
+    """Refuse (OutputPathError naming it) a path where writing would replace anything but a regular file, or
+    whose folder cannot exist (a regular file in its way); return it as a Path."""
+    path = Path(path)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except NotADirectoryError:
+        st = None
+    except OSError as exc:
+        raise OutputPathError(f"{path}: cannot be written ({exc.strerror or exc})") from None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        what = "a folder" if stat.S_ISDIR(st.st_mode) else "a device or special file"
+        raise OutputPathError(f"{path} is {what}, not a regular file; refusing to replace it")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise OutputPathError(f"{path}: {parent} is a file, not a folder")
+            break
+    return path
 
 
 def atomic_save(path: str | os.PathLike, write) -> Path:
     """Write a file so a kill leaves the old file or the whole new one: `write(tmp_path)` fills a
-    temporary file in the same folder, which is fsynced and renamed over `path`."""
-    path = Path(path)
+    temporary file in the same folder, which is fsynced and renamed over `path`. Only a regular file or a
+    new path is ever replaced (``check_output_path``)."""
+    path = check_output_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
@@ -30,4 +60,4 @@ def atomic_save(path: str | os.PathLike, write) -> Path:
     return path
 
 
-__all__ = ["atomic_save"]
+__all__ = ["atomic_save", "check_output_path", "OutputPathError"]

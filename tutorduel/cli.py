@@ -136,8 +136,9 @@ def _print_stats(store, world_arg, allow_test, worlds_dir, against, arrivals=Non
         by = {}
         for r in rows:
             by.setdefault(r["policy"], []).append(r)
-        Path(curves).mkdir(parents=True, exist_ok=True)
-        path = Path(curves) / f"curves-{name}.png"
+        from tdmodels.atomic_file import check_output_path
+
+        path = check_output_path(Path(curves) / f"curves-{name}.png")
         plot_learning_curves({k: learning_curve(v) for k, v in by.items()}, f"{name}: excess regret per user", path)
         print(f"\nlearning curves: {path}")
     failed = store.failures(world_digest(world))
@@ -210,7 +211,10 @@ def cmd_leaderboard(a) -> int:
         print(f"note: held-out rosters {', '.join(held)} left out (pass --allow-test to evaluate on them)")
         rosters = [r for r in rosters if r not in held]
     specs = [canonical_spec(s) for s in (split_specs(a.policies) if a.policies else POLICIES.values())]
+    from tdmodels.atomic_file import check_output_path
+
     store, out = RunStore(a.store), Path(a.out)
+    check_output_path(out / "leaderboard.md")
     out.mkdir(parents=True, exist_ok=True)
     lines_by_roster, figures, curves, failed, codes = {}, {}, {}, 0, {}
     for roster in rosters:
