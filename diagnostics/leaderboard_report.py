@@ -156,7 +156,7 @@ const state = {roster: rosters[0], on: new Set(['coduel', 'tempered-kg', 'no-tra
 function drawCurves() {
   const cur = C[state.roster] || {}, pols = Object.keys(cur).sort();
   document.getElementById('pols').innerHTML = pols.map((p, k) =>
-    `<label style="color:${palette[k % palette.length]}"><input type="checkbox" data-p="${p}" ${state.on.has(p) ? 'checked' : ''}> ${p}</label>`).join('');
+    `<label style="color:${palette[k % palette.length]}"><input type="checkbox" data-p="${esc(p)}" ${state.on.has(p) ? 'checked' : ''}> ${esc(p)}</label>`).join('');
   document.querySelectorAll('#pols input').forEach(b => b.onchange = () => { b.checked ? state.on.add(b.dataset.p) : state.on.delete(b.dataset.p); drawCurves(); });
   const shown = pols.filter(p => state.on.has(p));
   const W = 760, H = 300, L = 46, B = 30;
@@ -164,18 +164,18 @@ function drawCurves() {
   const xs = pols.length ? cur[pols[0]].x : [0, 1];
   const x0 = Math.min(...xs), x1 = Math.max(...xs), y0 = Math.min(0, ...all), y1 = all.length ? Math.max(...all) : 1;
   const X = x => L + (W - L - 10) * (x - x0) / (x1 - x0 || 1), Y = y => H - B - (H - B - 10) * (y - y0) / (y1 - y0 || 1);
-  let svg = `<svg width="${W}" height="${H}" role="img" aria-label="learning curves ${state.roster}">`;
+  let svg = `<svg width="${W}" height="${H}" role="img" aria-label="learning curves ${esc(state.roster)}">`;
   for (const t of [0, 0.25, 0.5, 0.75, 1]) { const y = y0 + t * (y1 - y0);
     svg += `<line x1="${L}" x2="${W - 10}" y1="${Y(y)}" y2="${Y(y)}" stroke="#eef0f2"/><text x="4" y="${Y(y) + 4}" font-size="11">${y.toFixed(2)}</text>`; }
   shown.forEach(p => { const c = cur[p], col = palette[pols.indexOf(p) % palette.length];
     const pts = v => v.map((y, k) => `${X(c.x[k]).toFixed(1)},${Y(y).toFixed(1)}`);
     svg += `<path d="M${pts(c.hi).join('L')}L${pts(c.lo).reverse().join('L')}Z" fill="${col}" opacity="0.15"/>`;
-    svg += `<path d="M${pts(c.mean).join('L')}" fill="none" stroke="${col}" stroke-width="1.6"><title>${p}</title></path>`; });
+    svg += `<path d="M${pts(c.mean).join('L')}" fill="none" stroke="${col}" stroke-width="1.6"><title>${esc(p)}</title></path>`; });
   svg += `<text x="${W / 2}" y="${H - 6}" font-size="12">arrival</text></svg>`;
   document.getElementById('plot').innerHTML = svg;
   document.querySelectorAll('.tabs button').forEach(b => b.classList.toggle('on', b.dataset.r === state.roster));
 }
-document.getElementById('tabs').innerHTML = rosters.map(r => `<button data-r="${r}">${r}</button>`).join('');
+document.getElementById('tabs').innerHTML = rosters.map(r => `<button data-r="${esc(r)}">${esc(r)}</button>`).join('');
 document.querySelectorAll('.tabs button').forEach(b => b.onclick = () => { state.roster = b.dataset.r; drawCurves(); });
 if (rosters.length) drawCurves();
 """
@@ -256,5 +256,5 @@ def write_page(path: str | Path, table: str, findings_lines: list[str], figures:
             "band over seeds. Choose a roster and the policies to show.</p><div class='tabs' id='tabs'></div>"
             "<div class='pols' id='pols'></div><div id='plot'></div>"
             f"<details><summary>static figures (all policies)</summary>{imgs}</details>"
-            f"<script type='application/json' id='curves'>{payload}</script><script>{PAGE_SCRIPT}</script></body></html>")
+            f"<script type='application/json' id='curves'>{payload}</script><script>{PAGE_JS}{PAGE_SCRIPT}</script></body></html>")
     return atomic_save(path, lambda tmp: tmp.write_text(page))

@@ -168,3 +168,30 @@ def test_the_validation_report_renders_with_its_images(browser, env_dirs, capsys
     assert page.locator("table.lb tr").count() == 1 + 3                   # header and one row per user
     page.screenshot(path=str(shots / "validation.png"))
     assert not errors
+
+
+HOSTILE = "<img src=x onerror=\"window.__pwned=1\">"
+
+
+def test_the_leaderboard_page_runs_no_script_from_a_name(browser, tmp_path):
+    """Policy and roster names from specs, worlds and rows enter the page as text, never as markup."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from diagnostics.leaderboard_report import write_page
+
+    x = np.arange(10.0)
+    curve = SimpleNamespace(arrival=x, mean=x, lo=x - 1, hi=x + 1)
+    roster = f"dev{HOSTILE}"
+    curves = {roster: {f"coduel[name=\"{HOSTILE}\"]": curve, "coduel": curve}}
+    table = f"| policy | {roster} |\n|---|---|\n| {HOSTILE} | 50.0 ± 1.0 [4] |"
+    path = write_page(tmp_path / "leaderboard.html", table, [f"finding {HOSTILE}"], {}, curves)
+    page, errors = _open(browser, path)
+    dialogs = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.locator("#pols input").first.check()
+    page.wait_for_timeout(200)
+    assert page.evaluate("window.__pwned") is None and not dialogs and not errors
+    assert page.locator("img").count() == 0                       # no element made from a name
+    assert HOSTILE in page.text_content("#pols") and HOSTILE in page.text_content("#tabs")
