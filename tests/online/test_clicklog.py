@@ -58,3 +58,21 @@ def test_a_log_from_another_format_version_is_refused(dev_world, tmp_path):
     ds.to_netcdf(path, engine="h5netcdf")
     with pytest.raises(ClickLogError, match="format version 1"):
         load_click_log(path)
+
+
+def test_a_second_damaged_click_log_never_replaces_the_first(env_dirs, dev_world):
+    """Each damaged log is kept aside under its own number; the cell's log is recomputed each time."""
+    from online.replay import run_key
+    from online.store import RunStore
+    from tutorduel.cell_fit import cell_click_log
+
+    st = RunStore()
+    key = run_key(dev_world, 0, "no-transfer", 4)
+    path = st.clicks_path(key)
+    cell_click_log(dev_world, 0, "no-transfer", st, 4)
+    for n, junk in enumerate((b"first damage", b"second damage")):
+        path.write_bytes(junk)
+        log = cell_click_log(dev_world, 0, "no-transfer", st, 4)
+        assert log.n_users == 4
+    kept = sorted(p.read_bytes() for p in path.parent.glob(path.name + ".corrupt*"))
+    assert kept == [b"first damage", b"second damage"]
