@@ -27,16 +27,9 @@ class StoredRows(NamedTuple):
 
 
 def current_code(policy_rows: list[dict]) -> str | None:
-    """The code digest the policy of these rows has now: for a policy of this toolkit's registry only. A row's
-    `target` is never imported on its own say (reading a store runs no code it names), so a plug-in's rows
-    give None: shown for every code version they ran on."""
-    from online.registry import REGISTRY
-
-    target = policy_rows[0]["target"]
-    if target not in REGISTRY:
-        return None
+    """The code digest the policy of these rows has now, or None if it cannot be loaded here."""
     try:
-        return policy_code(resolve(target)).digest
+        return policy_code(resolve(policy_rows[0]["target"])).digest
     except PolicySpecError:
         return None
 
@@ -84,9 +77,8 @@ def stored_rows(store: RunStore, world, name: str, arrivals: int | None = None, 
     for policy, prs in sorted(by_policy.items()):
         code = codes[policy] = current_code(prs)
         if code is None:
-            notes.append(f"policy {policy!r} is not one of this toolkit's (its target {prs[0]['target']!r} is not "
-                         f"imported by reading the store), so its current code is unknown; its rows are shown for "
-                         f"every code version")
+            notes.append(f"policy {policy!r} cannot be loaded here, so its current code is unknown; its rows are "
+                         f"shown for every code version")
         for r in prs:
             r_code = r["code"]["digest"]
             if code is None or r_code == code:

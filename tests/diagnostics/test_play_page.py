@@ -60,7 +60,7 @@ def test_play_and_watch_commands_write_pages_and_refuse_bad_input(env_dirs, caps
     assert main(["watch", "--out", str(env_dirs)]) == 2
     (env_dirs / "afile").write_text("x")                      # a file where a folder should be
     assert main(["play", "--no-compare", "--sessions", "1", "--out", str(env_dirs / "afile" / "p.html")]) == 2
-    assert "cannot write the page" in capsys.readouterr().err
+    assert "is a file, not a folder" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exc:
         main(["play", "--sessions", "0"])
     assert exc.value.code == 2
