@@ -177,7 +177,7 @@ def _play(world: xr.Dataset, seed: int, spec: str, arrivals: int | None, keep_lo
     N, S = sched.question.shape
 
     try:
-        fig = score_played(world, seed, arrivals, pairs, clicks)
+        fig = score_played(world, seed, arrivals, pairs, clicks, sched)
     except ScoreUndefinedError:
         raise
     except RowCheckError as exc:

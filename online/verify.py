@@ -81,16 +81,18 @@ def decode_played(played, N: int, S: int) -> tuple[np.ndarray, np.ndarray]:
     return pairs.reshape(N, S, 2).astype(np.int64), clicks
 
 
-def score_played(world: xr.Dataset, seed: int, arrivals: int | None, pairs: np.ndarray, clicks: np.ndarray) -> dict:
+def score_played(world: xr.Dataset, seed: int, arrivals: int | None, pairs: np.ndarray, clicks: np.ndarray,
+                 sched=None) -> dict:
     """The figures of a run from what it played, after checking the pairs are legal and every click is
-    the common random numbers' click. Raises RowCheckError naming the first bad round.
+    the common random numbers' click. Raises RowCheckError naming the first bad round. `sched`: the run's
+    schedule if the caller already made it (``online.schedule.make_schedule(world, seed, arrivals)``).
 
     Returns
     -------
     dict
         regret, floor, random, excess, score, per_user {regret, floor, random} [N], per_round {...} [S].
     """
-    sched = make_schedule(world, seed, arrivals)
+    sched = make_schedule(world, seed, arrivals) if sched is None else sched
     N, S = sched.question.shape
     K = world.sizes["persona"]
     pairs, clicks = np.asarray(pairs), np.asarray(clicks)
