@@ -65,7 +65,7 @@ def cmd_replay(a) -> int:
     print(f"{len(res.done)} cells computed, {len(res.cached)} already stored, {len(res.failed)} failed (store: {store.root})")
     report_sweep_notes(res)
     for w in worlds:
-        _print_stats(store, w, a.allow_test, a.worlds, None, a.arrivals)
+        _print_stats(store, w, a.allow_test, a.worlds, None, a.arrivals, specs=split_specs(a.policies))
     if res.failed:
         print("\nfailed cells (not stored; rerun to retry):", file=sys.stderr)
         for cell, msg in res.failed:
@@ -84,17 +84,30 @@ def report_sweep_notes(res) -> None:
               f"{paths[0]}); kept where they are, not counted, and recomputed on the current code", file=sys.stderr)
 
 
-def _stored_rows(store, world, name, arrivals=None, any_code=False) -> list[dict]:
-    """The rows to show for one world version and truncation, printing a warning for each kind left out."""
+def _named_targets(specs) -> frozenset:
+    """The targets of the policy specs the user named: the plug-ins a reading command may import."""
+    from online.registry import policy_spec
+
+    return frozenset(policy_spec(s).target for s in specs or ())
+
+
+def _stored_rows(store, world, name, arrivals=None, any_code=False, specs=None, named=()) -> list[dict]:
+    """The rows to show for one world version and truncation (of `specs` only, if given), printing a warning
+    for each kind left out. The plug-ins in `specs` and `named` are the only ones imported."""
+    from online.registry import canonical_spec
     from tutorduel.store_view import stored_rows
 
-    view = stored_rows(store, world, name, arrivals, any_code)
+    view = stored_rows(store, world, name, arrivals, any_code, trusted=_named_targets([*(specs or ()), *named]))
     for note in view.notes:
         print(f"warning: {note}", file=sys.stderr)
+    if specs is not None:
+        keep = {canonical_spec(s) for s in specs}
+        return [r for r in view.rows if r["policy"].split(" (code ")[0] in keep]
     return view.rows
 
 
-def _print_stats(store, world_arg, allow_test, worlds_dir, against, arrivals=None, curves=None, any_code=False):
+def _print_stats(store, world_arg, allow_test, worlds_dir, against, arrivals=None, curves=None, any_code=False,
+                 specs=None):
     from diagnostics.stats import format_table, leaderboard, paired_gain, t_interval
     from online.replay import arrivals_limit
     from tdmodels.rosters import open_world, world_name
@@ -102,7 +115,8 @@ def _print_stats(store, world_arg, allow_test, worlds_dir, against, arrivals=Non
 
     world = open_world(world_arg, allow_test=allow_test, directory=worlds_dir)
     name, limit = world_name(world_arg), arrivals_limit(world, arrivals)
-    rows = _stored_rows(store, world, name, arrivals, any_code)
+    rows = _stored_rows(store, world, name, arrivals, any_code, specs,
+                        named=[against.partition(" (code ")[0]] if against else [])
     cut = f", first {limit} arrivals" if limit is not None else ""
     if not rows:
         print(f"no stored runs for world {name!r}{cut} in {store.root}")
@@ -185,9 +199,12 @@ def cmd_stats(a) -> int:
     """`tutorduel stats`: the stored rows of a world as tables, with paired gains and curves on request."""
     from online.store import RunStore
 
+    from online.registry import split_specs
+
     store = RunStore(a.store)
+    specs = split_specs(a.policies) if a.policies else None
     for w in a.world.split(","):
-        _print_stats(store, w.strip(), a.allow_test, a.worlds, a.against, a.arrivals, a.curves, a.any_code)
+        _print_stats(store, w.strip(), a.allow_test, a.worlds, a.against, a.arrivals, a.curves, a.any_code, specs)
     return 0
 
 
@@ -225,7 +242,7 @@ def cmd_leaderboard(a) -> int:
         print(f"{roster}: {len(res.done)} cells computed, {len(res.cached)} already stored, {len(res.failed)} failed")
         report_sweep_notes(res)
         world = open_world(roster, allow_test=a.allow_test, directory=a.worlds)
-        rows = [r for r in _stored_rows(store, world, roster) if r["policy"] in specs and int(r["seed"]) in set(seeds)]
+        rows = [r for r in _stored_rows(store, world, roster, specs=specs) if int(r["seed"]) in set(seeds)]
         codes.update({r["policy"]: r["code"]["digest"] for r in rows})
         if not rows:
             continue
@@ -778,6 +795,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                    "as DIR/curves-WORLD.png")
     p.add_argument("--any-code", action="store_true", help="also show rows run on other code versions of a policy, "
                                                            "each version as its own line")
+    p.add_argument("--policies", metavar="SPECS", help="only these policies' rows (comma-separated specs); a plug-in "
+                   "(module:Class) named here is imported to check its code version, one that is not is never "
+                   "imported and each code version of its rows is its own line")
     _common(p)
     p.set_defaults(fn=cmd_stats)
 
@@ -807,7 +827,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("name", help=WORLD_HELP)
     q.add_argument("--seeds", default="0-3")
     _common(q, store=False)
-    q = wsub.add_parser("targets", help="the published world-level rows and the real sample's statistics (95% bootstrap "
+    q = wsub.add_parser("targets", help="the published world-level rows and the real sample's statistics (95%% bootstrap "
                         "intervals) against our rosters")
     q.add_argument("--seeds", default="0-3", help="seeds behind our reference rows (default 0-3)")
     q.add_argument("--bootstrap", type=positive_int, default=2000, help="bootstrap resamples of the sample's sessions")

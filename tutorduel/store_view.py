@@ -26,10 +26,19 @@ class StoredRows(NamedTuple):
     codes: dict              # policy -> current code digest (None where the policy cannot be loaded here)
 
 
-def current_code(policy_rows: list[dict]) -> str | None:
-    """The code digest the policy of these rows has now, or None if it cannot be loaded here."""
+def current_code(policy_rows: list[dict], trusted=frozenset()) -> str | None:
+    """The code digest the policy of these rows has now, or None where it is not looked up.
+
+    Only this toolkit's registered policies and the targets in `trusted` (what the user named on the
+    command line) are imported: a row's `target` is never imported on the row's say, since a store
+    received from someone else could then make the reader import any module on its path."""
+    from online.registry import REGISTRY
+
+    target = policy_rows[0]["target"]
+    if target not in REGISTRY and target not in REGISTRY.values() and target not in trusted:
+        return None
     try:
-        return policy_code(resolve(policy_rows[0]["target"])).digest
+        return policy_code(resolve(target)).digest
     except PolicySpecError:
         return None
 
@@ -61,9 +70,12 @@ def verified_rows(store: RunStore, rows: list[dict], worlds: dict) -> tuple[list
     return [r for r, p in zip(rows, paths) if p in good], lines
 
 
-def stored_rows(store: RunStore, world, name: str, arrivals: int | None = None, any_code: bool = False) -> StoredRows:
+def stored_rows(store: RunStore, world, name: str, arrivals: int | None = None, any_code: bool = False,
+                trusted=frozenset()) -> StoredRows:
     """Rows of `world` (by content digest) for one truncation. By default only rows run on the code this
-    process has for each policy; `any_code` keeps every code version, each shown as its own line."""
+    process has for each policy; `any_code` keeps every code version, each shown as its own line. A
+    plug-in's current code is looked up only if its target is in `trusted` (see `current_code`); else each
+    code version of its rows is its own line."""
     digest, limit = world_digest(world), arrivals_limit(world, arrivals)
     rows, problems = store.scan(digest)
     notes = [f"{p} (skipped)" for p in problems]
@@ -75,15 +87,18 @@ def stored_rows(store: RunStore, world, name: str, arrivals: int | None = None, 
         by_policy.setdefault(r["policy"], []).append(r)
     codes, shown = {}, []
     for policy, prs in sorted(by_policy.items()):
-        code = codes[policy] = current_code(prs)
+        code = codes[policy] = current_code(prs, trusted)
         if code is None:
-            notes.append(f"policy {policy!r} cannot be loaded here, so its current code is unknown; its rows are "
-                         f"shown for every code version")
+            target = prs[0]["target"]
+            why = ("cannot be loaded here" if target in trusted else
+                   f"is a plug-in ({target!r}), not imported on a row's say (name it with --policies to check "
+                   f"its code version)")
+            notes.append(f"policy {policy!r} {why}; each code version of its rows is shown as its own line")
         for r in prs:
             r_code = r["code"]["digest"]
-            if code is None or r_code == code:
+            if r_code == code:
                 shown.append(r)
-            elif any_code:
+            elif any_code or code is None:
                 shown.append({**r, "policy": f"{policy} (code {r_code})"})
         old = Counter(r["code"]["digest"] for r in prs if code is not None and r["code"]["digest"] != code)
         if old and not any_code:
