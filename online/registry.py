@@ -13,8 +13,9 @@ Settings are parsed by the type the policy's constructor declares for them:
 - ``str``: a quoted JSON string or bare text; ``X | None``: also ``null``.
 
 Settings without a declared type (a researcher's ``**kwargs`` or unannotated parameter) are read as
-JSON where they parse, else as bare strings, and must be finite. The policy's constructor then
-checks ranges and choices. A wrong value raises PolicySpecError naming the policy, the setting, the
+JSON where they parse, else as bare strings, and must be finite. A numeric setting declared as
+``Annotated[float, Range(lo, hi)]`` (``online.setting_range``) must lie in its range; the policy's
+constructor checks choices. A wrong value raises PolicySpecError naming the policy, the setting, the
 value and what is allowed, before any cell starts.
 
 The canonical form of a spec names its target and, sorted, only the settings that differ from
@@ -34,6 +35,7 @@ import typing
 from typing import NamedTuple
 
 from online.learner import Learner, LearnerPolicy
+from online.setting_range import Range, annotated_range, hint_range, range_problem
 
 REGISTRY = {
     "random": "online.policies.random_pairs:random_pairs",
@@ -76,6 +78,7 @@ class Setting(NamedTuple):
     kind: object           # bool, int, float, str, or _UNTYPED
     optional: bool         # None is allowed
     default: object        # inspect.Parameter.empty when required
+    range: Range | None = None   # declared with typing.Annotated (online.setting_range)
 
 
 class PolicySpec(NamedTuple):
@@ -127,10 +130,11 @@ def resolve(target: str):
 
 
 def _kind(annotation) -> tuple[object, bool]:
+    annotation, _ = annotated_range(annotation)
     if annotation in (bool, int, float, str):
         return annotation, False
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        args = [annotated_range(a)[0] for a in typing.get_args(annotation) if a is not type(None)]
         if len(args) == 1 and args[0] in (bool, int, float, str):
             return args[0], len(args) < len(typing.get_args(annotation))
     return _UNTYPED, True
@@ -144,13 +148,14 @@ def _collect(fn, skip: int, out: dict) -> bool | None:
     except (TypeError, ValueError):
         return None
     try:
-        hints = typing.get_type_hints(fn)
+        hints = typing.get_type_hints(fn, include_extras=True)
     except Exception:  # an annotation that does not evaluate: read as untyped
         hints = {}
     for name, p in list(params.items())[skip:]:
         if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and name not in out:
-            kind, optional = _kind(hints.get(name, _UNTYPED))
-            out[name] = Setting(kind, optional or p.default is None, p.default)
+            hint = hints.get(name, _UNTYPED)
+            kind, optional = _kind(hint)
+            out[name] = Setting(kind, optional or p.default is None, p.default, hint_range(hint))
     return any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
@@ -225,6 +230,14 @@ def _convert(target: str, key: str, text: str, setting: Setting):
     raise PolicySpecError(f"{where}: expected {_describe(kind)}{extra}")
 
 
+def _in_range(target: str, key: str, text: str, value, setting: Setting):
+    problem = range_problem(key, value, setting.range) if setting.range is not None else None
+    if problem:
+        raise PolicySpecError(f"policy {target!r}: setting {key}={text}: outside its range {setting.range} "
+                              f"(see the README's table of settings)")
+    return value
+
+
 def _same(a, b) -> bool:
     return type(a) is type(b) and a == b or (isinstance(a, (int, float)) and isinstance(b, (int, float))
                                                  and not isinstance(a, bool) and not isinstance(b, bool) and a == b)
@@ -262,7 +275,8 @@ def policy_spec(spec: str) -> PolicySpec:
         if k not in declared and not open_ended:
             names = ", ".join(declared) or "none"
             raise PolicySpecError(f"policy {target!r} has no setting {k!r}; its settings: {names}")
-        settings[k] = _convert(target, k, text, declared.get(k, Setting(_UNTYPED, True, inspect.Parameter.empty)))
+        setting = declared.get(k, Setting(_UNTYPED, True, inspect.Parameter.empty))
+        settings[k] = _in_range(target, k, text, _convert(target, k, text, setting), setting)
     for k, v in fixed.items():
         if k in settings and not _same(settings[k], v):
             raise PolicySpecError(f"policy spec {spec!r}: the alias fixes {k}={json.dumps(v)}")
@@ -304,3 +318,18 @@ def make_policy(spec: str):
     if missing:
         raise PolicySpecError(f"policy {ps.target!r} lacks protocol method(s) {', '.join(missing)}")
     return pol
+
+
+def settings_table() -> str:
+    """Markdown table of every registered policy's numeric settings: type, default and declared range (the
+    README's)."""
+    lines = ["| policy | setting | type | default | range |", "|---|---|---|---|---|"]
+    for name in sorted(REGISTRY):
+        declared, _ = declared_settings(resolve(name))
+        for key, s in declared.items():
+            if s.kind not in (int, float):
+                continue
+            kind = getattr(s.kind, "__name__", "any") + (" or null" if s.optional else "")
+            default = "required" if s.default is inspect.Parameter.empty else json.dumps(_typed(s.default, s))
+            lines.append(f"| {name} | {key} | {kind} | {default} | {s.range if s.range is not None else '-'} |")
+    return "\n".join(lines)

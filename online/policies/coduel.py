@@ -36,7 +36,7 @@ belief after every click).
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Annotated, NamedTuple
 
 import numpy as np
 
@@ -48,6 +48,7 @@ from inference.recalibration_fit import RIDGE_A, fit_recalibration_map
 from online import gate as gt
 from online.learner import Context, Learner, LearnerPolicy
 from online.pair_rules import lookahead_pair, mixture_greedy_pair
+from online.setting_range import Range, ranged
 from tdmodels.population_model import ALPHA, N_LEARNED, RIDGE, recalibrated_design
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior
 
@@ -338,9 +339,11 @@ class CODuel(LearnerPolicy):
 
     name = "coduel"
 
+    @ranged
     def __init__(self, population: bool = True, recalibration: bool = True, lookahead: bool = True,
-                 gate: bool = True, engine: str = "numba", record: bool = False, em_iters: int = pp.EM_ITERS,
-                 refresh: int = pp.REFRESH, exact_estep: bool = False):
+                 gate: bool = True, engine: str = "numba", record: bool = False,
+                 em_iters: Annotated[int, Range(1, 100)] = pp.EM_ITERS,
+                 refresh: Annotated[int, Range(0, 10_000)] = pp.REFRESH, exact_estep: bool = False):
         super().__init__(coduel(population, recalibration, lookahead, gate, engine, em_iters, refresh, exact_estep),
                          name=self.name, record=record)
 

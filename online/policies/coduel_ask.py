@@ -22,10 +22,13 @@ logits, default 0.5), horizon (default 1), and every CODuel setting. In `tutordu
 """
 from __future__ import annotations
 
+from typing import Annotated
+
 import numpy as np
 
 from online.direct_questions import observe_linear, pair_cost, persona_contrast, question_gains
 from online.policies.coduel import CODuel, CODuelState, _recalibrated, record_round
+from online.setting_range import Range, ranged
 
 
 def choose_question(state: CODuelState, Phi: np.ndarray, asked: int, max_questions: int, noise_var: float,
@@ -57,7 +60,10 @@ class CODuelAsk(CODuel):
     """CODuel that may ask one direct question a round (the combined mode); in `replay` it plays exactly as CODuel."""
     name = "coduel-ask"
 
-    def __init__(self, max_questions: int = 1, answer_sd: float = 0.5, horizon: int = 1, **coduel_settings):
+    @ranged
+    def __init__(self, max_questions: Annotated[int, Range(0, 1000)] = 1,
+                 answer_sd: Annotated[float, Range(0, 100, lo_open=True)] = 0.5,
+                 horizon: Annotated[int, Range(0, 100)] = 1, **coduel_settings):
         if int(max_questions) < 0 or not float(answer_sd) > 0 or int(horizon) < 0:
             raise ValueError(f"max_questions >= 0, answer_sd > 0 and horizon >= 0 are required, "
                              f"got {max_questions}, {answer_sd}, {horizon}")

@@ -15,12 +15,13 @@ sufficient statistics. beta = sqrt(d ln S) and alpha = 1 are ours (not tuned).
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Annotated, NamedTuple
 
 import numpy as np
 
 from inference.estimators import ridge_least_squares, ridge_logistic
 from online.learner import Learner, no_session_info
+from online.setting_range import Range, ranged
 
 RIDGE = 1.0
 ALPHA = 1.0
@@ -117,7 +118,10 @@ def update(state: COLDBState, z: np.ndarray, y: int, lam: float, alpha: float, e
                           cluster=component(adj, i, n))
 
 
-def coldb(estimator: str = "logistic", lam: float = RIDGE, beta: float | None = None, alpha: float = ALPHA) -> Learner:
+@ranged
+def coldb(estimator: str = "logistic", lam: Annotated[float, Range(0, 1e6, lo_open=True)] = RIDGE,
+          beta: Annotated[float, Range(0, 1e3)] | None = None,
+          alpha: Annotated[float, Range(0, 1e3, lo_open=True)] = ALPHA) -> Learner:
     """COLDB over users (COLDB-LR with estimator="least-squares").
 
     The pooled estimate of the current cluster is refitted whenever the cluster or its clicks change
@@ -128,11 +132,11 @@ def coldb(estimator: str = "logistic", lam: float = RIDGE, beta: float | None = 
     ----------
     estimator : {"logistic", "least-squares"}
     lam : float
-        Ridge, > 0 (default 1.0).
+        Ridge, in (0, 1e6] (default 1.0).
     beta : float, optional
-        Confidence width, >= 0 (default sqrt(d ln S)).
+        Confidence width, in [0, 1000] (default sqrt(d ln S)).
     alpha : float
-        Edge-deletion scale, > 0 (default 1.0).
+        Edge-deletion scale, in (0, 1000] (default 1.0).
     """
     if estimator not in ESTIMATORS:
         raise ValueError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")

@@ -13,12 +13,13 @@ session (ours, as in COMPETITORS.md).
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Annotated, NamedTuple
 
 import numpy as np
 
 from inference.estimators import ridge_logistic
 from online.learner import Learner, no_session_info
+from online.setting_range import Range, ranged
 
 RIDGE = 1.0
 
@@ -64,20 +65,18 @@ def update(state: CoLSTIMState, z: np.ndarray, y: int) -> CoLSTIMState:
     return state._replace(theta=theta, M=state.M + np.outer(z, z), Z=Z, y=Y, n=n)
 
 
-def colstim(lam: float = RIDGE, c: float | None = None) -> Learner:
+@ranged
+def colstim(lam: Annotated[float, Range(0, 1e6, lo_open=True)] = RIDGE,
+            c: Annotated[float, Range(0, 1e3)] | None = None) -> Learner:
     """Per-user CoLSTIM.
 
     Parameters
     ----------
     lam : float
-        Ridge of the logistic MLE, > 0 (default 1.0).
+        Ridge of the logistic MLE, in (0, 1e6] (default 1.0).
     c : float, optional
-        Confidence width and Gumbel clip, >= 0 (default sqrt(d ln S)).
+        Confidence width and Gumbel clip, in [0, 1000] (default sqrt(d ln S)).
     """
-    if not lam > 0:
-        raise ValueError(f"lam must be positive, got {lam!r}")
-    if c is not None and not c >= 0:
-        raise ValueError(f"c must be non-negative, got {c!r}")
     lam = float(lam)
 
     def width(context_d: int, S: int) -> float:

@@ -17,13 +17,14 @@ N(0, q_var I); the defaults 1 + 3 give the no-transfer learner's N(0, 4 I) befor
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Annotated, NamedTuple
 
 import numpy as np
 
 from inference.laplace import laplace_update
 from online.pair_rules import thompson_pair
 from online.learner import Learner
+from online.setting_range import Range, ranged
 
 S0_VAR, Q_VAR = 1.0, 3.0
 
@@ -99,19 +100,21 @@ def _learner(variant: str, s0_var: float, q_var: float) -> Learner:
                    lambda state: (end_session(state), None))
 
 
-def hierts(s0_var: float = S0_VAR, q_var: float = Q_VAR) -> Learner:
+@ranged
+def hierts(s0_var: Annotated[float, Range(0, 1e4, lo_open=True)] = S0_VAR, q_var: Annotated[float, Range(0, 1e4, lo_open=True)] = Q_VAR) -> Learner:
     """HierTS: Thompson sampling under the marginal N(mu_q, Sigma_q + Sigma_0).
 
     Parameters
     ----------
     s0_var : float
-        Sigma_0 = s0_var I, users' spread around mu (default 1.0).
+        Sigma_0 = s0_var I, users' spread around mu, in (0, 1e4] (default 1.0).
     q_var : float
-        Q starts at N(0, q_var I) (default 3.0).
+        Q starts at N(0, q_var I), in (0, 1e4] (default 3.0).
     """
     return _learner("hier", s0_var, q_var)
 
 
-def meta_ts(s0_var: float = S0_VAR, q_var: float = Q_VAR) -> Learner:
+@ranged
+def meta_ts(s0_var: Annotated[float, Range(0, 1e4, lo_open=True)] = S0_VAR, q_var: Annotated[float, Range(0, 1e4, lo_open=True)] = Q_VAR) -> Learner:
     """Meta-TS: each user draws mu ~ Q, then Thompson sampling under N(mu, Sigma_0). Settings as `hierts`."""
     return _learner("meta", s0_var, q_var)

@@ -11,13 +11,14 @@ Each click is one Laplace step (``inference.laplace.laplace_update``).
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Annotated, NamedTuple
 
 import numpy as np
 
 from inference.laplace import laplace_update
 from online.learner import Learner, no_session_info, same_state
 from online.pair_rules import greedy_pair, thompson_pair
+from online.setting_range import Range, ranged
 from tdmodels.priors import DEFAULT_PRIOR_VAR
 
 RULES = ("greedy", "thompson")
@@ -73,20 +74,22 @@ def _check(prior_var) -> float:
     return float(prior_var)
 
 
-def no_transfer(prior_var: float = DEFAULT_PRIOR_VAR) -> Learner:
+@ranged
+def no_transfer(prior_var: Annotated[float, Range(0, 1e4, lo_open=True)] = DEFAULT_PRIOR_VAR) -> Learner:
     """Per-user Bayesian logistic learner with greedy pairs (CODuel's no-transfer ablation).
 
     Parameters
     ----------
     prior_var : float
-        Variance of the isotropic Gaussian prior on theta (logits^2), > 0.
+        Variance of the isotropic Gaussian prior on theta (logits^2), in (0, 1e4].
     """
     prior_var = _check(prior_var)
     return Learner(lambda context: init(context.d, prior_var), start_session,
                    lambda state, Phi, rng: greedy_select(state, Phi), update, no_session_info)
 
 
-def pooled(prior_var: float = DEFAULT_PRIOR_VAR, rule: str = "greedy") -> Learner:
+@ranged
+def pooled(prior_var: Annotated[float, Range(0, 1e4, lo_open=True)] = DEFAULT_PRIOR_VAR, rule: str = "greedy") -> Learner:
     """One Bayesian logistic learner shared by every user, never reset (a single population theta):
     the 'Pooled' row of the reference leaderboard.
 

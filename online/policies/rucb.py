@@ -10,11 +10,12 @@ and the counts are never reset between users.
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Annotated, NamedTuple
 
 import numpy as np
 
 from online.learner import Learner, no_session_info, same_state
+from online.setting_range import Range, ranged
 
 ALPHA = 0.51
 
@@ -71,16 +72,15 @@ def update(state: RUCBState, pair: tuple[int, int], outcome: int) -> RUCBState:
     return state._replace(wins=wins, champion=int(pair[0]))
 
 
-def rucb(alpha: float = ALPHA) -> Learner:
+@ranged
+def rucb(alpha: Annotated[float, Range(0.5, 100, lo_open=True)] = ALPHA) -> Learner:
     """Pooled, non-contextual RUCB over the personas; the counts are never reset between users.
 
     Parameters
     ----------
     alpha : float
-        Exploration, > 0.5 (default 0.51).
+        Exploration, in (0.5, 100] (default 0.51).
     """
-    if not alpha > 0.5:
-        raise ValueError(f"alpha must exceed 0.5, got {alpha!r}")
     alpha = float(alpha)
     return Learner(lambda context: init(context.K), same_state, lambda state, Phi, rng: select(state, rng, alpha),
                    lambda state, Phi, pair, y: (update(state, pair, y), None), no_session_info)

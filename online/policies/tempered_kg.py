@@ -27,20 +27,23 @@ CODuel's (``CODuelState``, ``UpdateInfo``, ``SessionInfo``).
 from __future__ import annotations
 
 import math
+from typing import Annotated
 
 from online.learner import Learner
 from online.policies.coduel import ENGINES, coduel
+from online.setting_range import Range, ranged
 
 GAMMA = 0.25             # weight of the knowledge gradient's future term (dev and generated worlds)
 
 
-def tempered_kg(gamma: float = GAMMA, recalibration: bool = False, gate: bool = True, engine: str = "numba") -> Learner:
+@ranged
+def tempered_kg(gamma: Annotated[float, Range(0, 100)] = GAMMA, recalibration: bool = False, gate: bool = True, engine: str = "numba") -> Learner:
     """Tempered-KG as a Learner; the settings are closed over.
 
     Parameters
     ----------
     gamma : float
-        Weight >= 0 of the lookahead's future term: 0 plays greedy pairs, 1 is CODuel's rule.
+        Weight in [0, 100] of the lookahead's future term: 0 plays greedy pairs, 1 is CODuel's rule.
     recalibration : bool
         Refit the rater recalibration A as CODuel does (False: the rater column as given).
     gate : bool

@@ -1,0 +1,92 @@
+"""The documented range of a policy's numeric setting, declared once, in its signature.
+
+    def rucb(alpha: Annotated[float, Range(0.5, 100, lo_open=True)] = ALPHA) -> Learner: ...
+
+The same declaration is read by the spec parser (``online.registry``: a value out of range is refused
+before any cell starts) and by :func:`ranged`, which checks a direct Python call the same way, so the
+command line and the Python API go through one validation. A plug-in may declare ranges the same way.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+import typing
+from typing import NamedTuple
+
+
+class Range(NamedTuple):
+    """Closed interval [lo, hi]; `lo_open` / `hi_open` exclude an end."""
+    lo: float
+    hi: float
+    lo_open: bool = False
+    hi_open: bool = False
+
+    def __contains__(self, value) -> bool:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return False
+        if isinstance(value, float) and not math.isfinite(value):
+            return False
+        above = value > self.lo if self.lo_open else value >= self.lo
+        below = value < self.hi if self.hi_open else value <= self.hi
+        return above and below
+
+    def __str__(self) -> str:
+        return f"{'(' if self.lo_open else '['}{self.lo:g}, {self.hi:g}{')' if self.hi_open else ']'}"
+
+
+def annotated_range(annotation) -> tuple[object, Range | None]:
+    """(the type under ``Annotated[...]``, its Range or None); other annotations come back as they are."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        base, *extra = typing.get_args(annotation)
+        return base, next((x for x in extra if isinstance(x, Range)), None)
+    return annotation, None
+
+
+def hint_range(hint) -> Range | None:
+    """The Range a parameter's annotation declares, also inside ``Annotated[...] | None``."""
+    rng = annotated_range(hint)[1]
+    if rng is None:
+        rng = next((r for r in (annotated_range(a)[1] for a in typing.get_args(hint)) if r is not None), None)
+    return rng
+
+
+def declared_ranges(fn) -> dict[str, Range]:
+    """The ranges a function's (or a class's ``__init__``'s) parameters declare."""
+    try:
+        hints = typing.get_type_hints(fn, include_extras=True)
+    except Exception:  # an annotation that does not evaluate declares nothing
+        return {}
+    out = {}
+    for name, hint in hints.items():
+        rng = hint_range(hint)
+        if rng is not None:
+            out[name] = rng
+    return out
+
+
+def range_problem(name: str, value, rng: Range) -> str | None:
+    """None where `value` is None (an optional setting left unset) or inside `rng`; else what is wrong."""
+    if value is None or value in rng:
+        return None
+    return f"{name}={value!r} is outside its range {rng}"
+
+
+def ranged(fn):
+    """Check every ranged argument of a call against its declared Range (ValueError naming the first outside)."""
+    sig = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def checked(*args, **kwargs):
+        if "_ranges" not in checked.__dict__:        # read on first use: annotations may name later definitions
+            checked._ranges = declared_ranges(fn)
+        ranges = checked._ranges
+        bound = sig.bind(*args, **kwargs)
+        for name, value in bound.arguments.items():
+            if name in ranges:
+                problem = range_problem(name, value, ranges[name])
+                if problem:
+                    raise ValueError(problem)
+        return fn(*args, **kwargs)
+
+    return checked
