@@ -22,6 +22,7 @@ from online.registry import make_policy, policy_spec, resolve
 from online.schedule import make_schedule, session_utilities
 from online.store import ROW_SCHEMA, CellKey
 from online.verify import RowCheckError, ScoreUndefinedError, encode_played, score_played
+from tdmodels.run_inputs import check_run_memory, checked_arrivals, checked_seed, checked_world
 from tdmodels.world import session_length, world_digest
 
 POLICY_STREAM = 0x5EED
@@ -46,12 +47,12 @@ def policy_context(world: xr.Dataset, n_arrivals: int) -> dict:
 
 
 def arrivals_limit(world: xr.Dataset, arrivals: int | None) -> int | None:
-    """Normalise a truncation: None for a full run, else the number of arrivals kept (>= 1)."""
-    if arrivals is None or int(arrivals) >= int(world.attrs["arrivals"]):
+    """Normalise a truncation: None for a full run, else the number of arrivals kept (>= 1); ValueError
+    for anything but None or a positive integer."""
+    arrivals = checked_arrivals(arrivals)
+    if arrivals is None or arrivals >= int(world.attrs["arrivals"]):
         return None
-    if int(arrivals) < 1:
-        raise ValueError(f"--arrivals {arrivals}: a run needs at least one arrival")
-    return int(arrivals)
+    return arrivals
 
 
 def run_key(world: xr.Dataset, seed: int, spec: str, arrivals: int | None = None) -> CellKey:
@@ -99,8 +100,11 @@ class RunSetup(NamedTuple):
 
 
 def prepare_run(world: xr.Dataset, seed: int, spec: str, arrivals: int | None) -> RunSetup:
-    """Schedule, utilities, read-only features, the policy and its random stream for one run."""
+    """Schedule, utilities, read-only features, the policy and its random stream for one run. The world, the
+    seed and the truncation are checked first (``tdmodels.run_inputs``), as the command line checks them."""
+    world, seed = checked_world(world), checked_seed(seed)
     arrivals = arrivals_limit(world, arrivals)
+    check_run_memory(world, arrivals or int(world.attrs["arrivals"]))
     ps = policy_spec(spec)
     policy = make_policy(ps.canonical)
     sched = make_schedule(world, seed, arrivals)

@@ -46,22 +46,23 @@ def make_schedule(world: xr.Dataset, seed: int, arrivals: int | None = None) -> 
     n_arr = int(world.attrs["arrivals"]) if arrivals is None else int(arrivals)
     S = session_length(world)
     s_arr, s_top, s_u = (np.random.default_rng(s) for s in np.random.SeedSequence([_roster_key(world), int(seed)]).spawn(3))
-    u = s_u.random((int(world.attrs["arrivals"]), S))[:n_arr]
+    # Only the first n_arr arrivals are drawn: each stream is consumed arrival by arrival, so a truncated
+    # schedule is the prefix of the full one (and a world of a million arrivals costs a short run nothing).
+    u = s_u.random((n_arr, S))
     mode = str(world.attrs["arrival_mode"])
     if mode == "fixed":
         st = np.asarray(world["schedule_student"].values)[:n_arr]
         qu = np.asarray(world["schedule_question"].values)[:n_arr]
         return Schedule(st.astype(np.int64), qu.astype(np.int64), u)
     n_s = world.sizes["student"]
-    full = int(world.attrs["arrivals"])
     if mode == "uniform":
-        st = s_arr.integers(n_s, size=full)
+        st = s_arr.integers(n_s, size=n_arr)
     else:
-        st = s_arr.permutation(n_s)[:full]
+        st = s_arr.permutation(n_s)[:n_arr]
     _, table = topic_table(world)
     n_top = int(world.attrs["topics_per_session"])
-    qu = np.stack([table[s_top.choice(len(table), size=n_top, replace=False)].ravel() for _ in range(full)])
-    return Schedule(st[:n_arr].astype(np.int64), qu[:n_arr].astype(np.int64), u)
+    qu = np.stack([table[s_top.choice(len(table), size=n_top, replace=False)].ravel() for _ in range(n_arr)])
+    return Schedule(st.astype(np.int64), qu.astype(np.int64), u)
 
 
 def session_utilities(world: xr.Dataset, sched: Schedule) -> np.ndarray:

@@ -33,7 +33,7 @@ import re
 from pathlib import Path
 from typing import Iterator, NamedTuple
 
-from tdmodels.atomic_file import atomic_save
+from tdmodels.atomic_file import atomic_save, folder_problem
 
 ROW_SCHEMA = 3            # 3: every row carries what it played (pairs and clicks; online.verify)
 FAILED = "_failed"
@@ -166,6 +166,9 @@ class RunStore:
 
     def __init__(self, root: str | os.PathLike | None = None):
         self.root = store_root(root)
+        problem = folder_problem(self.root)
+        if problem:
+            raise StoreError(f"run store {self.root}: {problem}; give another with --store PATH")
 
     @staticmethod
     def _name(seed: int, arrivals: int | None) -> str:

@@ -52,6 +52,7 @@ from online.registry import PolicySpecError, make_policy, policy_spec, resolve
 from online.replay import ScoreUndefinedError, arrivals_limit, replay, replay_logged
 from online.store import CellKey, CorruptRowError, RunStore, StoreError, row_problem
 from online.verify import RowCheckError, click_log_problem, rescored
+from tdmodels.limits import MAX_SEED
 from tdmodels.rosters import open_world, world_file, world_name
 from tdmodels.world import WorldFormatError, read_world_file, validate_world, world_digest
 
@@ -110,20 +111,28 @@ class SweepInterrupted(KeyboardInterrupt):
 def _seed_ranges(text: str) -> list[tuple[int, int]]:
     out = []
     for part in str(text).split(","):
-        m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
+        m = re.fullmatch(r"\s*([0-9]{1,19})\s*(?:-\s*([0-9]{1,19})\s*)?", part)
         if not m or (m.group(2) is not None and int(m.group(2)) < int(m.group(1))):
-            raise ValueError(f"seed range {text!r}: cannot parse {part.strip()!r}; use e.g. 0-7 or 0-3,8,10-11 (non-negative)")
+            raise ValueError(f"seed range {text!r}: cannot parse {part.strip()[:40]!r}; use e.g. 0-7 or 0-3,8,10-11 "
+                             f"(non-negative)")
         lo = int(m.group(1))
-        out.append((lo, int(m.group(2) or lo)))
+        hi = int(m.group(2) or lo)
+        if hi > MAX_SEED:
+            raise ValueError(f"seed range {text[:60]!r}: seed {hi} is above {MAX_SEED} (seeds are stored as int64)")
+        out.append((lo, hi))
     return out
 
 
-def parse_seeds(text: str) -> list[int]:
-    """'0-7', '3', '0-3,8,10-11' -> sorted unique seeds; ValueError naming the bad part or a list over MAX_SEEDS."""
+def parse_seeds(text: str, limit: int = MAX_SEEDS, what: str = "in one sweep") -> list[int]:
+    """'0-7', '3', '0-3,8,10-11' -> sorted unique seeds; ValueError naming the bad part or a list over `limit`
+    (MAX_SEEDS for a sweep; commands that compute references per seed in one process allow fewer)."""
+    if not isinstance(text, str) or len(text) > 10_000:
+        raise ValueError(f"seed range {str(text)[:60]!r}: give a text such as 0-7 or 0-3,8,10-11 (at most 10,000 "
+                         f"characters)")
     ranges = _seed_ranges(text)
-    if sum(hi - lo + 1 for lo, hi in ranges) > MAX_SEEDS:
-        raise ValueError(f"seed range {text!r}: {sum(hi - lo + 1 for lo, hi in ranges):,} seeds; at most "
-                         f"{MAX_SEEDS:,} in one sweep")
+    if sum(hi - lo + 1 for lo, hi in ranges) > limit:
+        raise ValueError(f"seed range {text[:60]!r}: {sum(hi - lo + 1 for lo, hi in ranges):,} seeds; at most "
+                         f"{limit:,} {what}")
     seeds = set()
     for lo, hi in ranges:
         seeds.update(range(lo, hi + 1))

@@ -34,6 +34,28 @@ def check_output_path(path: str | os.PathLike) -> Path:
     return path
 
 
+def folder_problem(path: str | os.PathLike) -> str | None:
+    """What keeps `path` from being used as a folder (None if it is one, or does not exist yet): a file, a
+    device, a symlink loop, a regular file among its parents, no permission."""
+    path = Path(path)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except NotADirectoryError:
+        parent = next((p for p in path.parents if p.exists()), None)
+        return f"{parent} is a file, not a folder" if parent is not None else "not a folder"
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        return "is a file, not a folder" if stat.S_ISREG(st.st_mode) else "is a device or special file, not a folder"
+    if st is None:
+        for parent in path.parents:
+            if parent.exists():
+                return None if parent.is_dir() else f"{parent} is a file, not a folder"
+    return None
+
+
 def atomic_save(path: str | os.PathLike, write) -> Path:
     """Write a file so a kill leaves the old file or the whole new one: `write(tmp_path)` fills a
     temporary file in the same folder, which is fsynced and renamed over `path`. Only a regular file or a

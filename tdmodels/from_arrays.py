@@ -12,11 +12,14 @@ import xarray as xr
 
 from .bradley_terry import order_averaged
 from .portable_math import expit, standardise
-from .simulator import fit_click_scale
+from .simulator import BETA_SEARCH, fit_click_scale
+from .run_inputs import check_memory
+from .limits import MAX_ARRIVALS
 from .world import ARRIVAL_MODES, FORMAT_VERSION, WorldFormatError, check_name, validate_world
 
 DEFAULT_CLICK_SCALE = 11.0    # logits per unit of U: the real sample's pooled fit P ~ sigmoid(11 (U_a - U_b))
 DEFAULT_CLIP = 0.1            # the reference judge's probabilities lie in [0.1, 0.9]
+ARRAY_NAMES = ("utilities", "probs", "rater", "personas")
 
 
 def btl_probs(U: np.ndarray, beta: float = DEFAULT_CLICK_SCALE, clip: float = DEFAULT_CLIP) -> np.ndarray:
@@ -42,7 +45,83 @@ def _array(value, name: str, ndim: int) -> np.ndarray:
         raise WorldFormatError(f"{name}: values of type {arr.dtype}; expected numbers")
     if arr.ndim != ndim:
         raise WorldFormatError(f"{name}: {arr.ndim} dimensions {arr.shape}, expected {ndim}")
-    return arr.astype(float)
+    arr = arr.astype(float)
+    if not np.all(np.isfinite(arr)):
+        bad = tuple(int(i) for i in np.argwhere(~np.isfinite(arr))[0])
+        raise WorldFormatError(f"{name}: non-finite value {arr[bad]} at index {bad}"
+                               + (f" ({int((~np.isfinite(arr)).sum()):,} of {arr.size:,} values)" if arr.size > 1 else ""))
+    return arr
+
+
+def _npz_shapes(npz) -> dict:
+    """name -> (shape, dtype) of every array in an open .npz, read from the headers (no array is loaded)."""
+    out = {}
+    for key in npz.files:
+        with npz.zip.open(key + ".npy") as fh:
+            version = np.lib.format.read_magic(fh)
+            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, _, dtype = read(fh)
+        out[key] = (shape, dtype)
+    return out
+
+
+def read_arrays(path) -> dict:
+    """The arrays of a .npz file for `world_from_arrays`: 'utilities' and optionally 'probs', 'rater',
+    'personas'. Pickled objects are refused, and so is a file whose arrays (read from their headers,
+    before any is loaded) or the world they make would not fit in memory; WorldFormatError names the
+    problem."""
+    import zipfile
+
+    try:
+        npz = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as exc:
+        raise WorldFormatError(f"arrays {path}: not a readable .npz file ({type(exc).__name__}: {exc})") from None
+    if not isinstance(npz, np.lib.npyio.NpzFile):
+        raise WorldFormatError(f"arrays {path}: a single array (.npy), not a .npz file of named arrays; save with "
+                               f"numpy.savez(path, utilities=U[, probs=P, rater=G, personas=names])")
+    with npz:
+        try:
+            shapes = _npz_shapes(npz)
+        except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
+            raise WorldFormatError(f"arrays {path}: not a readable .npz file ({type(exc).__name__}: {exc})") from None
+        unknown = sorted(set(shapes) - set(ARRAY_NAMES))
+        if "utilities" not in shapes or unknown:
+            raise WorldFormatError(f"arrays {path}: needs 'utilities' [students, questions, K], optionally 'probs', "
+                                   f"'rater', 'personas'" + (f"; unknown: {', '.join(unknown)}" if unknown else ""))
+        stored = sum(int(np.prod(sh, dtype=np.float64)) * dt.itemsize for sh, dt in shapes.values())
+        u = shapes["utilities"][0]
+        made = _world_bytes(*u) if len(u) == 3 else 0
+        check_memory(stored + made, f"arrays {path}: the arrays ({stored / 2**30:.2f} GiB) and the world they make "
+                                    f"({made / 2**30:.2f} GiB)")
+        try:
+            return {k: npz[k] for k in npz.files}
+        except (OSError, ValueError, zipfile.BadZipFile) as exc:
+            raise WorldFormatError(f"arrays {path}: not a readable .npz file ({type(exc).__name__}: {exc})") from None
+
+
+def _world_bytes(n_s: int, n_q: int, K: int) -> int:
+    """About what building and validating a world of this size allocates: P [n_s, n_q, K, K] and its
+    temporaries, U, features."""
+    return int(8 * (4 * n_s * n_q * K * K + 3 * n_s * n_q * K + n_q * K * (K + 1)))
+
+
+def _fitted_scale(P: np.ndarray, U: np.ndarray) -> float:
+    """The click scale fitted to a given P, refusing P that runs against U or barely depends on it."""
+    K = U.shape[-1]
+    iu, ju = np.triu_indices(K, 1)
+    pbar = order_averaged(P)
+    du, dp = (U[..., iu] - U[..., ju]).ravel(), (pbar[..., iu, ju] - 0.5).ravel()
+    if not np.sum(du * dp) > 0:
+        raise WorldFormatError("probs: P falls as U rises (sum over pairs of (P_ij - 1/2)(U_i - U_j) is "
+                               f"{np.sum(du * dp):.3g}); probs[s, q, i, j] must be P(the first shown, i, wins), "
+                               "rising with U_i - U_j. Check the order of the last two axes")
+    beta = fit_click_scale(pbar, U)
+    lo, hi = BETA_SEARCH
+    if not lo * 1.01 < beta < hi * 0.99:
+        raise WorldFormatError(f"probs: the click scale fitted to P, {beta:.3g} logits per unit of U, is at the edge "
+                               f"of its search range [{lo:g}, {hi:g}] (P hardly follows U, or follows it as a step); "
+                               f"give beta explicitly")
+    return beta
 
 
 def world_from_arrays(utilities, probs=None, *, name: str = "mine", rater=None, personas=None,
@@ -84,8 +163,17 @@ def world_from_arrays(utilities, probs=None, *, name: str = "mine", rater=None, 
         A world in the on-disk format, validated.
     """
     check_name(name)
+    if not isinstance(held_out, (bool, np.bool_)):
+        raise WorldFormatError(f"held_out {held_out!r}: must be True or False")
     U = _array(utilities, "utilities", 3)
     n_s, n_q, K = U.shape
+    if n_s < 1 or n_q < 1 or K < 3:
+        raise WorldFormatError(f"utilities: shape {U.shape} is {n_s} students x {n_q} questions x {K} personas; a "
+                               f"world needs at least 1 student, 1 question and 3 personas")
+    if np.any((U < 0) | (U > 1)):
+        bad = tuple(int(i) for i in np.argwhere((U < 0) | (U > 1))[0])
+        raise WorldFormatError(f"utilities: value {U[bad]} at index {bad} outside [0, 1]")
+    check_memory(_world_bytes(n_s, n_q, K), f"a world of {n_s:,} students x {n_q:,} questions x {K:,} personas")
     if probs is None:
         P = btl_probs(U, DEFAULT_CLICK_SCALE if beta is None else float(beta), clip)
         click_model = f"btl beta={DEFAULT_CLICK_SCALE if beta is None else float(beta)} clip={clip}"
@@ -96,8 +184,10 @@ def world_from_arrays(utilities, probs=None, *, name: str = "mine", rater=None, 
         P = P.copy()
         P[..., np.arange(K), np.arange(K)] = 0.5
         click_model = "given"
-    if beta is None:
-        beta = fit_click_scale(order_averaged(P), U) if probs is not None else DEFAULT_CLICK_SCALE
+    if beta is None and probs is not None:
+        beta = _fitted_scale(P, U)
+    elif beta is None:
+        beta = DEFAULT_CLICK_SCALE
     if personas is None:
         personas = [f"P{k}" for k in range(K)]
     personas = [str(p) for p in personas]
@@ -106,14 +196,16 @@ def world_from_arrays(utilities, probs=None, *, name: str = "mine", rater=None, 
     if arrival_mode not in ARRIVAL_MODES[:2]:
         raise WorldFormatError(f"arrival_mode {arrival_mode!r}: use 'uniform' or 'distinct'")
     if arrivals is not None and (isinstance(arrivals, bool) or not isinstance(arrivals, (int, np.integer))
-                                 or arrivals < 1):
-        raise WorldFormatError(f"arrivals {arrivals!r}: must be a positive integer")
+                                 or not 1 <= arrivals <= MAX_ARRIVALS):
+        raise WorldFormatError(f"arrivals {arrivals!r}: must be an integer in [1, {MAX_ARRIVALS:,}]")
     if isinstance(session_length, bool) or not isinstance(session_length, (int, np.integer)) \
             or not 1 <= session_length <= n_q:
         raise WorldFormatError(f"session_length {session_length!r}: must be an integer in 1..{n_q} (the questions)")
-    g = np.zeros((n_q, K)) if rater is None else standardise(_array(rater, "rater", 2))
+    g = np.zeros((n_q, K)) if rater is None else _array(rater, "rater", 2)
     if g.shape != (n_q, K):
         raise WorldFormatError(f"rater: shape {g.shape}, expected {(n_q, K)}")
+    if rater is not None:
+        g = standardise(g)
     features = np.concatenate([np.broadcast_to(np.eye(K), (n_q, K, K)), g[:, :, None]], axis=2)
     ds = xr.Dataset(
         {

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import xarray as xr
 
+from .atomic_file import folder_problem
 from .simulator import ROSTERS, build_roster
 from .simulator_params import DEFAULT_PARAMS, SimulatorParams, generator_version
 from .world import WorldFormatError, check_name, load_world, save_world
@@ -28,8 +29,14 @@ class HeldOutError(PermissionError):
 
 
 def worlds_dir(path: str | os.PathLike | None = None) -> Path:
-    """The world files folder: `path`, else $TUTORDUEL_WORLDS, else ./worlds."""
-    return Path(path or os.environ.get("TUTORDUEL_WORLDS") or "worlds")
+    """The world files folder: `path`, else $TUTORDUEL_WORLDS, else ./worlds; WorldFormatError where that
+    path exists and is not a folder (a file, a device, a symlink loop)."""
+    folder = Path(path or os.environ.get("TUTORDUEL_WORLDS") or "worlds")
+    problem = folder_problem(folder)
+    if problem:
+        where = "--worlds" if path else ("$TUTORDUEL_WORLDS" if os.environ.get("TUTORDUEL_WORLDS") else "./worlds")
+        raise WorldFormatError(f"worlds folder {folder} ({where}): {problem}")
+    return folder
 
 
 def is_path(name: str) -> bool:

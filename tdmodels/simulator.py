@@ -98,13 +98,16 @@ def build_questions(topics, rng):
                 cue=np.array(cue, dtype=np.int64), text=np.array(text), demand=np.stack(demand))
 
 
+BETA_SEARCH = (0.1, 50.0)     # the interval the click scale is fitted in
+
+
 def fit_click_scale(pbar: np.ndarray, U: np.ndarray) -> float:
     """beta: logits per unit of utility, least squares of pbar ~ sigmoid(beta (U_a - U_b)), a < b."""
     K = U.shape[-1]
     iu, ju = np.triu_indices(K, 1)
     du = (U[..., iu] - U[..., ju]).ravel()
     p = pbar[..., iu, ju].ravel()
-    res = minimize_scalar(lambda b: np.mean(np.square(expit(b * du) - p)), bounds=(0.1, 50.0), method="bounded")
+    res = minimize_scalar(lambda b: np.mean(np.square(expit(b * du) - p)), bounds=BETA_SEARCH, method="bounded")
     return float(res.x)
 
 

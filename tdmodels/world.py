@@ -30,6 +30,7 @@ import numpy as np
 import xarray as xr
 
 from tdmodels.atomic_file import atomic_save
+from tdmodels.limits import MAX_ARRIVALS, MAX_BANK, MAX_SESSION
 
 KINDS = ("definition", "computation", "why")
 FORMAT_VERSION = 1
@@ -46,10 +47,11 @@ REQUIRED_ATTRS = {
     "bank_size": int,
     "format_version": int,
 }
-# Smallest value of each integer attribute (held_out and rater_available are flags: 0 or 1).
-_ATTR_MIN = {"arrivals": 1, "topics_per_session": 1, "chains_per_topic": 1, "questions_per_chain": 1, "bank_size": 1,
-             "held_out": 0, "rater_available": 0, "format_version": 0}
-_FLAGS = ("held_out", "rater_available")
+# Range of each integer attribute (held_out and rater_available are flags: 0 or 1). The upper ends
+# bound the work a world file can ask for: a run's arrays are arrivals x session length.
+_ATTR_RANGE = {"arrivals": (1, MAX_ARRIVALS), "topics_per_session": (1, MAX_SESSION),
+               "chains_per_topic": (1, MAX_SESSION), "questions_per_chain": (1, MAX_SESSION), "bank_size": (1, MAX_BANK),
+               "held_out": (0, 1), "rater_available": (0, 1), "format_version": (0, 1_000)}
 ARRIVAL_MODES = ("uniform", "distinct", "fixed")
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 RATER_TOL = 1e-6      # the rater column is centred over personas with unit sd, to this tolerance
@@ -98,9 +100,10 @@ def _check_attrs(ds, source):
         elif typ is int:
             if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
                 _fail(source, f"attrs.{key}", f"not an integer: {value!r}")
-            if int(value) < _ATTR_MIN[key] or (key in _FLAGS and int(value) > 1):
-                allowed = "0 or 1" if key in _FLAGS else f"an integer >= {_ATTR_MIN[key]}"
-                _fail(source, f"attrs.{key}", f"{int(value)}; expected {allowed}")
+            lo, hi = _ATTR_RANGE[key]
+            if not lo <= int(value) <= hi:
+                allowed = "0 or 1" if hi == 1 else f"an integer in [{lo:,}, {hi:,}]"
+                _fail(source, f"attrs.{key}", f"{int(value):,}; expected {allowed}")
         else:
             if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
                 _fail(source, f"attrs.{key}", f"not a number: {value!r}")
@@ -159,18 +162,18 @@ def validate_world(ds: xr.Dataset, source: str = "<memory>") -> xr.Dataset:
 
     reach = reachable_cells(ds, source)
     off = ~np.eye(K, dtype=bool)
-    p_reach = probs[reach][:, off]
-    if not np.all(np.isfinite(p_reach)):
-        _fail(source, "probs", "NaN or infinite value in a reachable (student, question) cell")
-    if np.any((p_reach <= 0) | (p_reach >= 1)):
-        v = p_reach[(p_reach <= 0) | (p_reach >= 1)][0]
-        _fail(source, "probs", f"probability {v} outside the open interval (0, 1)")
     u_reach = utils[reach]
     if not np.all(np.isfinite(u_reach)):
         _fail(source, "utilities", "NaN or infinite value in a reachable (student, question) cell")
     if np.any((u_reach < 0) | (u_reach > 1)):
         v = u_reach[(u_reach < 0) | (u_reach > 1)][0]
         _fail(source, "utilities", f"utility {v} outside [0, 1]")
+    p_reach = probs[reach][:, off]
+    if not np.all(np.isfinite(p_reach)):
+        _fail(source, "probs", "NaN or infinite value in a reachable (student, question) cell")
+    if np.any((p_reach <= 0) | (p_reach >= 1)):
+        v = p_reach[(p_reach <= 0) | (p_reach >= 1)][0]
+        _fail(source, "probs", f"probability {v} outside the open interval (0, 1)")
     if np.all(u_reach.max(-1) == u_reach.min(-1)):
         _fail(source, "utilities", "every reachable (student, question) cell has equal utilities for all personas: "
                                    "random pairs reach the floor and the score is undefined")
@@ -212,6 +215,9 @@ def _validate_metadata(ds, n_q, n_s, source):
     for name in ("student_profile", "student_traits", "student_quirks"):
         _require_var(ds, name, ("student",), source)
     if str(ds.attrs["arrival_mode"]) != "fixed":
+        if session_length(ds) > MAX_SESSION:
+            _fail(source, "attrs.topics_per_session", f"sessions of {session_length(ds):,} questions (topics_per_session"
+                                                      f" x chains_per_topic x questions_per_chain); at most {MAX_SESSION:,}")
         per = int(ds.attrs["chains_per_topic"]) * int(ds.attrs["questions_per_chain"])
         topics = np.asarray(ds["question_topic"].values).astype(str)
         uniq, counts = np.unique(topics, return_counts=True)
@@ -232,8 +238,13 @@ def reachable_cells(ds: xr.Dataset, source: str = "<memory>") -> np.ndarray:
         return np.ones((n_s, n_q), dtype=bool)
     st = _require_var(ds, "schedule_student", ("arrival",), source)
     qu = _require_var(ds, "schedule_question", ("arrival", "round"), source)
-    if qu.shape[0] != int(ds.attrs["arrivals"]):
+    for name, v in (("schedule_student", st), ("schedule_question", qu)):
+        if v.dtype.kind not in "iu":
+            _fail(source, name, f"values of type {v.dtype}; expected integer indices")
+    if qu.shape[0] != int(ds.attrs["arrivals"]) or st.shape[0] != int(ds.attrs["arrivals"]):
         _fail(source, "schedule_question", f"{qu.shape[0]} arrivals, attrs say {ds.attrs['arrivals']}")
+    if not 1 <= qu.shape[1] <= MAX_SESSION:
+        _fail(source, "schedule_question", f"{qu.shape[1]} rounds per session; expected 1 to {MAX_SESSION:,}")
     if st.min() < 0 or st.max() >= n_s or qu.min() < 0 or qu.max() >= n_q:
         _fail(source, "schedule_student/schedule_question", "index out of range")
     reach = np.zeros((n_s, n_q), dtype=bool)

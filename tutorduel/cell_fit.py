@@ -96,7 +96,7 @@ def fit_cell(world, seed: int, spec: str, model: str, store: RunStore, prior: st
         raise ValueError(f"unknown model {model!r}; choose from {', '.join(MODELS)}")
     if prior not in PRIORS:
         raise ValueError(f"unknown prior {prior!r}; choose from {', '.join(PRIORS)}")
-    for what, v, lo in (("chains", chains, 1), ("warmup", warmup, 1), ("draws", draws, 1), ("seed", seed, 0),
+    for what, v, lo in (("chains", chains, 2), ("warmup", warmup, 1), ("draws", draws, 1), ("seed", seed, 0),
                         ("thin", thin, 1), ("jobs", jobs, 1)):
         if v is None and what in ("warmup", "draws"):
             continue
@@ -104,6 +104,10 @@ def fit_cell(world, seed: int, spec: str, model: str, store: RunStore, prior: st
             raise ValueError(f"--{what} {v!r}: must be an integer >= {lo}")
     if model != "population" and (sampler != "gibbs" or thin != 1):
         raise ValueError("--sampler and --thin apply to --model population only")
+    if sampler not in ("gibbs", "nuts"):
+        raise ValueError(f"--sampler {sampler!r}: choose gibbs or nuts")
+    if sampler == "nuts" and thin != 1:
+        raise ValueError(f"--thin {thin}: thinning applies to the Gibbs sampler; NUTS keeps every draw")
     if max_minutes is not None and (isinstance(max_minutes, bool) or not isinstance(max_minutes, (int, float))
                                     or not np.isfinite(max_minutes) or max_minutes < 0):
         raise ValueError(f"--max-minutes {max_minutes!r}: must be a finite number >= 0")

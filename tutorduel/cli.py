@@ -6,6 +6,9 @@ import os
 import sys
 from pathlib import Path
 
+from tutorduel.arg_types import (MAX_DRAWS, MAX_JOBS, MAX_MINUTES, MAX_RESAMPLES, arrivals_int, chains_int, file_arg,
+                                 float_in, folder_arg, int_in, seed_int)
+from tdmodels.limits import MAX_ARRIVALS, MAX_REFERENCE_SEEDS, MAX_SESSION
 from tutorduel.errors import CLIError
 from tutorduel.prefdisco_commands import add_prefdisco_parsers
 
@@ -13,22 +16,7 @@ DEFAULT_POLICIES = "random,no-transfer"
 WORLD_HELP = "a roster or world name (in --worlds DIR) or a path to a world .nc file"
 
 
-def _number(kind, lo, strict):
-    """An argparse type: `kind` (int or float), finite, > lo (strict) or >= lo."""
-    def parse(text):
-        try:
-            v = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
-        if v != v or v in (float("inf"), float("-inf")) or (v <= lo if strict else v < lo):
-            raise argparse.ArgumentTypeError(f"{text!r}: must be {'>' if strict else '>='} {lo}")
-        return v
-    parse.__name__ = kind.__name__
-    return parse
 
-
-positive_int, natural_int, positive_float = _number(int, 0, True), _number(int, 0, False), _number(float, 0, True)
-natural_float = _number(float, 0, False)
 
 
 def _common(p, store=True):
@@ -41,7 +29,7 @@ def _common(p, store=True):
 def _dask_options(p):
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run the cells on this Dask cluster (the client "
                    "alone writes the store; workers need tutorduel installed, not the worlds)")
-    p.add_argument("--dask-workers", type=positive_int, metavar="N", help="start a Dask LocalCluster of N worker processes")
+    p.add_argument("--dask-workers", type=int_in(1, MAX_JOBS), metavar="N", help="start a Dask LocalCluster of N worker processes")
 
 
 def cmd_replay(a) -> int:
@@ -358,7 +346,7 @@ def _describe(a) -> int:
     from tdmodels.world import world_digest
 
     world = open_world(a.name, allow_test=a.allow_test, directory=a.worlds)
-    seeds = parse_seeds(a.seeds)
+    seeds = parse_seeds(a.seeds, MAX_REFERENCE_SEEDS, "for the reference rows one command computes")
     print(f"world {world_name(a.name)} (roster {world.attrs['roster']}, content digest {world_digest(world)}): "
           f"{world.attrs.get('description', '')}")
     print(f"{world.sizes['student']} students, {world.sizes['question']} questions, {world.attrs['arrivals']} arrivals, "
@@ -466,7 +454,7 @@ def _targets(a) -> int:
         print("note: held-out rosters left out (pass --allow-test for their world-level rows; fitting worlds to "
               "them is not tuning a policy, but reading them is evaluation)")
     worlds = {r: open_world(r, allow_test=a.allow_test, directory=a.worlds) for r in rosters}
-    targets = world_targets(worlds, parse_seeds(a.seeds))
+    targets = world_targets(worlds, parse_seeds(a.seeds, MAX_REFERENCE_SEEDS, "for the reference rows one command computes"))
     if world_file("sample", a.worlds).exists():
         against = SAMPLE_ROSTER if SAMPLE_ROSTER in worlds else rosters[0]
         if against != SAMPLE_ROSTER:
@@ -480,25 +468,15 @@ def _targets(a) -> int:
 
 
 def _from_arrays(a) -> int:
-    import numpy as np
-
-    from tdmodels.from_arrays import world_from_arrays
+    from tdmodels.from_arrays import read_arrays, world_from_arrays
     from tdmodels.rosters import world_file
     from tdmodels.simulator import ROSTERS
-    from tdmodels.world import WorldFormatError, check_name, save_world
+    from tdmodels.world import check_name, save_world
 
     check_name(a.name)
     if a.name in ROSTERS:
         raise CLIError(f"--name {a.name!r} is a simulated roster's name; choose another")
-    try:
-        with np.load(a.path, allow_pickle=False) as npz:
-            arrays = {k: npz[k] for k in npz.files}
-    except (OSError, ValueError, EOFError) as exc:
-        raise WorldFormatError(f"arrays {a.path}: not a readable .npz file ({type(exc).__name__}: {exc})") from None
-    unknown = sorted(set(arrays) - {"utilities", "probs", "rater", "personas"})
-    if "utilities" not in arrays or unknown:
-        raise WorldFormatError(f"arrays {a.path}: needs 'utilities' [students, questions, K], optionally 'probs', "
-                               f"'rater', 'personas'" + (f"; unknown: {', '.join(unknown)}" if unknown else ""))
+    arrays = read_arrays(a.path)
     target = world_file(a.name, a.worlds)
     if target.exists() and not a.force:
         raise CLIError(f"world file {target} exists; pass --force to replace it")
@@ -745,42 +723,49 @@ def cmd_verify(a) -> int:
 
 
 def _sweep_options(p):
-    p.add_argument("--jobs", type=positive_int, default=1, help="local worker processes (default 1)")
-    p.add_argument("--cell-timeout", type=positive_float, metavar="SECONDS",
+    p.add_argument("--jobs", type=int_in(1, MAX_JOBS), default=1, help="local worker processes (default 1)")
+    p.add_argument("--cell-timeout", type=float_in(0, 7 * 24 * 3600, lo_open=True), metavar="SECONDS",
                    help="stop and fail a cell that runs longer than this (default: no limit)")
-    p.add_argument("--yes", action="store_true", help=f"run a sweep of more than 10,000 cells")
+    p.add_argument("--yes", action="store_true", help="run a sweep of more than 10,000 cells")
     _dask_options(p)
 
 
 def _fit_options(p, what):
     p.add_argument("--world", default="dev", help=f"{WORLD_HELP} (default: dev)")
-    p.add_argument("--seed", type=natural_int, default=0)
-    p.add_argument("--arrivals", type=positive_int, help=f"{what} the run truncated to its first N arrivals")
-    p.add_argument("--users", type=positive_int, help=f"{what} only the first N users of the run")
-    p.add_argument("--chains", type=positive_int, default=4, help="chains (at least 2 for R-hat; default 4)")
-    p.add_argument("--warmup", type=positive_int,
+    p.add_argument("--seed", type=seed_int, default=0)
+    p.add_argument("--arrivals", type=arrivals_int, help=f"{what} the run truncated to its first N arrivals")
+    p.add_argument("--users", type=arrivals_int, help=f"{what} only the first N users of the run")
+    p.add_argument("--chains", type=chains_int, default=4, help="chains (at least 2 for R-hat; default 4)")
+    p.add_argument("--warmup", type=int_in(1, MAX_DRAWS),
                    help="warm-up iterations per chain (default: NUTS 1000; the population model's Gibbs sweeps 2000)")
-    p.add_argument("--draws", type=positive_int,
+    p.add_argument("--draws", type=int_in(1, MAX_DRAWS),
                    help="draws kept per chain (default: NUTS 1000; the population model's Gibbs sampler 2000)")
 
 
 def _page_options(p, out):
     p.add_argument("--world", help=f"{WORLD_HELP} (default: the real sample if imported, else dev)")
-    p.add_argument("--seed", type=natural_int, default=0, help="the run's seed: schedule and click draws (default 0)")
-    p.add_argument("--out", default=out, help=f"the page to write (default {out})")
+    p.add_argument("--seed", type=seed_int, default=0, help="the run's seed: schedule and click draws (default 0)")
+    p.add_argument("--out", default=out, type=file_arg, help=f"the page to write (default {out})")
     _common(p, store=False)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with a bad argument reported on one line (what and where, and where to read more), exit 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
-    ap = argparse.ArgumentParser(prog="tutorduel", description="TutorDuel benchmark: worlds, replays, statistics")
+    ap = Parser(prog="tutorduel", description="TutorDuel benchmark: worlds, replays, statistics")
     sub = ap.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("replay", help="run policies over seeds on a roster and store one row per run")
     p.add_argument("--world", default="dev", help=f"{WORLD_HELP}; several comma-separated (default: dev)")
     p.add_argument("--seeds", default="0-3", help="e.g. 0-7 or 0-3,8 (default: 0-3)")
     p.add_argument("--policies", default=DEFAULT_POLICIES, help=f"comma-separated policy specs (default: {DEFAULT_POLICIES})")
-    p.add_argument("--arrivals", type=positive_int, help="truncate each run to the first N arrivals (quick checks)")
+    p.add_argument("--arrivals", type=arrivals_int, help="truncate each run to the first N arrivals (quick checks)")
     p.add_argument("--keep-clicks", action="store_true", help="also store each run's click log (for tutorduel fit)")
     _sweep_options(p)
     _common(p)
@@ -789,9 +774,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("stats", help="score and excess regret, mean ± s.e. over seeds, with reference rows")
     p.add_argument("--world", default="dev", help=f"{WORLD_HELP}; several comma-separated (default: dev)")
     p.add_argument("--against", metavar="SPEC", help="also print paired excess-regret reductions against this policy")
-    p.add_argument("--arrivals", type=positive_int, help="show the runs truncated to the first N arrivals (default: "
+    p.add_argument("--arrivals", type=arrivals_int, help="show the runs truncated to the first N arrivals (default: "
                                                          "full runs)")
-    p.add_argument("--curves", metavar="DIR", help="write the learning curves (centred 25-arrival means, 95%% bands) "
+    p.add_argument("--curves", metavar="DIR", type=folder_arg, help="write the learning curves (centred 25-arrival means, 95%% bands) "
                                                    "as DIR/curves-WORLD.png")
     p.add_argument("--any-code", action="store_true", help="also show rows run on other code versions of a policy, "
                                                            "each version as its own line")
@@ -807,7 +792,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seeds", help="seed range for every roster (default: the paper's counts, 32 or 64)")
     p.add_argument("--policies", help="comma-separated specs (default: CODuel, no-transfer and the seven competitors, "
                                       "random)")
-    p.add_argument("--out", default="leaderboard", help="folder for leaderboard.md, leaderboard.html and the curves")
+    p.add_argument("--out", default="leaderboard", type=folder_arg, help="folder for leaderboard.md, leaderboard.html and the curves")
     _sweep_options(p)
     _common(p)
     p.set_defaults(fn=cmd_leaderboard)
@@ -830,23 +815,23 @@ def build_parser() -> argparse.ArgumentParser:
     q = wsub.add_parser("targets", help="the published world-level rows and the real sample's statistics (95%% bootstrap "
                         "intervals) against our rosters")
     q.add_argument("--seeds", default="0-3", help="seeds behind our reference rows (default 0-3)")
-    q.add_argument("--bootstrap", type=positive_int, default=2000, help="bootstrap resamples of the sample's sessions")
+    q.add_argument("--bootstrap", type=int_in(1, MAX_RESAMPLES), default=2000, help="bootstrap resamples of the sample's sessions")
     _common(q, store=False)
     q.set_defaults(fn=cmd_worlds, action="targets")
     q = wsub.add_parser("calibrate", help="fit the simulator's parameters to the published world-level rows and the "
                         "real sample's statistics (emulator-based Bayesian calibration); writes posterior.nc, "
                         "simulator.json and report.html")
-    q.add_argument("--out", default="calibration", help="output folder (default ./calibration)")
-    q.add_argument("--simulations", type=positive_int, default=640, help="design simulations (default 640)")
-    q.add_argument("--waves", type=positive_int, default=2, help="emulator waves (default 2)")
-    q.add_argument("--wave-size", type=positive_int, default=64, help="simulations at each wave's posterior draws")
+    q.add_argument("--out", default="calibration", type=folder_arg, help="output folder (default ./calibration)")
+    q.add_argument("--simulations", type=int_in(1, MAX_RESAMPLES), default=640, help="design simulations (default 640)")
+    q.add_argument("--waves", type=int_in(1, 100), default=2, help="emulator waves (default 2)")
+    q.add_argument("--wave-size", type=int_in(1, MAX_RESAMPLES), default=64, help="simulations at each wave's posterior draws")
     q.add_argument("--emulator", choices=["gp", "quadratic"], default="gp",
                    help="Gaussian process on a linear mean (default) or quadratic ridge regression")
-    q.add_argument("--chains", type=positive_int, default=4)
-    q.add_argument("--draws", type=positive_int, default=500, help="NUTS draws (and warmup) per chain (default 500)")
-    q.add_argument("--jobs", type=positive_int, default=2, help="simulation processes (default 2)")
-    q.add_argument("--seed", type=natural_int, default=0)
-    q.add_argument("--bootstrap", type=positive_int, default=2000, help="bootstrap resamples of the sample's sessions")
+    q.add_argument("--chains", type=chains_int, default=4, help="NUTS chains on the emulator (at least 2; default 4)")
+    q.add_argument("--draws", type=int_in(1, MAX_DRAWS), default=500, help="NUTS draws (and warmup) per chain (default 500)")
+    q.add_argument("--jobs", type=int_in(1, MAX_JOBS), default=2, help="simulation processes (default 2)")
+    q.add_argument("--seed", type=seed_int, default=0)
+    q.add_argument("--bootstrap", type=int_in(1, MAX_RESAMPLES), default=2000, help="bootstrap resamples of the sample's sessions")
     _common(q, store=False)
     q.set_defaults(fn=cmd_worlds, action="calibrate")
     q = wsub.add_parser("import-sample")
@@ -857,10 +842,10 @@ def build_parser() -> argparse.ArgumentParser:
                                            "'rater' [questions, K], 'personas' [K]")
     q.add_argument("path", help="the .npz file")
     q.add_argument("--name", required=True, help="the new world's name (written to --worlds DIR/NAME.nc)")
-    q.add_argument("--beta", type=positive_float, help="click scale: the BTL click model's when 'probs' is absent "
+    q.add_argument("--beta", type=float_in(0, 1000, lo_open=True), help="click scale: the BTL click model's when 'probs' is absent "
                                                        "(default 11), else fitted to the given P")
-    q.add_argument("--arrivals", type=positive_int, help="arrivals per run (default: the number of students)")
-    q.add_argument("--session-length", type=positive_int, default=24, help="questions per session (default 24)")
+    q.add_argument("--arrivals", type=arrivals_int, help="arrivals per run (default: the number of students)")
+    q.add_argument("--session-length", type=int_in(1, MAX_SESSION), default=24, help="questions per session (default 24)")
     q.add_argument("--arrival-mode", choices=["uniform", "distinct"], default="uniform",
                    help="students drawn with replacement (uniform, default) or each at most once (distinct)")
     q.add_argument("--force", action="store_true", help="replace an existing world file of that name")
@@ -877,12 +862,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sampler", default="gibbs", choices=["gibbs", "nuts"],
                    help="population model: the collapsed Gibbs sampler with split-merge moves (default; the exact "
                         "reference) or NUTS on the marginalised mixture (does not converge; for comparison)")
-    p.add_argument("--thin", type=positive_int, default=1, help="population model, Gibbs: sweeps per stored draw")
-    p.add_argument("--max-minutes", type=natural_float, default=30.0,
+    p.add_argument("--thin", type=int_in(1, 10_000), default=1, help="population model, Gibbs: sweeps per stored draw")
+    p.add_argument("--max-minutes", type=float_in(0, MAX_MINUTES), default=30.0,
                    help="population model, Gibbs: run the chains on in rounds (each extends them by what the "
                         "diagnostics' shortfall asks, keeping the draws so far) until every label-invariant diagnostic "
                         "passes or this many minutes are spent (default 30; 0: one run of --warmup + --draws x --thin)")
-    p.add_argument("--jobs", type=positive_int, default=min(4, os.cpu_count() or 1),
+    p.add_argument("--jobs", type=int_in(1, MAX_JOBS), default=min(4, os.cpu_count() or 1),
                    help="population model, Gibbs: worker processes for the chains (default: the cores, at most 4)")
     _common(p)
     p.set_defaults(fn=cmd_fit)
@@ -891,18 +876,18 @@ def build_parser() -> argparse.ArgumentParser:
     _fit_options(p, "validate")
     p.add_argument("--policy", default="coduel", help="a policy that records its beliefs (default: coduel)")
     p.add_argument("--rounds", help="also check the beliefs after these many clicks, e.g. 6,12 (a NUTS fit each)")
-    p.add_argument("--holdout", type=natural_int, default=0,
+    p.add_argument("--holdout", type=int_in(0, MAX_ARRIVALS), default=0,
                    help="also score the population prior on the run's last N arrivals (log predictive of their clicks)")
     p.add_argument("--population-reference", action="store_true",
                    help="with --holdout: also fit the hierarchical population model's exact reference (the Gibbs "
                         "sampler) on the other arrivals and compare batch EM and the online prior with it (density at "
                         "test points, held-out clicks, co-clustering, components, first pairs)")
-    p.add_argument("--reference-warmup", type=positive_int, help="the population reference's warm-up sweeps")
-    p.add_argument("--reference-draws", type=positive_int, help="the population reference's draws per chain")
-    p.add_argument("--reference-thin", type=positive_int, default=1, help="the population reference's thinning")
-    p.add_argument("--reference-minutes", type=natural_float, default=30.0,
+    p.add_argument("--reference-warmup", type=int_in(1, MAX_DRAWS), help="the population reference's warm-up sweeps")
+    p.add_argument("--reference-draws", type=int_in(1, MAX_DRAWS), help="the population reference's draws per chain")
+    p.add_argument("--reference-thin", type=int_in(1, 10_000), default=1, help="the population reference's thinning")
+    p.add_argument("--reference-minutes", type=float_in(0, MAX_MINUTES), default=30.0,
                    help="the population reference runs until healthy or this many minutes (0: one fixed run)")
-    p.add_argument("--jobs", type=positive_int, default=min(4, os.cpu_count() or 1),
+    p.add_argument("--jobs", type=int_in(1, MAX_JOBS), default=min(4, os.cpu_count() or 1),
                    help="worker processes for the population reference's chains")
     _common(p)
     p.set_defaults(fn=cmd_validate)
@@ -911,20 +896,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("play", help="be the policy: a self-contained page (or --terminal) to play one student's session")
     _page_options(p, "play.html")
-    p.add_argument("--sessions", type=positive_int, default=48, help="arrivals the page offers (default 48)")
-    p.add_argument("--arrival", type=positive_int, default=1, help="with --terminal: which arrival to play (default 1)")
+    p.add_argument("--sessions", type=int_in(1, 10_000), default=48, help="arrivals the page offers (default 48)")
+    p.add_argument("--arrival", type=int_in(1, 10_000), default=1, help="with --terminal: which arrival to play (default 1)")
     p.add_argument("--terminal", action="store_true", help="play at the prompt instead of writing a page")
     p.add_argument("--no-compare", action="store_true", help="leave out no-transfer's and CODuel's figures (no replays)")
     p.set_defaults(fn=cmd_play)
 
     p = sub.add_parser("watch", help="watch CODuel learn: a self-contained page stepping through a recorded run")
     _page_options(p, "watch.html")
-    p.add_argument("--arrivals", type=positive_int, default=100, help="arrivals to record (default 100)")
-    p.add_argument("--curve-seeds", type=positive_int, default=4, help="full runs behind the learning curve's band (default 4)")
+    p.add_argument("--arrivals", type=int_in(1, 10_000), default=100, help="arrivals to record (default 100)")
+    p.add_argument("--curve-seeds", type=int_in(1, 1_000), default=4, help="full runs behind the learning curve's band (default 4)")
     p.set_defaults(fn=cmd_watch)
 
     p = sub.add_parser("export", help="export stored rows that verify to .csv or .parquet")
-    p.add_argument("path")
+    p.add_argument("path", type=file_arg)
     p.add_argument("--world", help=f"only this world's rows: {WORLD_HELP}")
     _common(p)
     p.set_defaults(fn=cmd_export)

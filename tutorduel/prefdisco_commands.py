@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tdmodels.limits import MAX_REFERENCE_SEEDS
+from tutorduel.arg_types import MAX_DRAWS, MAX_JOBS, float_in, folder_arg, int_in
 from tutorduel.errors import CLIError
 
 
@@ -13,7 +15,7 @@ def cmd_prefdisco(a) -> int:
     from online.sweep import parse_seeds
     from tdmodels.prefdisco_world import DOMAINS
 
-    seeds = parse_seeds(a.seeds)
+    seeds = parse_seeds(a.seeds, MAX_REFERENCE_SEEDS, "of the runs one command computes (no store)")
     policies = [p.strip() for p in a.policies.split(",")] if a.policies else list(POLICIES)
     bad = [p for p in policies if p not in POLICIES]
     if bad:
@@ -101,7 +103,7 @@ def cmd_combined(a) -> int:
         make_policy(s)
     if a.answer_noise < 0:
         raise CLIError("--answer-noise must be >= 0")
-    seeds = parse_seeds(a.seeds)
+    seeds = parse_seeds(a.seeds, MAX_REFERENCE_SEEDS, "of the runs one command computes (no store)")
     tasks = [(a.world, s, specs, a.arrivals, a.answer_noise, a.allow_test, a.worlds) for s in seeds]
     runs = map_in_workers(_combined_seed, tasks, a.jobs)
     print(f"combined mode on {a.world}: {len(seeds)} seeds, answer noise sd {a.answer_noise} logits; "
@@ -133,27 +135,27 @@ def add_prefdisco_parsers(sub, common) -> None:
     p.add_argument("--seeds", default="0-7", help="world seeds (default 0-7)")
     p.add_argument("--policies", help="comma-separated: answer-now, ask-random, ask-top-weight, ask-bayes (default: all)")
     p.add_argument("--questions", type=int, default=3, help="question budget of each asking policy (0-5, default 3)")
-    p.add_argument("--answer-noise", type=float, default=0.0, help="sd of the noise on stated values")
-    p.add_argument("--cost", type=float,
+    p.add_argument("--answer-noise", type=float_in(0, 100), default=0.0, help="sd of the noise on stated values")
+    p.add_argument("--cost", type=float_in(0, 1000),
                    help="ask-bayes stops when no question's expected PrefAlign gain reaches this "
                         "(default online.prefdisco_bayes.COST, 0.002)")
-    p.add_argument("--scenarios", type=int, help="scenarios drawn per world (default: every persona x task)")
-    p.add_argument("--jobs", type=int, default=1, help="world seeds run in parallel processes")
-    p.add_argument("--out", help="folder for the results (netCDF) and the curve plot")
+    p.add_argument("--scenarios", type=int_in(1, 100_000), help="scenarios drawn per world (default: every persona x task)")
+    p.add_argument("--jobs", type=int_in(1, MAX_JOBS), default=1, help="world seeds run in parallel processes")
+    p.add_argument("--out", type=folder_arg, help="folder for the results (netCDF) and the curve plot")
     p.add_argument("--curve", action="store_true", help="also NormAlign against budgets of 0-5 questions")
     p.set_defaults(fn=cmd_prefdisco)
 
     p = sub.add_parser("prefdisco-validate", help="ask-bayes's beliefs against NUTS and against the simulated truth")
-    p.add_argument("--seed", type=int, default=0, help="world seed (and the seed of the checks)")
+    p.add_argument("--seed", type=int_in(0, 2**63 - 1), default=0, help="world seed (and the seed of the checks)")
     p.add_argument("--world", help="a PrefDisco world file (netCDF) instead of the seed's world")
-    p.add_argument("--scenarios", type=int, default=8, help="scenarios checked against NUTS (default 8)")
-    p.add_argument("--truth-scenarios", type=int, help="scenarios checked against the simulated truth (default: all)")
+    p.add_argument("--scenarios", type=int_in(1, 100_000), default=8, help="scenarios checked against NUTS (default 8)")
+    p.add_argument("--truth-scenarios", type=int_in(1, 100_000), help="scenarios checked against the simulated truth (default: all)")
     p.add_argument("--questions", type=int, default=3)
-    p.add_argument("--answer-noise", type=float, default=0.0)
-    p.add_argument("--cost", type=float)
-    p.add_argument("--warmup", type=int, default=500)
-    p.add_argument("--draws", type=int, default=500)
-    p.add_argument("--out", default="prefdisco-validation")
+    p.add_argument("--answer-noise", type=float_in(0, 100), default=0.0)
+    p.add_argument("--cost", type=float_in(0, 1000))
+    p.add_argument("--warmup", type=int_in(1, MAX_DRAWS), default=500)
+    p.add_argument("--draws", type=int_in(1, MAX_DRAWS), default=500)
+    p.add_argument("--out", default="prefdisco-validation", type=folder_arg)
     p.set_defaults(fn=cmd_prefdisco_validate)
 
     p = sub.add_parser("combined", help="TutorDuel sessions where a policy may ask a direct question instead of a pair")
@@ -161,9 +163,9 @@ def add_prefdisco_parsers(sub, common) -> None:
     p.add_argument("--seeds", default="0-7")
     p.add_argument("--policies", default="coduel,coduel-ask,coduel-ask[max_questions=2]",
                    help="comma-separated specs; the first is the reference of the paired figures")
-    p.add_argument("--answer-noise", type=float, default=0.5, help="sd of the students' answers, logits (default 0.5)")
-    p.add_argument("--arrivals", type=int, help="only the first N arrivals")
-    p.add_argument("--jobs", type=int, default=1)
+    p.add_argument("--answer-noise", type=float_in(0, 100), default=0.5, help="sd of the students' answers, logits (default 0.5)")
+    p.add_argument("--arrivals", type=int_in(1, 1_000_000), help="only the first N arrivals")
+    p.add_argument("--jobs", type=int_in(1, MAX_JOBS), default=1)
     common(p, store=False)
     p.set_defaults(fn=cmd_combined)
 

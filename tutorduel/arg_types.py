@@ -1,0 +1,69 @@
+"""argparse types: numbers with their ranges and the paths the command line writes to, checked when the
+arguments are parsed, before any work. Every integer and float option has both ends (the README lists them)."""
+from __future__ import annotations
+
+import argparse
+
+from tdmodels.limits import MAX_ARRIVALS, MAX_SEED
+
+MAX_JOBS = 1_024                # worker processes
+MAX_DRAWS = 1_000_000           # MCMC warm-up or draws per chain
+MAX_RESAMPLES = 100_000         # bootstrap resamples, design simulations
+MAX_MINUTES = 7 * 24 * 60.0     # a time budget: one week
+
+
+def _range_text(lo, hi, lo_open) -> str:
+    return f"{'(' if lo_open else '['}{lo:,}, {hi:,}]"
+
+
+def number_in(kind, lo, hi, lo_open: bool = False):
+    """An argparse type: `kind` (int or float), finite, in [lo, hi] (or (lo, hi] with lo_open)."""
+    def parse(text):
+        try:
+            v = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
+        if v != v or not (lo < v if lo_open else lo <= v) or not v <= hi:
+            raise argparse.ArgumentTypeError(f"{text!r}: must be {'an integer' if kind is int else 'a number'} in "
+                                             f"{_range_text(lo, hi, lo_open)}")
+        return v
+    parse.__name__ = kind.__name__
+    return parse
+
+
+def int_in(lo: int, hi: int):
+    """An integer option in [lo, hi]."""
+    return number_in(int, lo, hi)
+
+
+def float_in(lo: float, hi: float, lo_open: bool = False):
+    """A finite float option in [lo, hi] (or (lo, hi])."""
+    return number_in(float, lo, hi, lo_open)
+
+
+seed_int = int_in(0, MAX_SEED)
+arrivals_int = int_in(1, MAX_ARRIVALS)
+chains_int = int_in(2, 64)      # R-hat and the ESS compare chains: at least 2
+
+
+def folder_arg(text: str) -> str:
+    """An argparse type: a folder to write into, refused where the path is a file, a device, a symlink loop
+    or lies under a regular file (``tdmodels.atomic_file.folder_problem``)."""
+    from tdmodels.atomic_file import folder_problem
+
+    problem = folder_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(f"{text}: {problem}")
+    return text
+
+
+def file_arg(text: str) -> str:
+    """An argparse type: a file to write, refused where the path holds anything but a regular file or lies
+    under one (``tdmodels.atomic_file.check_output_path``)."""
+    from tdmodels.atomic_file import OutputPathError, check_output_path
+
+    try:
+        check_output_path(text)
+    except OutputPathError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
