@@ -27,6 +27,7 @@ from online.schedule import make_schedule, session_utilities
 from online.scoring import floor_regret, random_regret
 from tdmodels import ties
 from tdmodels.bradley_terry import order_averaged
+from tdmodels.run_inputs import check_pair_memory
 
 PER_USER_PAIR = {"test_profiles": 76, "composite": 66, "quirky": 68}    # quoted in the reference text
 WORLD_ROWS = {"best-pair-everyone": "best fixed pair (everyone, hindsight)", "linear-oracle": "per-user linear oracle"}
@@ -53,6 +54,7 @@ def session_statistics(world: xr.Dataset, seed: int = 0, arrivals: int | None = 
     0.1 and at 0.9, the floor and random excess per session, and the share of questions on which each
     persona is best."""
     sched = make_schedule(world, seed, arrivals)
+    check_pair_memory(world, len(sched.student), "the session statistics")
     U = session_utilities(world, sched)                                                # [N, S, K]
     P = world["probs"].values[sched.student[:, None], sched.question]
     K = U.shape[-1]

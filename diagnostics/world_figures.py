@@ -14,6 +14,7 @@ from online.schedule import make_schedule
 from online.scoring import floor_regret, random_regret
 from tdmodels import ties
 from tdmodels.bradley_terry import order_averaged
+from tdmodels.run_inputs import check_pair_memory
 
 
 def world_figures(world: xr.Dataset, seed: int = 0, arrivals: int | None = None) -> dict:
@@ -21,6 +22,7 @@ def world_figures(world: xr.Dataset, seed: int = 0, arrivals: int | None = None)
     probabilities spread, the floor gap and random regret per question and session, how often each
     persona is best, how profiles recur among the first 48 arrivals, and the click scale."""
     sched = make_schedule(world, seed, arrivals)
+    check_pair_memory(world, len(sched.student), "the world figures")
     U = world["utilities"].values[sched.student[:, None], sched.question]                  # [N, S, K]
     P = world["probs"].values[sched.student[:, None], sched.question]
     K = U.shape[-1]

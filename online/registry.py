@@ -122,7 +122,7 @@ def resolve(target: str):
         obj = getattr(importlib.import_module(mod), name)
     except (ImportError, AttributeError) as exc:
         raise PolicySpecError(f"cannot load policy {target!r}: {exc}") from None
-    except Exception as exc:  # a researcher's module that fails on import
+    except (Exception, SystemExit) as exc:  # a researcher's module that fails, or exits, on import
         raise PolicySpecError(f"cannot load policy {target!r}: importing {mod} raised {type(exc).__name__}: {exc}") from None
     if not (inspect.isclass(obj) or inspect.isfunction(obj)):
         raise PolicySpecError(f"policy {target!r} is a {type(obj).__name__}, not a class or a learner factory")
@@ -312,7 +312,7 @@ def make_policy(spec: str):
     except (TypeError, ValueError) as exc:
         shown = ", ".join(f"{k}={json.dumps(v)}" for k, v in sorted(ps.changed.items())) or "defaults"
         raise PolicySpecError(f"policy {ps.target!r} refused its settings ({shown}): {exc}") from None
-    except Exception as exc:  # a researcher's constructor can raise anything
+    except (Exception, SystemExit) as exc:  # a researcher's constructor can raise (or exit with) anything
         raise PolicySpecError(f"policy {ps.target!r}: constructing it raised {type(exc).__name__}: {exc}") from None
     missing = [m for m in PROTOCOL if not callable(getattr(pol, m, None))]
     if missing:

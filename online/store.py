@@ -34,8 +34,10 @@ from pathlib import Path
 from typing import Iterator, NamedTuple
 
 from tdmodels.atomic_file import atomic_save, folder_problem
+from tdmodels.file_read import UnreadableFileError, read_regular_text
 
 ROW_SCHEMA = 3            # 3: every row carries what it played (pairs and clicks; online.verify)
+ROW_BYTES = 512 * 2**20    # a row of a million arrivals is a few hundred MB; a larger file is refused unread
 FAILED = "_failed"
 _DIGEST = re.compile(r"[0-9a-f]{16}")
 _CODE = re.compile(r"code-[0-9a-f]{12}")
@@ -144,8 +146,8 @@ def row_problem(row) -> str | None:
 def read_row(path: Path) -> dict:
     """Parse and check one row file; raise CorruptRowError naming the file and the problem."""
     try:
-        row = json.loads(path.read_text(encoding="utf-8"), parse_constant=lambda c: float("nan"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        row = json.loads(read_regular_text(path, ROW_BYTES), parse_constant=lambda c: float("nan"))
+    except (OSError, UnreadableFileError, json.JSONDecodeError, RecursionError) as exc:
         raise CorruptRowError(f"run row {path}: unreadable ({type(exc).__name__}: {exc})") from None
     problem = row_problem(row)
     if problem:

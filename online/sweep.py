@@ -53,6 +53,7 @@ from online.replay import ScoreUndefinedError, arrivals_limit, replay, replay_lo
 from online.store import CellKey, CorruptRowError, RunStore, StoreError, row_problem
 from online.verify import RowCheckError, click_log_problem, rescored
 from tdmodels.limits import MAX_SEED
+from tdmodels.run_inputs import check_run_memory
 from tdmodels.rosters import open_world, world_file, world_name
 from tdmodels.world import WorldFormatError, read_world_file, validate_world, world_digest
 
@@ -261,6 +262,7 @@ def plan_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: Run
     for w in worlds:
         ds = open_world(w, allow_test=allow_test, directory=worlds_dir, copies=copies)
         digest, limit, name = world_digest(ds), arrivals_limit(ds, arrivals), world_name(w)
+        check_run_memory(ds, limit or int(ds.attrs["arrivals"]), f"a run on world {name!r}")
         if digest in sources:          # the same world given twice (two names or paths): its cells once
             continue
         sources[digest] = str(world_file(w, worlds_dir).resolve())

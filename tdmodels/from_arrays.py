@@ -112,9 +112,9 @@ def _fitted_scale(P: np.ndarray, U: np.ndarray) -> float:
     pbar = order_averaged(P)
     du, dp = (U[..., iu] - U[..., ju]).ravel(), (pbar[..., iu, ju] - 0.5).ravel()
     if not np.sum(du * dp) > 0:
-        raise WorldFormatError("probs: P falls as U rises (sum over pairs of (P_ij - 1/2)(U_i - U_j) is "
-                               f"{np.sum(du * dp):.3g}); probs[s, q, i, j] must be P(the first shown, i, wins), "
-                               "rising with U_i - U_j. Check the order of the last two axes")
+        raise WorldFormatError("probs: P does not rise with U (the sum over pairs of (P_ij - 1/2)(U_i - U_j) is "
+                               f"{np.sum(du * dp):.3g}, not > 0); probs[s, q, i, j] must be P(the first shown, i, "
+                               "wins), rising with U_i - U_j. Check the order of the last two axes")
     beta = fit_click_scale(pbar, U)
     lo, hi = BETA_SEARCH
     if not lo * 1.01 < beta < hi * 0.99:
@@ -167,9 +167,12 @@ def world_from_arrays(utilities, probs=None, *, name: str = "mine", rater=None, 
         raise WorldFormatError(f"held_out {held_out!r}: must be True or False")
     U = _array(utilities, "utilities", 3)
     n_s, n_q, K = U.shape
-    if n_s < 1 or n_q < 1 or K < 3:
-        raise WorldFormatError(f"utilities: shape {U.shape} is {n_s} students x {n_q} questions x {K} personas; a "
-                               f"world needs at least 1 student, 1 question and 3 personas")
+    if n_s < 1 or n_q < 1:
+        raise WorldFormatError(f"utilities: shape {U.shape} has {n_s} students and {n_q} questions; a world needs at "
+                               f"least one of each")
+    if K < 3:
+        raise WorldFormatError(f"utilities: shape {U.shape}: needs at least 3 personas, has {K} (with 2, every pair is "
+                               f"the best pair and the score is undefined)")
     if np.any((U < 0) | (U > 1)):
         bad = tuple(int(i) for i in np.argwhere((U < 0) | (U > 1))[0])
         raise WorldFormatError(f"utilities: value {U[bad]} at index {bad} outside [0, 1]")
@@ -183,6 +186,10 @@ def world_from_arrays(utilities, probs=None, *, name: str = "mine", rater=None, 
             raise WorldFormatError(f"probs: shape {P.shape}, expected {(n_s, n_q, K, K)} to match utilities")
         P = P.copy()
         P[..., np.arange(K), np.arange(K)] = 0.5
+        outside = (P <= 0) | (P >= 1)
+        if np.any(outside):
+            bad = tuple(int(i) for i in np.argwhere(outside)[0])
+            raise WorldFormatError(f"probs: probability {P[bad]} at index {bad} outside the open interval (0, 1)")
         click_model = "given"
     if beta is None and probs is not None:
         beta = _fitted_scale(P, U)

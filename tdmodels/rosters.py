@@ -16,6 +16,7 @@ from pathlib import Path
 import xarray as xr
 
 from .atomic_file import folder_problem
+from .file_read import read_regular_text
 from .simulator import ROSTERS, build_roster
 from .simulator_params import DEFAULT_PARAMS, SimulatorParams, generator_version
 from .world import WorldFormatError, check_name, load_world, save_world
@@ -73,13 +74,13 @@ def read_simulator_file(path: str | os.PathLike) -> SimulatorParams:
 
     path = Path(path)
     try:
-        spec = json.loads(path.read_text())
+        spec = json.loads(read_regular_text(path, 2**20))
         values = spec["params"]
         unknown = set(values) - set(SimulatorParams._fields)
         if unknown:
             raise ValueError(f"unknown parameter(s) {', '.join(sorted(unknown))}")
         params = SimulatorParams(**values).check()
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
         raise WorldFormatError(f"simulator file {path}: {exc.__class__.__name__}: {exc}") from None
     want = spec.get("generator")
     if want is not None and want != generator_version(params):

@@ -58,3 +58,11 @@ def check_run_memory(world: xr.Dataset, n_arrivals: int, what: str = "a run") ->
     per_round = 8 * (4 + 2 * K + K * K)
     check_memory(2 * n_arrivals * S * per_round, f"{what} of {n_arrivals:,} arrivals x {S} questions "
                                                   f"({K} personas)")
+
+
+def check_pair_memory(world: xr.Dataset, n_arrivals: int, what: str) -> None:
+    """Refuse a computation over every pair of personas on every scheduled question (references, world
+    figures: [N, S, K, K] arrays, a few at once) that would not fit."""
+    K, S = world.sizes["persona"], session_length(world)
+    check_memory(6 * 8 * n_arrivals * S * K * (K + 1), f"{what} over {n_arrivals:,} arrivals x {S} questions x "
+                                                       f"{K} x {K} persona pairs")

@@ -10,6 +10,7 @@ The file is read from the path given; nothing of it is copied into the project.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import Counter
 from pathlib import Path
@@ -19,7 +20,11 @@ import xarray as xr
 
 from .bradley_terry import order_averaged
 from .simulator import fit_click_scale
+from .file_read import UnreadableFileError, read_regular_text
+from .limits import MAX_SESSION
 from .world import FORMAT_VERSION, KINDS, WorldFormatError
+
+SAMPLE_BYTES = 64 * 2**20     # the published sample is about 1 MB
 
 _SENTENCE_END = re.compile(r"(?<=[.?!])\s+")
 
@@ -29,15 +34,46 @@ def last_sentence(text: str) -> str:
     return _SENTENCE_END.split(text.strip())[-1]
 
 
+def _check_structure(path, personas, arrivals) -> None:
+    """WorldFormatError naming the first place where the sample's JSON is not what the site publishes."""
+    def fail(where, problem):
+        raise WorldFormatError(f"sample {path}: {where}: {problem}")
+
+    if not all(isinstance(p, str) and p for p in personas) or len(set(personas)) != len(personas):
+        fail("personas", "each needs a distinct, non-empty 'short' name")
+    K = len(personas)
+    if K < 3:
+        fail("personas", f"{K} personas; a world needs at least 3 (with 2, every pair is the best pair)")
+    if not isinstance(arrivals, list) or not arrivals:
+        fail("arrivals", "an empty list or not a list; the sample has one entry per arrival")
+    S = None
+    for a, arr in enumerate(arrivals):
+        if not isinstance(arr, dict) or not isinstance(arr.get("profile_key"), str) or not isinstance(arr.get("qs"), list):
+            fail(f"arrival {a}", "needs a string 'profile_key' and a list 'qs'")
+        S = len(arr["qs"]) if S is None else S
+        if not 1 <= len(arr["qs"]) <= MAX_SESSION or len(arr["qs"]) != S:
+            fail(f"arrival {a}", f"{len(arr['qs'])} questions; every arrival needs the same number, 1 to {MAX_SESSION}")
+        for t, q in enumerate(arr["qs"]):
+            ok = isinstance(q, dict) and isinstance(q.get("q"), str)
+            for key, n in (("U", K), ("P", K * (K - 1) // 2)):
+                v = q.get(key) if ok else None
+                ok = ok and isinstance(v, list) and len(v) == n and all(
+                    isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in v)
+            if not ok:
+                fail(f"arrival {a}, question {t}", f"needs text 'q', 'U' of {K} finite numbers and 'P' of "
+                                                  f"{K * (K - 1) // 2} (the upper triangle over {K} personas)")
+
+
 def load_sample(path: str | Path) -> xr.Dataset:
     """Read the site sample JSON into a world Dataset (validated by save_world/load_world)."""
     path = Path(path)
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = json.loads(read_regular_text(path, SAMPLE_BYTES))
         personas = [p["short"] for p in raw["personas"]]
         arrivals = raw["arrivals"]
-    except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
+    except (UnreadableFileError, json.JSONDecodeError, RecursionError, KeyError, TypeError) as exc:
         raise WorldFormatError(f"sample {path}: not the TutorDuel site sample ({type(exc).__name__}: {exc})") from None
+    _check_structure(path, personas, arrivals)
     K = len(personas)
     iu, ju = np.triu_indices(K, 1)
     profiles = sorted({a["profile_key"] for a in arrivals})

@@ -333,7 +333,9 @@ def read_world_file(path: str | os.PathLike, label: str = "world", copies: int =
     the arrays are read)."""
     path = Path(path)
     if not path.is_file():
-        raise WorldFormatError(f"{label} {path}: " + ("a folder, not a file" if path.is_dir() else "no such file"))
+        what = ("a folder, not a file" if path.is_dir() else "a device, pipe or other special file, not a regular file"
+                if path.exists() else "no such file")
+        raise WorldFormatError(f"{label} {path}: {what}")
     try:
         with xr.open_dataset(path, engine="h5netcdf") as lazy:
             check_fits_in_memory(lazy, f"{label} {path}", copies)

@@ -25,7 +25,7 @@ def test_replay_then_stats(env_dirs, capsys):
     (["replay", "--seeds", "0-x"], "seed range"),
     (["replay", "--seeds", "0", "--policies", "nope"], "unknown policy 'nope'"),
     (["replay", "--seeds", "0", "--policies", "no-transfer[prior_vr=2]"], "no setting 'prior_vr'"),
-    (["replay", "--seeds", "0", "--policies", "no-transfer[prior_var=-1]"], "prior_var must be positive"),
+    (["replay", "--seeds", "0", "--policies", "no-transfer[prior_var=-1]"], "setting prior_var=-1: outside its range (0, 10000]"),
     (["replay", "--seeds", "0", "--policies", "random[x"], "unbalanced brackets"),
     (["replay", "--world", "nowhere", "--seeds", "0"], "no world 'nowhere'"),
     (["stats", "--world", "sample"], "import-sample"),
@@ -199,7 +199,7 @@ def test_validate_prints_each_fits_own_figure_before_its_difference_from_the_ref
 
 def test_validate_needs_a_policy_that_records_beliefs(env_dirs, capsys):
     rc = main(["validate", "--world", "dev", "--policy", "no-transfer", "--arrivals", "3", "--users", "2",
-               "--chains", "1", "--warmup", "10", "--draws", "10"])
+               "--chains", "2", "--warmup", "10", "--draws", "10"])
     assert rc != 0
     assert "'no-transfer' does not record its online beliefs" in capsys.readouterr().err
     rc = main(["validate", "--world", "dev", "--policy", "coduel", "--arrivals", "3", "--users", "2", "--rounds", "24"])
@@ -251,7 +251,9 @@ def test_prefdisco_prints_the_three_conditions(capsys, tmp_path):
         assert float(abs(ds["norm_align"].sel(policy="answer-now")).max()) == 0.0
     assert main(["prefdisco", "--seeds", "0", "--policies", "ask-all"]) == 2
     assert main(["prefdisco", "--seeds", "0", "--questions", "6"]) == 2
-    assert main(["prefdisco", "--seeds", "0", "--cost", "-1"]) == 2
+    with pytest.raises(SystemExit) as exc:
+        main(["prefdisco", "--seeds", "0", "--cost", "-1"])
+    assert exc.value.code == 2
 
 
 def test_prefdisco_curve_and_plot(capsys, tmp_path):

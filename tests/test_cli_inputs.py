@@ -88,13 +88,15 @@ def test_a_population_fit_runs_until_healthy(env_dirs, capsys):
     assert "round 1:" in cap.err
 
 
-def test_a_one_chain_fit_is_never_called_healthy(env_dirs, capsys):
-    """Finding 6: R-hat is undefined with one chain; the health line says so and --strict fails."""
-    argv = ["fit", "--arrivals", "3", "--chains", "1", "--warmup", "100", "--draws", "100"]
-    assert main(argv) == 0
-    out = capsys.readouterr().out
-    assert "1 chain: R-hat needs at least 2 chains" in out and "-- OK" not in out
-    assert main(argv + ["--strict"]) == 1
+def test_a_one_chain_fit_is_refused_before_it_replaces_anything(env_dirs, capsys):
+    """R-hat and the ESS compare chains: a one-chain fit used to return 0 with health over '0 parameters' and
+    replace the earlier fit on disk. It is now refused at parse time, with the fit file untouched."""
+    with pytest.raises(SystemExit) as exc:
+        main(["fit", "--arrivals", "3", "--chains", "1", "--warmup", "100", "--draws", "100"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "tutorduel fit: error: argument --chains: '1': must be an integer in [2, 64] (see tutorduel fit --help)"
+    assert not list(env_dirs.rglob("*.nc")) or not any("fit" in p.name for p in env_dirs.rglob("*.nc"))
 
 
 def test_damaged_rows_do_not_crash_stats_and_are_recomputed(env_dirs, capsys):

@@ -85,7 +85,7 @@ def test_a_click_log_swapped_between_policies_is_caught_and_refused_by_fit(env_d
     other = st.clicks_path(run_key(open_world("dev"), 0, "random", 6))
     mine.write_bytes(other.read_bytes())
     rc = main(["fit", "--world", "dev", "--seed", "0", "--policy", "no-transfer", "--arrivals", "6",
-               "--model", "users", "--draws", "20", "--warmup", "20", "--chains", "1"])
+               "--model", "users", "--draws", "20", "--warmup", "20", "--chains", "2"])
     err = capsys.readouterr().err
     assert rc == 2 and f"click log {mine}: not the log of the run asked for" in err and "policy 'random'" in err
     assert main(["verify"]) == 1

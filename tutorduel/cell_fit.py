@@ -25,8 +25,10 @@ MODELS = ("users", "population", "recalibration")
 PRIORS = ("policy", "em")
 
 
-def cell_click_log(world, seed: int, spec: str, store: RunStore, arrivals: int | None = None) -> ClickLog:
-    """The click log of a cell: read from the store, else replayed and stored (row too, if missing).
+def cell_click_log(world, seed: int, spec: str, store: RunStore, arrivals: int | None = None,
+                   warn=None) -> ClickLog:
+    """The click log of a cell: read from the store, else replayed and stored (row too, if missing). A damaged
+    log, or one without its row, is moved aside (numbered) and recomputed, and `warn(message)` says so once.
 
     A stored log must be its row's (``online.verify.click_log_problem``: the same world, seed, policy, code
     and truncation, and the row's own pairs and clicks); one that is not raises ClickLogError naming both."""
@@ -36,11 +38,15 @@ def cell_click_log(world, seed: int, spec: str, store: RunStore, arrivals: int |
         try:
             log = load_click_log(path)
         except ClickLogError as exc:     # damaged or written by an older version: kept aside, recomputed
-            store.quarantine(path, ".corrupt" if "format version" not in str(exc) else ".old")
+            moved = store.quarantine(path, ".corrupt" if "format version" not in str(exc) else ".old")
+            if warn:
+                warn(f"warning: {exc}; moved aside to {moved} and recomputed")
         else:
             row = store.get(key)
             if row is None:              # a log whose row was never written: kept aside, recomputed
-                store.quarantine(path, ".orphan")
+                moved = store.quarantine(path, ".orphan")
+                if warn:
+                    warn(f"warning: click log {path} has no row beside it; moved aside to {moved} and recomputed")
             else:
                 problem = click_log_problem(row, log)
                 if problem:
@@ -111,7 +117,7 @@ def fit_cell(world, seed: int, spec: str, model: str, store: RunStore, prior: st
     if max_minutes is not None and (isinstance(max_minutes, bool) or not isinstance(max_minutes, (int, float))
                                     or not np.isfinite(max_minutes) or max_minutes < 0):
         raise ValueError(f"--max-minutes {max_minutes!r}: must be a finite number >= 0")
-    log = cell_click_log(world, seed, spec, store, arrivals)
+    log = cell_click_log(world, seed, spec, store, arrivals, warn=progress)
     check_users(users, log.n_users)
     sl = slice(None, users)
     z, y = log.recalibrated_design(sl)     # the design the policy's learner used (A as recorded)

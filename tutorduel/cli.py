@@ -393,7 +393,9 @@ def _adopt_simulator(path, directory) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     from tdmodels.atomic_file import atomic_save
 
-    text = Path(path).read_text()
+    from tdmodels.file_read import read_regular_text
+
+    text = read_regular_text(path, 2**20)
     atomic_save(mine, lambda tmp: Path(tmp).write_text(text))
     print(f"{folder} now generates its rosters from {path} ({generator_version(params)})")
 

@@ -31,8 +31,8 @@ from online.store import RunStore
 from tdmodels.atomic_file import atomic_save
 
 
-def _log_with_beliefs(world, seed, spec, store, arrivals):
-    log = cell_click_log(world, seed, spec, store, arrivals)     # older log formats are recomputed there
+def _log_with_beliefs(world, seed, spec, store, arrivals, warn=None):
+    log = cell_click_log(world, seed, spec, store, arrivals, warn)     # older log formats are recomputed there
     if log.beliefs is None:
         raise ValueError(f"policy {canonical_spec(spec)!r} does not record its online beliefs; "
                          "validation needs a policy that does (e.g. coduel)")
@@ -159,7 +159,7 @@ def validate_users(world, seed: int, spec: str, store: RunStore, users: int | No
     draws = DEFAULT_DRAWS if draws is None else draws
     if population_reference and not holdout:
         raise ValueError("--population-reference compares fits on held-out users: give --holdout N as well")
-    log = _log_with_beliefs(world, seed, spec, store, arrivals)
+    log = _log_with_beliefs(world, seed, spec, store, arrivals, progress)
     check_users(users, log.n_users)
     if holdout and not 0 < holdout < log.n_users:
         raise ValueError(f"--holdout {holdout}: must lie in 1..{log.n_users - 1} (the run has {log.n_users} arrivals)")

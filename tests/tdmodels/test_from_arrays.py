@@ -51,6 +51,16 @@ def test_given_probs_fix_beta_by_fit_and_rater_is_standardised():
     ({"utilities": _U(), "arrivals": 0}, "arrivals"),
     ({"utilities": _U(), "arrival_mode": "distinct", "arrivals": 6}, "cannot fill"),
     ({"utilities": _U(), "personas": ["A"] * 6}, "appears 6 times"),
+    # issue 28: each used to pass, or to fail naming the wrong field
+    ({"utilities": _U(), "held_out": "no"}, "held_out 'no': must be True or False"),
+    ({"utilities": _U(), "rater": np.full((30, 6), np.nan)}, "rater: non-finite value nan"),
+    ({"utilities": _U(), "probs": 1 - btl_probs(_U())}, "P does not rise with U"),
+    ({"utilities": _U(), "probs": np.full((5, 30, 6, 6), 0.5)}, "P does not rise with U"),
+    ({"utilities": _U(), "probs": 0.5 + 1e-9 * (btl_probs(_U()) - 0.5)}, "at the edge of its search range"),
+    ({"utilities": np.where(np.arange(6) == 0, np.nan, _U())}, "utilities: non-finite value nan"),
+    ({"utilities": np.full((5, 30, 6), np.nan)}, "utilities: non-finite value nan"),
+    ({"utilities": np.zeros((0, 30, 6))}, "0 students"),
+    ({"utilities": _U(), "arrivals": 10**12}, "arrivals 1000000000000: must be an integer in [1, 1,000,000]"),
 ])
 def test_bad_arrays_are_refused_naming_the_field(kwargs, words):
     with pytest.raises(WorldFormatError) as e:
