@@ -20,7 +20,7 @@ from online.schedule import Schedule, make_schedule, session_utilities
 from online.scoring import floor_regret, pair_regrets, random_regret, strong_regret
 from tdmodels import ties
 from tdmodels.bradley_terry import order_averaged
-from tdmodels.run_inputs import check_pair_memory
+from tdmodels.run_inputs import check_pair_memory, checked_arrivals, checked_seed, checked_world
 
 REFERENCES = ("floor", "random", "best-fixed-pair", "best-pair-everyone", "linear-oracle")
 
@@ -39,6 +39,7 @@ def top2_regret(theta: np.ndarray, Phi: np.ndarray, U: np.ndarray) -> np.ndarray
 
 def reference_regrets(world: xr.Dataset, seed: int, arrivals: int | None = None) -> dict[str, np.ndarray]:
     """Per-round regret [N, S] of every reference for one (world, seed)."""
+    world, seed, arrivals = checked_world(world), checked_seed(seed), checked_arrivals(arrivals)
     sched = make_schedule(world, seed, arrivals)
     check_pair_memory(world, len(sched.student), "the reference rows")
     Phi, P, U = _session_arrays(world, sched)

@@ -14,13 +14,14 @@ from online.schedule import make_schedule
 from online.scoring import floor_regret, random_regret
 from tdmodels import ties
 from tdmodels.bradley_terry import order_averaged
-from tdmodels.run_inputs import check_pair_memory
+from tdmodels.run_inputs import check_pair_memory, checked_arrivals, checked_seed, checked_world
 
 
 def world_figures(world: xr.Dataset, seed: int = 0, arrivals: int | None = None) -> dict:
     """Calibration figures of a world on one seed's schedule, as {figure name: value}: how the click
     probabilities spread, the floor gap and random regret per question and session, how often each
     persona is best, how profiles recur among the first 48 arrivals, and the click scale."""
+    world, seed, arrivals = checked_world(world), checked_seed(seed), checked_arrivals(arrivals)
     sched = make_schedule(world, seed, arrivals)
     check_pair_memory(world, len(sched.student), "the world figures")
     U = world["utilities"].values[sched.student[:, None], sched.question]                  # [N, S, K]
