@@ -195,3 +195,37 @@ def test_the_leaderboard_page_runs_no_script_from_a_name(browser, tmp_path):
     assert page.evaluate("window.__pwned") is None and not dialogs and not errors
     assert page.locator("img").count() == 0                       # no element made from a name
     assert HOSTILE in page.text_content("#pols") and HOSTILE in page.text_content("#tabs")
+
+
+def _hostile_world(dev_world):
+    """dev with every name and text a page shows replaced by markup that would run a script."""
+    w = dev_world.copy(deep=True)
+    names = [f"{HOSTILE}{k}" for k in range(w.sizes["persona"])]
+    w = w.assign_coords(persona=names, first=names, second=names)
+    w["question_text"] = ("question",), np.array([f"{HOSTILE} q{i}" for i in range(w.sizes["question"])])
+    for v in ("student_profile", "student_traits", "student_quirks"):
+        w[v] = ("student",), np.array([f"{HOSTILE}{v}{i}" for i in range(w.sizes["student"])])
+    w.attrs["description"] = HOSTILE
+    return w
+
+
+@pytest.mark.parametrize("which", ["play", "watch"])
+def test_the_play_and_watch_pages_run_no_script_from_world_metadata(browser, dev_world, tmp_path, which):
+    """Persona names, question texts, student profiles and the description enter as text, never as markup."""
+    from tdmodels.world import validate_world
+
+    world = validate_world(_hostile_world(dev_world))
+    if which == "play":
+        path = write_play_page(tmp_path / "play.html", play_data(world, 0, sessions=2))
+    else:
+        path = write_watch_page(tmp_path / "watch.html", watch_data(world, 0, arrivals=6, curve_seeds=1))
+    page, errors = _open(browser, path)
+    dialogs = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    for button in page.locator("button").all()[:8]:             # play a little: every view is rendered
+        if button.is_visible() and button.is_enabled():
+            button.click()
+    page.wait_for_timeout(200)
+    assert page.evaluate("window.__pwned") is None and not dialogs and not errors
+    assert page.evaluate("document.querySelectorAll('[onerror]').length") == 0
+    assert HOSTILE in page.text_content("body")
