@@ -1,6 +1,8 @@
 """`tutorduel worlds calibrate` and `worlds build --simulator`: refusals and the folder rule."""
 import json
 
+import pytest
+
 from tdmodels.simulator import build_roster
 from tdmodels.simulator_params import DEFAULT_PARAMS, generator_version
 from tdmodels.world import load_world, save_world
@@ -54,5 +56,7 @@ def test_calibrate_settings_that_cannot_work_are_refused_before_any_simulation(e
     _fails_with(capsys, base + ["--simulations", "100", "--emulator", "quadratic"], "needs at least 195")
     _fails_with(capsys, base + ["--wave-size", "5000"], "more than the posterior's 4 x 500 draws")
     (env_dirs / "afile").write_text("")
-    _fails_with(capsys, ["worlds", "calibrate", "--allow-test", "--out", str(env_dirs / "afile")], "is a file")
+    with pytest.raises(SystemExit) as exc:                   # refused while the arguments are parsed
+        main(["worlds", "calibrate", "--allow-test", "--out", str(env_dirs / "afile")])
+    assert exc.value.code == 2 and "is a file" in capsys.readouterr().err
     assert not (env_dirs / "cal").exists()

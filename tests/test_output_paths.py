@@ -39,7 +39,10 @@ def test_commands_refuse_such_outputs_with_exit_2(env_dirs, capsys, argv):
     if argv[0] == "stats":
         assert main(["replay", "--world", "dev", "--seeds", "0", "--policies", "random", "--arrivals", "3"]) == 0
         argv += ["--arrivals", "3"]
-    rc = main(argv)
+    try:
+        rc = main(argv)
+    except SystemExit as exc:              # refused while the arguments are parsed
+        rc = exc.code
     err = capsys.readouterr().err
     assert rc == 2 and "Traceback" not in err and ("not a regular file" in err or "is a file, not a folder" in err), err
     assert afile.read_text() == "keep" and stat.S_ISCHR(os.stat("/dev/null").st_mode)

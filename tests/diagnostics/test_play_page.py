@@ -55,12 +55,13 @@ def test_play_and_watch_commands_write_pages_and_refuse_bad_input(env_dirs, caps
     assert "held out" in capsys.readouterr().err
     assert main(["play", "--terminal", "--arrival", "301"]) == 2
     assert "has 300 arrivals" in capsys.readouterr().err
-    assert main(["play", "--out", str(env_dirs)]) == 2
-    assert "is a folder" in capsys.readouterr().err
-    assert main(["watch", "--out", str(env_dirs)]) == 2
     (env_dirs / "afile").write_text("x")                      # a file where a folder should be
-    assert main(["play", "--no-compare", "--sessions", "1", "--out", str(env_dirs / "afile" / "p.html")]) == 2
-    assert "is a file, not a folder" in capsys.readouterr().err
+    for argv, words in ((["play", "--out", str(env_dirs)], "is a folder"), (["watch", "--out", str(env_dirs)], "is a folder"),
+                        (["play", "--no-compare", "--sessions", "1", "--out", str(env_dirs / "afile" / "p.html")],
+                         "is a file, not a folder")):
+        with pytest.raises(SystemExit) as exc:               # refused while the arguments are parsed
+            main(argv)
+        assert exc.value.code == 2 and words in capsys.readouterr().err
     with pytest.raises(SystemExit) as exc:
         main(["play", "--sessions", "0"])
     assert exc.value.code == 2

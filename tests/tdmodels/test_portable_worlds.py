@@ -25,7 +25,7 @@ KERNELS = {"Prescott": OLD_CPU, "Nehalem": {}, "Sandybridge": {}, "Haswell": {}}
 BUILD = r"""
 import json, sys
 import numpy as np
-from tdmodels.from_arrays import world_from_arrays
+from tdmodels.from_arrays import btl_probs, world_from_arrays
 from tdmodels.rosters import read_simulator_file
 from tdmodels.sample import load_sample
 from tdmodels.simulator import ROSTERS, build_roster
@@ -35,7 +35,7 @@ out = {"sim": {n: world_digest(build_roster(n)) for n in ROSTERS},
        "calibrated": {n: world_digest(build_roster(n, params=cal)) for n in ("dev", "quirky")}}
 rng = np.random.default_rng(7)
 U = rng.uniform(0, 1, (5, 12, 4))
-P = rng.uniform(0.1, 0.9, (5, 12, 4, 4))
+P = np.clip(btl_probs(U, 7.0) + rng.uniform(-0.05, 0.05, (5, 12, 4, 4)), 0.05, 0.95)   # follows U, with noise
 out["arrays"] = [world_digest(world_from_arrays(U, session_length=6)),
                  world_digest(world_from_arrays(U, P, rater=rng.normal(size=(12, 4)), session_length=6))]
 if len(sys.argv) > 1:
