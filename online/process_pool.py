@@ -9,7 +9,9 @@ with the parent.
 """
 from __future__ import annotations
 
+import io
 import multiprocessing as mp
+import pickle
 import signal
 import time
 from multiprocessing.connection import wait
@@ -17,6 +19,32 @@ from typing import Callable, Iterable
 
 POLL_S = 0.2
 _STARTED = ("started",)
+# What a worker that ran untrusted code (a plug-in policy) may send back: plain data, NumPy arrays and
+# scalars, and the named result types. Nothing else a pickle names is looked up, so a worker cannot make
+# the parent import or call anything (a crafted pickle's os.system is refused, not run).
+PLAIN_DATA = frozenset({("numpy._core.multiarray", "_reconstruct"), ("numpy.core.multiarray", "_reconstruct"),
+                        ("numpy._core.multiarray", "scalar"), ("numpy.core.multiarray", "scalar"),
+                        ("numpy", "ndarray"), ("numpy", "dtype")})
+
+
+class ResultRefusedError(pickle.UnpicklingError):
+    """A worker's result that names something outside the pool's allowed globals."""
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    def __init__(self, data: bytes, allowed: frozenset):
+        super().__init__(io.BytesIO(data))
+        self.allowed = allowed
+
+    def find_class(self, module, name):
+        if (module, name) not in self.allowed:
+            raise ResultRefusedError(f"{module}.{name}")
+        return super().find_class(module, name)
+
+
+def restricted_loads(data: bytes, allowed: frozenset):
+    """Unpickle `data` looking up only the (module, name) globals in `allowed` (ResultRefusedError else)."""
+    return _PlainUnpickler(data, allowed).load()
 
 
 def _die_with_parent() -> None:
@@ -103,12 +131,18 @@ class _Worker:
 
 
 class WorkerPool:
-    """`n` worker processes running `fn(*args)` tasks; results are `(status, payload)` tuples."""
+    """`n` worker processes running `fn(*args)` tasks; results are `(status, payload)` tuples.
 
-    def __init__(self, n: int, timeout: float | None = None, should_stop: Callable[[], bool] = lambda: False):
+    With `result_globals`, a result is unpickled looking up only those (module, name) globals (plus
+    ``PLAIN_DATA``): for tasks that run code the parent does not trust. A result naming anything else fails
+    its task, and its worker is stopped."""
+
+    def __init__(self, n: int, timeout: float | None = None, should_stop: Callable[[], bool] = lambda: False,
+                 result_globals: frozenset | None = None):
         if n < 1:
             raise ValueError(f"a pool needs at least one worker, got {n}")
         self.n, self.timeout, self.should_stop = n, timeout, should_stop
+        self.allowed = None if result_globals is None else PLAIN_DATA | frozenset(result_globals)
         self.ctx = mp.get_context("spawn")
         self.workers: list[_Worker] = []
 
@@ -131,9 +165,14 @@ class WorkerPool:
                 for w in busy:
                     if w.conn in ready:
                         try:
-                            msg = w.conn.recv()
+                            msg = self._receive(w)
                         except (EOFError, OSError):
                             self._lost(w, on_result, None)
+                            continue
+                        except Exception as exc:        # a result this pool does not read (see result_globals)
+                            self._lost(w, on_result, f"its worker sent back a result this process does not read "
+                                                     f"({type(exc).__name__}: {exc}); only plain data is accepted "
+                                                     f"from a worker that ran a policy")
                             continue
                         if msg == _STARTED:
                             w.started = time.monotonic()
@@ -152,6 +191,14 @@ class WorkerPool:
             return True
         finally:
             self.close(kill=True)
+
+    def _receive(self, w: _Worker):
+        if self.allowed is None:
+            return w.conn.recv()
+        msg = restricted_loads(w.conn.recv_bytes(), self.allowed)
+        if not (isinstance(msg, tuple) and msg and isinstance(msg[0], str)):
+            raise ResultRefusedError(f"a {type(msg).__name__}, not a (status, payload) tuple")
+        return msg
 
     def _send(self, tag, fn, args) -> None:
         w = next((w for w in self.workers if w.task is None), None)

@@ -57,6 +57,8 @@ from tdmodels.run_inputs import check_run_memory
 from tdmodels.rosters import open_world, world_file, world_name
 from tdmodels.world import WorldFormatError, read_world_file, validate_world, world_digest
 
+# A cell's result as the parent reads it from a worker that ran a policy: a row (plain data) and a click log.
+CELL_RESULT = frozenset({("online.clicklog", "ClickLog"), ("tdmodels.priors", "MixturePrior")})
 MAX_SEEDS = 1_000_000            # a seed list longer than this is refused outright
 CONFIRM_CELLS = 10_000           # a sweep over more cells needs confirm=True (--yes)
 MAX_CELLS = 1_000_000            # even with confirm: one row file per cell
@@ -409,8 +411,8 @@ def run_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: RunS
                         break
                     finish(cell, status, payload)
             else:
-                WorkerPool(jobs, cell_timeout, lambda: stop.flag).run(((c, *task(c)) for c in todo), finish,
-                                                                       retire=lambda c: is_plugin(c.policy))
+                WorkerPool(jobs, cell_timeout, lambda: stop.flag, result_globals=CELL_RESULT).run(
+                    ((c, *task(c)) for c in todo), finish, retire=lambda c: is_plugin(c.policy))
         except KeyboardInterrupt:
             stop.flag = True
         if stop.flag:

@@ -311,7 +311,7 @@ def _audit_elsewhere(store_root, world_files: dict, paths: list) -> list[tuple[s
     def keep(tag, status, payload):
         result["status"], result["payload"] = status, payload
 
-    WorkerPool(1).run([("audit", _audit_task, (str(store_root), dict(world_files), [str(p) for p in paths]))], keep)
+    WorkerPool(1, result_globals=frozenset()).run([("audit", _audit_task, (str(store_root), dict(world_files), [str(p) for p in paths]))], keep)
     if result.get("status") != "ok":
         raise RowCheckError(f"the verifier's process failed: {result.get('payload')}")
     return result["payload"]

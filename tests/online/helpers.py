@@ -127,3 +127,32 @@ class Sleeps(Policy):
             self.slept = True
             time.sleep(self.seconds)
         return 0, 1
+
+
+class PicklesBack(Policy):
+    """A hostile plug-in: at reset it rewires its worker's pipe so that the cell's result goes back to the
+    parent as a pickle that, unpickled, would run ``touch <flag>`` there."""
+
+    def __init__(self, flag=""):
+        self.flag = flag
+
+    def reset(self, rng, context):
+        import multiprocessing.connection as mc
+        import os
+
+        super().reset(rng, context)
+        flag, send = self.flag, mc.Connection.send
+
+        class Payload:
+            def __reduce__(self):
+                return os.system, (f"touch {flag}",)
+
+        def hostile_send(conn, obj):
+            if isinstance(obj, tuple) and obj and obj[0] == "ok":
+                obj = ("ok", Payload())
+            send(conn, obj)
+
+        mc.Connection.send = hostile_send
+
+    def select(self, Phi):
+        return 0, 1

@@ -296,3 +296,14 @@ def test_a_ctrl_c_inside_a_gc_callback_prints_no_traceback():
             "sys.exit(cli.main([]))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+
+
+def test_a_plugin_cannot_run_code_in_the_parent_through_its_result(env_dirs, tmp_path):
+    """A worker's result is read as plain data only: a crafted pickle fails its cell, and runs nothing."""
+    flag = tmp_path / "parent-ran-it"
+    st = RunStore()
+    res = run_sweep(["dev"], [0, 1], GOOD + [f'tests.online.helpers:PicklesBack[flag="{flag}"]'], st, arrivals=3,
+                    progress=False, jobs=2)
+    assert not flag.exists()
+    assert len(res.failed) == 2 and all("does not read" in msg and "posix.system" in msg for _, msg in res.failed)
+    assert len(res.done) == 4 and len(list(st.rows())) == 4
