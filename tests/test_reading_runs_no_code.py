@@ -58,3 +58,14 @@ def test_a_plugin_named_with_policies_has_its_code_version_checked(env_dirs, tmp
     captured = capsys.readouterr()
     assert "ran on other code versions" in captured.err       # named: looked up, the old row left out
     code_identity.code_identity.cache_clear()
+
+
+def test_a_world_named_twice_is_read_and_reported_once(env_dirs, capsys):
+    """A damaged row of a world given twice (by name and by path) used to be reported twice."""
+    st = RunStore()
+    run_sweep(["dev"], [0], ["random"], st, arrivals=3, progress=False)
+    st.path(run_key(open_world("dev"), 0, "random", 3)).write_text("{bad")
+    path = str(env_dirs / "worlds" / "dev.nc")
+    assert main(["stats", "--world", f"dev,dev,{path}", "--arrivals", "3"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.count("unreadable") == 1 and captured.out.count("shown once") == 2

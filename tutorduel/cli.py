@@ -52,8 +52,9 @@ def cmd_replay(a) -> int:
         return 130
     print(f"{len(res.done)} cells computed, {len(res.cached)} already stored, {len(res.failed)} failed (store: {store.root})")
     report_sweep_notes(res)
+    shown = {}
     for w in worlds:
-        _print_stats(store, w, a.allow_test, a.worlds, None, a.arrivals, specs=split_specs(a.policies))
+        _print_stats(store, w, a.allow_test, a.worlds, None, a.arrivals, specs=split_specs(a.policies), shown=shown)
     if res.failed:
         print("\nfailed cells (not stored; rerun to retry):", file=sys.stderr)
         for cell, msg in res.failed:
@@ -95,7 +96,9 @@ def _stored_rows(store, world, name, arrivals=None, any_code=False, specs=None, 
 
 
 def _print_stats(store, world_arg, allow_test, worlds_dir, against, arrivals=None, curves=None, any_code=False,
-                 specs=None):
+                 specs=None, shown=None):
+    """Print the tables of one world; `shown` (digest -> name) skips a world already printed under another
+    name or spelling, so its rows are read (and any damaged one reported) once."""
     from diagnostics.stats import format_table, leaderboard, paired_gain, t_interval
     from online.replay import arrivals_limit
     from tdmodels.rosters import open_world, world_name
@@ -103,6 +106,12 @@ def _print_stats(store, world_arg, allow_test, worlds_dir, against, arrivals=Non
 
     world = open_world(world_arg, allow_test=allow_test, directory=worlds_dir)
     name, limit = world_name(world_arg), arrivals_limit(world, arrivals)
+    if shown is not None:
+        digest = world_digest(world)
+        if digest in shown:
+            print(f"\n{name}: the same world as {shown[digest]} (content digest {digest}); shown once")
+            return
+        shown[digest] = name
     rows = _stored_rows(store, world, name, arrivals, any_code, specs,
                         named=[against.partition(" (code ")[0]] if against else [])
     cut = f", first {limit} arrivals" if limit is not None else ""
@@ -191,8 +200,10 @@ def cmd_stats(a) -> int:
 
     store = RunStore(a.store)
     specs = split_specs(a.policies) if a.policies else None
+    shown = {}
     for w in a.world.split(","):
-        _print_stats(store, w.strip(), a.allow_test, a.worlds, a.against, a.arrivals, a.curves, a.any_code, specs)
+        _print_stats(store, w.strip(), a.allow_test, a.worlds, a.against, a.arrivals, a.curves, a.any_code, specs,
+                     shown)
     return 0
 
 
