@@ -229,3 +229,57 @@ def test_the_play_and_watch_pages_run_no_script_from_world_metadata(browser, dev
     assert page.evaluate("window.__pwned") is None and not dialogs and not errors
     assert page.evaluate("document.querySelectorAll('[onerror]').length") == 0
     assert HOSTILE in page.text_content("body")
+
+
+def test_the_calibration_report_runs_no_script_from_a_posterior_file(browser, tmp_path):
+    """A calibration folder received from someone else: figure and parameter names, and a sibling page's file
+    name, enter the report as text."""
+    import arviz as az
+
+    from diagnostics.calibration_report import write_calibration_report
+
+    idata = az.from_netcdf(Path(__file__).resolve().parents[2] / "calibration" / "posterior.nc")
+    figures = [f"{HOSTILE}{f}" for f in idata.observed_data["figure"].values]
+    idata.observed_data = idata.observed_data.assign_coords(figure=figures)
+    names = [str(n) for n in idata.constant_data["parameter"].values]
+    idata.posterior = idata.posterior.rename({n: f"{HOSTILE}{n}" for n in names})
+    idata.constant_data = idata.constant_data.assign_coords(parameter=[f"{HOSTILE}{n}" for n in names])
+    (tmp_path / f"{HOSTILE}.html").write_text("<p>a sibling page</p>")
+    page, errors = _open(browser, write_calibration_report(idata, tmp_path / "report.html"))
+    dialogs = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.wait_for_timeout(200)
+    assert page.evaluate("window.__pwned") is None and not dialogs and not errors
+    assert page.evaluate("document.querySelectorAll('[onerror]').length") == 0
+    assert HOSTILE in page.text_content("table") and HOSTILE in page.text_content("nav")
+
+
+def test_the_validation_report_runs_no_script_from_a_validation_file(browser, tmp_path):
+    """A validation file's world, policy and check names enter the report as text."""
+    import arviz as az
+    import xarray as xr
+
+    from diagnostics.validation_report import write_report
+
+    rng = np.random.default_rng(0)
+    U, d, C = 3, 7, 2
+    post = az.from_dict(posterior={"theta": rng.normal(size=(2, 50, U, d))}, dims={"theta": ["user", "dim"]})
+    post.posterior.attrs.update(world=HOSTILE, policy=f"coduel[x=\"{HOSTILE}\"]", seed=0,
+                                reference_health=HOSTILE)
+    online = xr.Dataset({"theta": (("draw", "user", "dim"), rng.normal(size=(50, U, d)))})
+    checks = xr.Dataset({"khat": ("user", rng.uniform(0, 1, U)), "mean_error": (("user", "feature"), rng.normal(size=(U, d))),
+                         "sd_ratio": (("user", "feature"), rng.uniform(0.8, 1.2, (U, d))),
+                         "w1": (("user", "feature"), rng.uniform(0, 1, (U, d))),
+                         "w1_floor": (("user", "feature"), np.ones((U, d))),
+                         "weights_tv": ("user", rng.uniform(0, 1, U)),
+                         "exact_weights": (("user", "component"), np.full((U, C), 0.5))},
+                        attrs={HOSTILE: HOSTILE})
+    idata = post
+    idata.add_groups({"online": online, "checks": checks})
+    page, errors = _open(browser, write_report(idata, tmp_path / "validation.html"))
+    dialogs = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.wait_for_timeout(200)
+    assert page.evaluate("window.__pwned") is None and not dialogs and not errors
+    assert page.evaluate("document.querySelectorAll('[onerror]').length") == 0
+    assert HOSTILE in page.text_content("h1") and HOSTILE in page.text_content("ul")
