@@ -27,6 +27,8 @@ from online.scoring import benchmark_score, floor_regret, random_regret, strong_
 from diagnostics.leaderboard_report import PAGE_JS, nav
 from tdmodels.atomic_file import atomic_save
 from tdmodels.catalog import PERSONAS
+from tdmodels.limits import MAX_PAGE_ARRIVALS
+from tdmodels.run_inputs import checked_count, checked_seed, checked_world
 
 COMPARED = ("no-transfer", "coduel")
 
@@ -55,10 +57,10 @@ def play_data(world: xr.Dataset, seed: int, sessions: int = 48, compare: bool = 
         JSON-ready: personas, and per arrival the question texts, P [S, K, K], U [S, K], uniforms [S],
         floor and random regret per round, and the compared policies' regret, floor and random sums.
     """
+    world, seed = checked_world(world), checked_seed(seed)
+    sessions = checked_count(sessions, "play: sessions", 1, MAX_PAGE_ARRIVALS)
     sched = make_schedule(world, seed)
-    n = min(int(sessions), sched.question.shape[0])
-    if n < 1:
-        raise ValueError(f"play: sessions must be at least 1, got {sessions}")
+    n = min(sessions, sched.question.shape[0])
     U = session_utilities(world, sched)[:n]
     P = world["probs"].values[sched.student[:n, None], sched.question[:n]]          # [n, S, K, K]
     text = np.asarray(world["question_text"].values).astype(str)[sched.question[:n]]

@@ -26,6 +26,8 @@ from online.scoring import floor_regret, random_regret, strong_regret
 from diagnostics.leaderboard_report import PAGE_JS, nav
 from tdmodels.atomic_file import atomic_save
 from tdmodels.catalog import PERSONAS
+from tdmodels.limits import MAX_CURVE_SEEDS, MAX_PAGE_ARRIVALS
+from tdmodels.run_inputs import checked_count
 
 
 def _belief_utilities(log_w, means, covs, P):
@@ -50,6 +52,8 @@ def watch_data(world: xr.Dataset, seed: int, arrivals: int = 60, curve_seeds: in
         running gate log-likelihood ratio), whether the population learner chose, the per-user
         regret, floor and random sums; the learning curves (all `curve_seeds` full runs, and the seed's).
     """
+    checked_count(curve_seeds, "watch: curve_seeds", 1, MAX_CURVE_SEEDS)
+    checked_count(arrivals, "watch: arrivals", 1, MAX_PAGE_ARRIVALS)
     run = prepare_run(world, seed, "coduel", arrivals)
     run = run._replace(policy=CODuel(record=True))
     played = play(run)

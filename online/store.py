@@ -69,6 +69,8 @@ class CellKey(NamedTuple):
 
 def store_root(path: str | os.PathLike | None = None) -> Path:
     """The run store folder: `path`, else $TUTORDUEL_STORE, else ./runs."""
+    if path is not None and not isinstance(path, (str, os.PathLike)):
+        raise StoreError(f"run store {path!r}: give a folder path (a str or os.PathLike)")
     return Path(path or os.environ.get("TUTORDUEL_STORE") or "runs")
 
 

@@ -7,3 +7,5 @@ MAX_SESSION = 1_000           # questions per session
 MAX_BANK = 4_096              # CODuel's bank of recent questions (attrs.bank_size)
 MAX_SEED = 2**63 - 1          # seeds are stored as int64 (click logs, netCDF attributes)
 MAX_REFERENCE_SEEDS = 1_000   # seeds of the references one command computes in its own process
+MAX_PAGE_ARRIVALS = 10_000    # arrivals a play or watch page embeds
+MAX_CURVE_SEEDS = 1_000       # full runs behind a page's learning-curve band

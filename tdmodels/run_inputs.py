@@ -35,6 +35,13 @@ def checked_seed(seed) -> int:
     return int(seed)
 
 
+def checked_count(value, name: str, lo: int, hi: int) -> int:
+    """An integer setting in [lo, hi] (not a bool, not 2.5), else ValueError naming it."""
+    if not _integer(value) or not lo <= value <= hi:
+        raise ValueError(f"{name} {value!r}: must be an integer in [{lo:,}, {hi:,}]")
+    return int(value)
+
+
 def checked_arrivals(arrivals) -> int | None:
     """A truncation: None (every arrival) or a positive integer, else ValueError."""
     if arrivals is None:

@@ -1,7 +1,8 @@
 """Every command and the public Python entry points on one shared set of hostile inputs.
 
 For each input the command must exit 2 with one line naming what and where (a Python entry point must
-raise a ValueError subclass: WorldFormatError, PolicySpecError or ValueError), print no traceback,
+raise a documented type: ValueError or a subclass, such as WorldFormatError and PolicySpecError, or the
+store's StoreError), print no traceback,
 touch nothing outside its store and output, and leave every stored row byte-identical. The fixture
 set is built once: a worlds folder with dev and hostile world files, a store with rows, and hostile
 files of every kind the commands read (arrays, samples, simulator files, devices, loops, files where
@@ -21,7 +22,7 @@ import numpy as np
 import pytest
 
 from online.sweep import run_sweep
-from online.store import RunStore
+from online.store import RunStore, StoreError
 from tdmodels.from_arrays import btl_probs
 from tdmodels.simulator import build_roster
 from tdmodels.world import write_world_file
@@ -231,8 +232,10 @@ def test_every_help_renders(capsys):
     assert exc.value.code == 0
 
 
-def _python_cases(dev):
+def _python_cases(dev, hostile):
+    from diagnostics.play_page import play_data
     from diagnostics.references import reference_regrets
+    from diagnostics.watch_page import watch_data
     from diagnostics.world_figures import world_figures
     from online.policies.colstim import colstim
     from online.policies.coduel import CODuel
@@ -270,14 +273,22 @@ def _python_cases(dev):
         "world_from_arrays(arrivals=1e12)": lambda: world_from_arrays(U, arrivals=10**12),
         "reference_regrets(seed=-1)": lambda: reference_regrets(dev, -1),
         "world_figures(None)": lambda: world_figures(None),
+        "play_data(None)": lambda: play_data(None, 0, sessions=2),
+        "play_data(sessions=0)": lambda: play_data(dev, 0, sessions=0),
+        "play_data(seed=2.5)": lambda: play_data(dev, 2.5, sessions=2),
+        "watch_data(curve_seeds=0)": lambda: watch_data(dev, 0, arrivals=3, curve_seeds=0),
+        "watch_data(arrivals=True)": lambda: watch_data(dev, 0, arrivals=True, curve_seeds=1),
+        "RunStore(5)": lambda: RunStore(5),
+        "run_sweep(arrivals=2.5)": lambda: run_sweep(["dev"], [0], ["random"], RunStore(hostile / "apistore"),
+                                                     arrivals=2.5, progress=False),
     }
 
 
 def test_python_entry_points_refuse_what_the_cli_refuses(hostile, dev_world):
-    cases = _python_cases(dev_world)
+    cases = _python_cases(dev_world, hostile)
     runs_before = _digests(hostile / "runs")
     for name, call in cases.items():
-        with pytest.raises(ValueError) as exc:
+        with pytest.raises((ValueError, StoreError)) as exc:        # the documented types (StoreError: OSError)
             call()
         msg = str(exc.value)
         assert msg and "\n" not in msg and len(msg) < 600, (name, msg)

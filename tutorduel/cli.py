@@ -8,7 +8,8 @@ from pathlib import Path
 
 from tutorduel.arg_types import (MAX_DRAWS, MAX_JOBS, MAX_MINUTES, MAX_RESAMPLES, arrivals_int, chains_int, file_arg,
                                  float_in, folder_arg, int_in, seed_int)
-from tdmodels.limits import MAX_ARRIVALS, MAX_REFERENCE_SEEDS, MAX_SESSION
+from tdmodels.limits import (MAX_ARRIVALS, MAX_CURVE_SEEDS, MAX_PAGE_ARRIVALS, MAX_REFERENCE_SEEDS,
+                             MAX_SESSION)
 from tutorduel.errors import CLIError
 from tutorduel.prefdisco_commands import add_prefdisco_parsers
 
@@ -909,16 +910,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("play", help="be the policy: a self-contained page (or --terminal) to play one student's session")
     _page_options(p, "play.html")
-    p.add_argument("--sessions", type=int_in(1, 10_000), default=48, help="arrivals the page offers (default 48)")
-    p.add_argument("--arrival", type=int_in(1, 10_000), default=1, help="with --terminal: which arrival to play (default 1)")
+    p.add_argument("--sessions", type=int_in(1, MAX_PAGE_ARRIVALS), default=48, help="arrivals the page offers (default 48)")
+    p.add_argument("--arrival", type=int_in(1, MAX_PAGE_ARRIVALS), default=1, help="with --terminal: which arrival to play (default 1)")
     p.add_argument("--terminal", action="store_true", help="play at the prompt instead of writing a page")
     p.add_argument("--no-compare", action="store_true", help="leave out no-transfer's and CODuel's figures (no replays)")
     p.set_defaults(fn=cmd_play)
 
     p = sub.add_parser("watch", help="watch CODuel learn: a self-contained page stepping through a recorded run")
     _page_options(p, "watch.html")
-    p.add_argument("--arrivals", type=int_in(1, 10_000), default=100, help="arrivals to record (default 100)")
-    p.add_argument("--curve-seeds", type=int_in(1, 1_000), default=4, help="full runs behind the learning curve's band (default 4)")
+    p.add_argument("--arrivals", type=int_in(1, MAX_PAGE_ARRIVALS), default=100, help="arrivals to record (default 100)")
+    p.add_argument("--curve-seeds", type=int_in(1, MAX_CURVE_SEEDS), default=4, help="full runs behind the learning curve's band (default 4)")
     p.set_defaults(fn=cmd_watch)
 
     p = sub.add_parser("export", help="export stored rows that verify to .csv or .parquet")
