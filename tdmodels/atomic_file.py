@@ -11,26 +11,36 @@ class OutputPathError(ValueError):
     or a path under a regular file."""
 
 
+def _stat(path: Path):
+    """os.stat of `path`; None where nothing is there (or a regular file stands in its folder's place)."""
+    try:
+        return os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def _file_in_the_way(path: Path) -> Path | None:
+    """The nearest existing parent of `path` when it is not a folder (a regular file in the way), else None."""
+    for parent in path.parents:
+        if parent.exists():
+            return None if parent.is_dir() else parent
+    return None
+
+
 def check_output_path(path: str | os.PathLike) -> Path:
     """Refuse (OutputPathError naming it) a path where writing would replace anything but a regular file, or
     whose folder cannot exist (a regular file in its way); return it as a Path."""
     path = Path(path)
     try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        st = None
-    except NotADirectoryError:
-        st = None
+        st = _stat(path)
     except OSError as exc:
         raise OutputPathError(f"{path}: cannot be written ({exc.strerror or exc})") from None
     if st is not None and not stat.S_ISREG(st.st_mode):
         what = "a folder" if stat.S_ISDIR(st.st_mode) else "a device or special file"
         raise OutputPathError(f"{path} is {what}, not a regular file; refusing to replace it")
-    for parent in path.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise OutputPathError(f"{path}: {parent} is a file, not a folder")
-            break
+    blocking = _file_in_the_way(path) if st is None else None
+    if blocking is not None:
+        raise OutputPathError(f"{path}: {blocking} is a file, not a folder")
     return path
 
 
@@ -39,21 +49,13 @@ def folder_problem(path: str | os.PathLike) -> str | None:
     device, a symlink loop, a regular file among its parents, no permission."""
     path = Path(path)
     try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        st = None
-    except NotADirectoryError:
-        parent = next((p for p in path.parents if p.exists()), None)
-        return f"{parent} is a file, not a folder" if parent is not None else "not a folder"
+        st = _stat(path)
     except OSError as exc:
         return f"cannot be read ({exc.strerror or exc})"
     if st is not None and not stat.S_ISDIR(st.st_mode):
         return "is a file, not a folder" if stat.S_ISREG(st.st_mode) else "is a device or special file, not a folder"
-    if st is None:
-        for parent in path.parents:
-            if parent.exists():
-                return None if parent.is_dir() else f"{parent} is a file, not a folder"
-    return None
+    blocking = _file_in_the_way(path) if st is None else None
+    return f"{blocking} is a file, not a folder" if blocking is not None else None
 
 
 def atomic_save(path: str | os.PathLike, write) -> Path:

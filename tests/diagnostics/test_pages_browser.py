@@ -51,6 +51,7 @@ def _open(browser, path, fragment=""):
     errors = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("dialog", lambda d: (errors.append(f"dialog: {d.message}"), d.dismiss()))   # set before any script runs
     page.goto(Path(path).resolve().as_uri() + fragment)
     return page, errors
 
@@ -188,13 +189,18 @@ def test_the_leaderboard_page_runs_no_script_from_a_name(browser, tmp_path):
     table = f"| policy | {roster} |\n|---|---|\n| {HOSTILE} | 50.0 ± 1.0 [4] |"
     path = write_page(tmp_path / "leaderboard.html", table, [f"finding {HOSTILE}"], {}, curves)
     page, errors = _open(browser, path)
-    dialogs = []
-    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     page.locator("#pols input").first.check()
-    page.wait_for_timeout(200)
-    assert page.evaluate("window.__pwned") is None and not dialogs and not errors
+    _assert_no_script_ran(page, errors)
     assert page.locator("img").count() == 0                       # no element made from a name
     assert HOSTILE in page.text_content("#pols") and HOSTILE in page.text_content("#tabs")
+
+
+def _assert_no_script_ran(page, errors):
+    """No handler set by a hostile name ran (no dialog either), none is in the document, and the console
+    stayed clean."""
+    page.wait_for_timeout(200)
+    assert page.evaluate("window.__pwned") is None and not errors
+    assert page.evaluate("document.querySelectorAll('[onerror]').length") == 0
 
 
 def _hostile_world(dev_world):
@@ -220,14 +226,10 @@ def test_the_play_and_watch_pages_run_no_script_from_world_metadata(browser, dev
     else:
         path = write_watch_page(tmp_path / "watch.html", watch_data(world, 0, arrivals=6, curve_seeds=1))
     page, errors = _open(browser, path)
-    dialogs = []
-    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     for button in page.locator("button").all()[:8]:             # play a little: every view is rendered
         if button.is_visible() and button.is_enabled():
             button.click()
-    page.wait_for_timeout(200)
-    assert page.evaluate("window.__pwned") is None and not dialogs and not errors
-    assert page.evaluate("document.querySelectorAll('[onerror]').length") == 0
+    _assert_no_script_ran(page, errors)
     assert HOSTILE in page.text_content("body")
 
 
@@ -246,11 +248,7 @@ def test_the_calibration_report_runs_no_script_from_a_posterior_file(browser, tm
     idata.constant_data = idata.constant_data.assign_coords(parameter=[f"{HOSTILE}{n}" for n in names])
     (tmp_path / f"{HOSTILE}.html").write_text("<p>a sibling page</p>")
     page, errors = _open(browser, write_calibration_report(idata, tmp_path / "report.html"))
-    dialogs = []
-    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    page.wait_for_timeout(200)
-    assert page.evaluate("window.__pwned") is None and not dialogs and not errors
-    assert page.evaluate("document.querySelectorAll('[onerror]').length") == 0
+    _assert_no_script_ran(page, errors)
     assert HOSTILE in page.text_content("table") and HOSTILE in page.text_content("nav")
 
 
@@ -277,9 +275,5 @@ def test_the_validation_report_runs_no_script_from_a_validation_file(browser, tm
     idata = post
     idata.add_groups({"online": online, "checks": checks})
     page, errors = _open(browser, write_report(idata, tmp_path / "validation.html"))
-    dialogs = []
-    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    page.wait_for_timeout(200)
-    assert page.evaluate("window.__pwned") is None and not dialogs and not errors
-    assert page.evaluate("document.querySelectorAll('[onerror]').length") == 0
+    _assert_no_script_ran(page, errors)
     assert HOSTILE in page.text_content("h1") and HOSTILE in page.text_content("ul")
