@@ -8,6 +8,7 @@ from online.sweep import run_sweep
 from tdmodels.rosters import open_world
 from tutorduel.cli import main
 from tutorduel.store_view import stored_rows
+from tests.online.helpers import plugin_module
 
 
 def _retarget(st, spec, target):
@@ -43,10 +44,7 @@ def test_stats_leaderboard_and_export_never_import_a_rows_target(env_dirs, capsy
 def test_a_plugin_named_with_policies_has_its_code_version_checked(env_dirs, tmp_path, monkeypatch, capsys):
     from online import code_identity
 
-    mod = tmp_path / "named_plugin.py"
-    mod.write_text("from online.protocol import Policy\n\nclass P(Policy):\n"
-                   "    def select(self, Phi):\n        return 0, 1\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
+    mod = plugin_module(tmp_path, "named_plugin", monkeypatch)
     st = RunStore()
     run_sweep(["dev"], [0], ["named_plugin:P"], st, arrivals=3, progress=False, inline=True)
     mod.write_text(mod.read_text() + "\n# an edit\n")

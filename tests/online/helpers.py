@@ -156,3 +156,13 @@ class PicklesBack(Policy):
 
     def select(self, Phi):
         return 0, 1
+
+
+def plugin_module(folder, name: str, monkeypatch):
+    """Write a plug-in module `name` (one policy, P, that always shows the first two personas) into `folder`,
+    put the folder on sys.path, and return the module file (edit it to make a new code version)."""
+    mod = folder / f"{name}.py"
+    mod.write_text("from online.protocol import Policy\n\nclass P(Policy):\n"
+                   "    def select(self, Phi):\n        return 0, 1\n")
+    monkeypatch.syspath_prepend(str(folder))
+    return mod

@@ -12,6 +12,7 @@ from online.replay import replay, run_key
 from online.store import CorruptRowError, RunStore, row_problem
 from online.sweep import parse_seeds, run_sweep
 from tdmodels.rosters import open_world
+from tests.online.helpers import plugin_module
 
 
 def _key(seed, spec, arrivals=None, world="dev"):
@@ -157,10 +158,7 @@ def test_rows_of_another_code_version_are_kept_and_reported(env_dirs, tmp_path, 
     """Finding 2: the code is part of a run's identity."""
     from online import code_identity
 
-    mod = tmp_path / "codeid_policy.py"
-    mod.write_text("from online.protocol import Policy\n\nclass P(Policy):\n"
-                   "    def select(self, Phi):\n        return 0, 1\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
+    mod = plugin_module(tmp_path, "codeid_policy", monkeypatch)
     st = RunStore()
     first = run_sweep(["dev"], [0], ["codeid_policy:P"], st, arrivals=3, progress=False, inline=True)
     old = first.done[0]
@@ -289,10 +287,7 @@ def test_stats_against_a_policy_stored_only_under_older_code(env_dirs, tmp_path,
     from online import code_identity
     from tutorduel.cli import main
 
-    mod = tmp_path / "codeid_policy2.py"
-    mod.write_text("from online.protocol import Policy\n\nclass P(Policy):\n"
-                   "    def select(self, Phi):\n        return 0, 1\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
+    mod = plugin_module(tmp_path, "codeid_policy2", monkeypatch)
     st = RunStore()
     done = run_sweep(["dev"], [0, 1], ["codeid_policy2:P", "random"], st, arrivals=3, progress=False, inline=True)
     old = next(c.code for c in done.done if c.policy == "codeid_policy2:P")
