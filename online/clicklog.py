@@ -16,6 +16,7 @@ import xarray as xr
 
 from tdmodels.atomic_file import atomic_save
 from tdmodels.priors import MixturePrior
+from tdmodels.world import WorldFormatError, check_fits_in_memory
 
 LOG_VERSION = 3           # 3: the run's code digest among its attributes (its identity: world, seed, policy, code, truncation)
 
@@ -108,9 +109,14 @@ def save_click_log(log: ClickLog, path: str | os.PathLike) -> Path:
 def load_click_log(path: str | os.PathLike) -> ClickLog:
     """Read and check a click log; ClickLogError names the file and the problem."""
     path = Path(path)
+    if not path.is_file():     # a device, a pipe or a folder in the log's place is never opened
+        raise ClickLogError(f"click log {path}: not a regular file")
     try:
-        with xr.open_dataset(path, engine="h5netcdf") as ds:
-            ds = ds.load()
+        with xr.open_dataset(path, engine="h5netcdf") as lazy:
+            check_fits_in_memory(lazy, f"click log {path}")
+            ds = lazy.load()
+    except WorldFormatError as exc:
+        raise ClickLogError(str(exc)) from None
     except Exception as exc:  # h5py/netCDF raise many types for damaged files
         raise ClickLogError(f"click log {path}: unreadable ({type(exc).__name__}: {exc})") from None
     names = ("student", "question", "first", "second", "phi_first", "phi_second", "rater", "outcome")

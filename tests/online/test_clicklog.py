@@ -76,3 +76,19 @@ def test_a_second_damaged_click_log_never_replaces_the_first(env_dirs, dev_world
         assert log.n_users == 4
     kept = sorted(p.read_bytes() for p in path.parent.glob(path.name + ".corrupt*"))
     assert kept == [b"first damage", b"second damage"]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "folder"])
+def test_a_log_that_is_not_a_regular_file_is_refused_unopened(tmp_path, kind):
+    """A pipe in a log's place used to block the reader forever; /dev/zero to be read without end."""
+    import os
+
+    path = tmp_path / "x.clicks.nc"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "device":
+        path.symlink_to("/dev/zero")
+    else:
+        path.mkdir()
+    with pytest.raises(ClickLogError, match="not a regular file"):
+        load_click_log(path)
