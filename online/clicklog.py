@@ -119,6 +119,16 @@ def load_click_log(path: str | os.PathLike) -> ClickLog:
         raise ClickLogError(str(exc)) from None
     except Exception as exc:  # h5py/netCDF raise many types for damaged files
         raise ClickLogError(f"click log {path}: unreadable ({type(exc).__name__}: {exc})") from None
+    try:
+        return _click_log_of(ds, path)
+    except ClickLogError:
+        raise
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:   # a field of the wrong shape or type
+        raise ClickLogError(f"click log {path}: malformed ({type(exc).__name__}: {exc})") from None
+
+
+def _click_log_of(ds: xr.Dataset, path: Path) -> ClickLog:
+    """The checked ClickLog of a loaded click-log Dataset."""
     names = ("student", "question", "first", "second", "phi_first", "phi_second", "rater", "outcome")
     missing = [n for n in names if n not in ds]
     if missing:

@@ -22,6 +22,7 @@ from online.scoring import benchmark_score, floor_regret, random_regret, strong_
 from tdmodels.bradley_terry import order_averaged
 
 ANSWER_STREAM = 7
+MAX_ANSWER_NOISE = 100.0       # sd of a stated answer, logits
 
 
 def student_thetas(world: xr.Dataset, sched) -> np.ndarray:
@@ -35,6 +36,9 @@ def replay_combined(world: xr.Dataset, seed: int, spec: str, arrivals: int | Non
                     answer_noise: float = 0.5) -> dict:
     """One run; returns score, regrets, the persona asked about per round (-1: a pair was shown)
     and the stated answers [N, S] (NaN where none)."""
+    if isinstance(answer_noise, bool) or not isinstance(answer_noise, (int, float, np.integer, np.floating)) \
+            or not 0 <= answer_noise <= MAX_ANSWER_NOISE:
+        raise ValueError(f"answer_noise {answer_noise!r}: must be a number in [0, {MAX_ANSWER_NOISE:g}] (logits)")
     run = prepare_run(world, seed, spec, arrivals)
     spec, sched, U = run.spec.canonical, run.sched, run.U
     N = sched.question.shape[0]

@@ -37,6 +37,7 @@ from tdmodels.atomic_file import atomic_save, folder_problem
 from tdmodels.file_read import UnreadableFileError, read_regular_text
 
 ROW_SCHEMA = 3            # 3: every row carries what it played (pairs and clicks; online.verify)
+RECORD_BYTES = 2**20       # a failure record or world.json
 ROW_BYTES = 512 * 2**20    # a row of a million arrivals is a few hundred MB; a larger file is refused unread
 FAILED = "_failed"
 _DIGEST = re.compile(r"[0-9a-f]{16}")
@@ -262,10 +263,12 @@ class RunStore:
         out = []
         for p in sorted(base.rglob("seed-*.json")) if base.is_dir() else []:
             try:
-                rec = json.loads(p.read_text())
-            except (OSError, ValueError):
+                rec = json.loads(read_regular_text(p, RECORD_BYTES))
+            except (OSError, ValueError, RecursionError):
                 continue
-            if isinstance(rec, dict) and isinstance(rec.get("error"), str):
+            if isinstance(rec, dict) and isinstance(rec.get("error"), str) and rec["error"].strip() \
+                    and isinstance(rec.get("policy"), str) and isinstance(rec.get("seed"), int) \
+                    and not isinstance(rec.get("seed"), bool):
                 out.append(rec)
         return out
 
@@ -277,11 +280,12 @@ class RunStore:
             _atomic_write(path, to_json({"digest": digest, "names": sorted(known | {name}), **info}))
 
     def world_names(self, digest: str) -> set[str]:
+        """The names world `digest` was run under (ROOT/<digest>/world.json); a damaged or odd file gives none."""
         try:
-            names = json.loads((self.root / digest / "world.json").read_text()).get("names", [])
-            return {str(n) for n in names}
-        except (OSError, ValueError, AttributeError):
+            names = json.loads(read_regular_text(self.root / digest / "world.json", RECORD_BYTES)).get("names", [])
+        except (OSError, ValueError, AttributeError, RecursionError):
             return set()
+        return {n for n in names if isinstance(n, str)} if isinstance(names, list) else set()
 
     def world_digests(self) -> list[str]:
         if not self.root.is_dir():

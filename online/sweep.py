@@ -242,11 +242,15 @@ def plan_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: Run
                confirm: bool = False):
     """Check everything a sweep needs before any cell runs; return (cells to run, world files by digest, the
     worlds by digest, result so far)."""
+    if isinstance(worlds, str) or isinstance(specs, str) or isinstance(seeds, str):
+        raise SweepError("worlds, seeds and specs are lists (a single name is [name]; seeds: parse_seeds('0-7'))")
+    if not isinstance(store, RunStore):
+        raise SweepError(f"store {store!r}: give an online.store.RunStore")
     if not worlds or not seeds or not specs:
         raise SweepError("a sweep needs at least one world, one seed and one policy")
-    bad = [s for s in seeds if isinstance(s, bool) or not isinstance(s, numbers.Integral) or s < 0]
+    bad = [s for s in seeds if isinstance(s, bool) or not isinstance(s, numbers.Integral) or not 0 <= s <= MAX_SEED]
     if bad:
-        raise SweepError(f"seed {bad[0]!r}: seeds are non-negative integers")
+        raise SweepError(f"seed {bad[0]!r}: seeds are integers in [0, {MAX_SEED}]")
     n = len(worlds) * len(seeds) * len(specs)
     if n > MAX_CELLS:
         raise SweepError(f"{n:,} cells ({len(worlds)} world(s) x {len(seeds):,} seeds x {len(specs)} policies): "

@@ -31,8 +31,11 @@ import xarray as xr
 
 from online.schedule import make_schedule, session_utilities
 from online.scoring import benchmark_score, floor_regret, random_regret, strong_regret
+from online.store import ROW_BYTES
+from tdmodels.file_read import UnreadableFileError, read_regular, regular_file_digest
 
 FIGURE_RTOL = 1e-9
+LOG_BYTES = 8 * 2**30          # a click log larger than this is not checked (hashed in 1 MiB chunks below it)
 FIGURES = ("regret", "floor", "random", "excess", "score")
 CURVES = ("regret", "floor", "random")
 
@@ -204,22 +207,31 @@ def verifier_identity() -> str:
     return code_identity(__name__).digest
 
 
-def _verdict_path(row_bytes: bytes, log_bytes: bytes | None) -> Path:
+def _verdict_path(row_bytes: bytes, log_digest: bytes | None) -> Path:
     h = hashlib.sha256(b"tutorduel-verdict\0" + verifier_identity().encode() + b"\0" + row_bytes)
-    if log_bytes is not None:
-        h.update(b"\0log\0" + hashlib.sha256(log_bytes).digest())
+    if log_digest is not None:
+        h.update(b"\0log\0" + log_digest)
     d = h.hexdigest()
     return cache_root() / "verified" / d[:2] / d[2:]
 
 
-def known_good(row_bytes: bytes, log_bytes: bytes | None = None) -> bool:
-    """Whether these exact row (and click log) bytes verified before on this machine."""
-    return _verdict_path(row_bytes, log_bytes).exists()
+def log_digest(row_path: Path) -> bytes | None:
+    """SHA-256 of the click log beside a row (read in chunks, bounded), None where there is none;
+    UnreadableFileError for a log that is not a regular file or is too large to check."""
+    log = Path(row_path).with_suffix(".clicks.nc")
+    if not os.path.lexists(log):
+        return None
+    return regular_file_digest(log, LOG_BYTES)
 
 
-def remember_good(row_bytes: bytes, log_bytes: bytes | None = None) -> None:
+def known_good(row_bytes: bytes, log_digest: bytes | None = None) -> bool:
+    """Whether these exact row bytes (and click log, by its SHA-256) verified before on this machine."""
+    return _verdict_path(row_bytes, log_digest).exists()
+
+
+def remember_good(row_bytes: bytes, log_digest: bytes | None = None) -> None:
     """Cache a passing verdict (best effort: an unwritable cache only costs the work next time)."""
-    p = _verdict_path(row_bytes, log_bytes)
+    p = _verdict_path(row_bytes, log_digest)
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_bytes(b"ok\n")
@@ -245,14 +257,18 @@ def audit_rows(store_root: str, world_files: dict, paths: list[str]) -> list[tup
     worlds, out = {}, []
     for p in map(Path, paths):
         try:
-            row_bytes = p.read_bytes()
+            row_bytes = read_regular(p, ROW_BYTES)
             row = read_row(p)
-        except (OSError, CorruptRowError) as exc:
+        except (OSError, UnreadableFileError, CorruptRowError) as exc:
             out.append((str(p), UNVERIFIABLE, str(exc)))
             continue
         log_path = p.with_suffix(".clicks.nc")
-        log_bytes = log_path.read_bytes() if log_path.is_file() else None
-        if known_good(row_bytes, log_bytes):
+        try:
+            log_sha = log_digest(p)
+        except UnreadableFileError as exc:
+            out.append((str(p), BAD_LOG, f"click log {exc}"))
+            continue
+        if known_good(row_bytes, log_sha):
             out.append((str(p), OK, ""))
             continue
         digest = row["world_digest"]
@@ -273,7 +289,7 @@ def audit_rows(store_root: str, world_files: dict, paths: list[str]) -> list[tup
         if problem:
             out.append((str(p), BAD_ROW, problem))
             continue
-        if log_bytes is not None:
+        if log_sha is not None:
             try:
                 problem = click_log_problem(row, load_click_log(log_path))
             except ClickLogError as exc:
@@ -281,7 +297,7 @@ def audit_rows(store_root: str, world_files: dict, paths: list[str]) -> list[tup
             if problem:
                 out.append((str(p), BAD_LOG, f"{problem} ({log_path})"))
                 continue
-        remember_good(row_bytes, log_bytes)
+        remember_good(row_bytes, log_sha)
         out.append((str(p), OK, ""))
     return out
 
@@ -294,10 +310,9 @@ def audit_in_fresh_process(store_root, world_files: dict, paths: list) -> list[t
     cached, paths = [], [Path(p) for p in paths]
     for p in paths:           # rows whose exact bytes verified before need no process
         try:
-            log = p.with_suffix(".clicks.nc")
-            if known_good(p.read_bytes(), log.read_bytes() if log.is_file() else None):
+            if known_good(read_regular(p, ROW_BYTES), log_digest(p)):
                 cached.append(p)
-        except OSError:
+        except (OSError, UnreadableFileError):
             pass
     todo = [p for p in paths if p not in set(cached)]
     return [(str(p), OK, "") for p in cached] + (_audit_elsewhere(store_root, world_files, todo) if todo else [])

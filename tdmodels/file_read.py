@@ -34,6 +34,31 @@ def read_regular(path: str | os.PathLike, limit: int) -> bytes:
         os.close(fd)
 
 
+def regular_file_digest(path: str | os.PathLike, limit: int) -> bytes:
+    """SHA-256 of the regular file at `path`, read in chunks (never held whole), at most `limit` bytes;
+    UnreadableFileError otherwise."""
+    import hashlib
+
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise UnreadableFileError(f"{path}: cannot be opened ({exc.strerror or exc})") from None
+    h, seen = hashlib.sha256(), 0
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise UnreadableFileError(f"{path}: a device, pipe or other special file, not a regular file")
+        if st.st_size > limit:
+            raise UnreadableFileError(f"{path}: {st.st_size:,} bytes; at most {limit:,} are read")
+        while chunk := fh.read(2**20):
+            seen += len(chunk)
+            if seen > limit:
+                raise UnreadableFileError(f"{path}: more than {limit:,} bytes; at most {limit:,} are read")
+            h.update(chunk)
+    return h.digest()
+
+
 def read_regular_text(path: str | os.PathLike, limit: int) -> str:
     """As `read_regular`, decoded as UTF-8 (UnreadableFileError if it is not)."""
     data = read_regular(path, limit)

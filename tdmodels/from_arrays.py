@@ -7,6 +7,8 @@ and the rater feature is absent (zeros) unless rater scores are given.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import xarray as xr
 
@@ -72,6 +74,9 @@ def read_arrays(path) -> dict:
     problem."""
     import zipfile
 
+    if not Path(path).is_file():        # a pipe would block np.load, a device feed it without end
+        what = "no such file" if not Path(path).exists() else "not a regular file"
+        raise WorldFormatError(f"arrays {path}: {what}")
     try:
         npz = np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError) as exc:

@@ -99,6 +99,9 @@ def validate_prefdisco_world(ds: xr.Dataset, source: str = "<memory>") -> xr.Dat
             fail(name, "missing variable")
         if ds[name].dims != dims:
             fail(name, f"dims {ds[name].dims}, expected {dims}")
+    for dim, least in (("persona", 2), ("task", 1), ("attribute", 1), ("response", 2)):
+        if ds.sizes.get(dim, 0) < least:
+            fail(dim, f"{ds.sizes.get(dim, 0)} along '{dim}'; a PrefDisco world needs at least {least}")
     rel = ds["relevant"].values.astype(bool)
     dom = ds["task_domain"].values
     if "domain" in ds.coords and (np.any(dom < 0) or np.any(dom >= ds.sizes["domain"])):

@@ -101,6 +101,10 @@ def open_world(name: str, allow_test: bool = False, directory=None, copies: int 
     `copies`: processes that will hold the world at once (checked against available memory first)."""
     if not isinstance(name, str) or not name.strip():
         raise WorldFormatError(f"world name {name!r}: give a roster name or a path to a .nc file")
+    if isinstance(copies, bool) or not isinstance(copies, int) or not 1 <= copies <= 4096:
+        raise ValueError(f"copies {copies!r}: the processes that will hold the world, an integer in [1, 4096]")
+    if directory is not None and not isinstance(directory, (str, os.PathLike)):
+        raise WorldFormatError(f"worlds folder {directory!r}: give a folder path (a str or os.PathLike)")
     if name in ROSTERS and ROSTERS[name].held_out and not allow_test:
         raise HeldOutError(f"roster {name!r} is held out for evaluation; pass --allow-test to read it (never tune on it)")
     path = world_file(name, directory)

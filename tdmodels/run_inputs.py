@@ -8,6 +8,7 @@ import numbers
 import numpy as np
 import xarray as xr
 
+from tdmodels.limits import MAX_SEED
 from tdmodels.world import WorldFormatError, memory_available, session_length, validate_world
 
 
@@ -29,9 +30,9 @@ def _integer(value) -> bool:
 
 
 def checked_seed(seed) -> int:
-    """A seed: a non-negative integer (not a bool, not 1.5), else ValueError."""
-    if not _integer(seed) or seed < 0:
-        raise ValueError(f"seed {seed!r}: seeds are non-negative integers")
+    """A seed: an integer in [0, MAX_SEED] (not a bool, not 1.5), else ValueError."""
+    if not _integer(seed) or not 0 <= seed <= MAX_SEED:
+        raise ValueError(f"seed {seed!r}: seeds are integers in [0, {MAX_SEED}]")
     return int(seed)
 
 

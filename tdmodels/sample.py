@@ -74,6 +74,9 @@ def load_sample(path: str | Path) -> xr.Dataset:
     except (UnreadableFileError, json.JSONDecodeError, RecursionError, KeyError, TypeError) as exc:
         raise WorldFormatError(f"sample {path}: not the TutorDuel site sample ({type(exc).__name__}: {exc})") from None
     _check_structure(path, personas, arrivals)
+    labels = raw.get("labels", {})
+    if not isinstance(labels, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
+        raise WorldFormatError(f"sample {path}: labels: expected an object of profile key -> label text")
     K = len(personas)
     iu, ju = np.triu_indices(K, 1)
     profiles = sorted({a["profile_key"] for a in arrivals})
@@ -104,7 +107,6 @@ def load_sample(path: str | Path) -> xr.Dataset:
         if not hits:
             raise WorldFormatError(f"sample {path}: question {text[:60]!r}... ends with none of the {len(cues)} cues")
         return max(hits, key=lambda i: len(cues[i]))
-    labels = raw.get("labels", {})
     reach = ~np.isnan(U[..., 0])
     beta = fit_click_scale(order_averaged(probs[reach]), U[reach])
     features = np.concatenate([np.broadcast_to(np.eye(K), (n_q, K, K)), np.zeros((n_q, K, 1))], axis=2)

@@ -82,6 +82,10 @@ def hostile(tmp_path_factory):
     (root / "sample0.json").write_text(json.dumps({"personas": persona + [{"short": "P2"}], "arrivals": []}))
     (root / "simulator.json").write_text(json.dumps({"params": {"no_such": 1}}))
     (root / "exits_on_import.py").write_text("raise SystemExit(3)\n")
+    os.mkfifo(root / "fifo.npz")
+    sample = {"personas": persona + [{"short": "P2"}], "labels": ["x"],
+              "arrivals": [{"profile_key": "a", "qs": [{"q": "x?", "U": [0.1, 0.5, 0.9], "P": [0.3, 0.2, 0.4]}]}]}
+    (root / "labels.json").write_text(json.dumps(sample))
     return root
 
 
@@ -164,6 +168,11 @@ CLI_CASES = [
     (["fit", "--model", "population", "--sampler", "nuts", "--thin", "5", "--arrivals", "3"], {}, "--thin 5"),
     (["validate", "--chains", "1"], {}, "--chains"),
     (["prefdisco", "--seeds", "0-5000"], {}, "at most 1,000"),
+    (["prefdisco-validate", "--questions", "-5"], {}, "--questions must lie in 0..5"),
+    (["replay", "--world", "dev", "--seeds", "0", "--arrivals", "3", "--policies", "no-transfer[prior_var=1\nX]"], {},
+     "prior_var=1\\nX"),
+    (["worlds", "from-arrays", "fifo.npz", "--name", "p"], {}, "not a regular file"),
+    (["worlds", "import-sample", "labels.json"], {}, "labels"),
 ]
 
 
@@ -241,7 +250,11 @@ def _python_cases(dev, hostile):
     from online.policies.coduel import CODuel
     from online.policies.rucb import rucb
     from online.replay import replay, replay_logged
+    from diagnostics.stats import reference_table
+    from online.combined_replay import replay_combined
     from tdmodels.from_arrays import world_from_arrays
+    from tdmodels.rosters import open_world
+    from tutorduel.cell_fit import fit_cell
 
     U = np.random.default_rng(0).uniform(size=(3, 30, 4))
 
@@ -281,6 +294,18 @@ def _python_cases(dev, hostile):
         "RunStore(5)": lambda: RunStore(5),
         "run_sweep(arrivals=2.5)": lambda: run_sweep(["dev"], [0], ["random"], RunStore(hostile / "apistore"),
                                                      arrivals=2.5, progress=False),
+        "run_sweep('dev')": lambda: run_sweep("dev", [0], ["random"], RunStore(hostile / "apistore"), progress=False),
+        "run_sweep(store=path)": lambda: run_sweep(["dev"], [0], ["random"], str(hostile / "apistore"), progress=False),
+        "replay(seed=2**64)": lambda: replay(dev, 2**64, "random", 2),
+        "replay_combined(answer_noise=nan)": lambda: replay_combined(dev, 0, "coduel-ask", 2, float("nan")),
+        "replay_combined(answer_noise=-1)": lambda: replay_combined(dev, 0, "coduel-ask", 2, -1.0),
+        "reference_table(None)": lambda: reference_table(dev, None),
+        "open_world(copies=0)": lambda: open_world("dev", directory=hostile / "worlds", copies=0),
+        "open_world(directory=5)": lambda: open_world("dev", directory=5),
+        "fit_cell(chains=10**6)": lambda: fit_cell(dev, 0, "random", "users", RunStore(hostile / "apistore"),
+                                                   arrivals=3, chains=10**6),
+        "fit_cell(max_minutes=1e300)": lambda: fit_cell(dev, 0, "random", "population", RunStore(hostile / "apistore"),
+                                                        arrivals=3, max_minutes=1e300),
     }
 
 
@@ -301,3 +326,36 @@ def test_python_replay_still_accepts_numpy_integers(dev_world):
 
     row = replay(dev_world, np.int64(0), "random", np.int32(2))
     assert row["seed"] == 0 and row["arrivals"] == 2
+
+
+def test_a_damaged_store_is_read_without_hanging_or_a_traceback(hostile, tmp_path, monkeypatch, capfd):
+    """Failure records and world.json files that are pipes, devices, garbage or of the wrong shape; a world
+    name in the store that is a path. Every reading command finishes with its usual status and no traceback."""
+    import shutil
+
+    root = tmp_path / "h"
+    shutil.copytree(hostile, root, symlinks=True, ignore=shutil.ignore_patterns("fifo.npz"))
+    runs = root / "runs"
+    digest = next(p.name for p in runs.iterdir() if len(p.name) == 16)
+    failed = runs / "_failed" / digest / "x" / "code-aaaaaaaaaaaa"
+    failed.mkdir(parents=True)
+    os.mkfifo(failed / "seed-0000.json")
+    (failed / "seed-0001.json").symlink_to("/dev/zero")
+    (failed / "seed-0002.json").write_text('{"error": "x"}')
+    (failed / "seed-0003.json").write_text('{"error": "", "seed": 0, "policy": "p"}')
+    (runs / digest / "world.json").unlink()
+    os.mkfifo(runs / digest / "world.json")
+    other = runs / "0123456789abcdef"
+    other.mkdir()
+    (other / "world.json").write_text(json.dumps({"names": 5}))
+    third = runs / "fedcba9876543210"
+    third.mkdir()
+    (third / "world.json").write_text(json.dumps({"names": [str(root / "worlds" / "dev.nc")]}))
+    before = _digests(runs)
+    for argv, ok in ((["stats", "--world", "dev", "--arrivals", "3"], (0,)), (["verify"], (0, 1)),
+                     (["export", str(tmp_path / "rows.csv")], (0,))):
+        capfd.readouterr()
+        rc, _ = _run(argv, {"TUTORDUEL_WORLDS": str(root / "worlds"), "TUTORDUEL_STORE": str(runs)}, root, monkeypatch)
+        out, err = capfd.readouterr()
+        assert rc in ok and "Traceback" not in out + err, (argv, rc, err[-1500:])
+    assert _digests(runs) == before

@@ -18,8 +18,10 @@ from online.replay import replay_logged, run_key
 from online.store import RunStore
 from online.verify import click_log_problem
 from tdmodels.atomic_file import atomic_save
+from tdmodels.limits import MAX_SEED
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior, isotropic_prior
 from tdmodels.world import world_digest
+from tutorduel.arg_types import MAX_DRAWS, MAX_JOBS, MAX_MINUTES
 
 MODELS = ("users", "population", "recalibration")
 PRIORS = ("policy", "em")
@@ -102,12 +104,12 @@ def fit_cell(world, seed: int, spec: str, model: str, store: RunStore, prior: st
         raise ValueError(f"unknown model {model!r}; choose from {', '.join(MODELS)}")
     if prior not in PRIORS:
         raise ValueError(f"unknown prior {prior!r}; choose from {', '.join(PRIORS)}")
-    for what, v, lo in (("chains", chains, 2), ("warmup", warmup, 1), ("draws", draws, 1), ("seed", seed, 0),
-                        ("thin", thin, 1), ("jobs", jobs, 1)):
+    for what, v, lo, hi in (("chains", chains, 2, 64), ("warmup", warmup, 1, MAX_DRAWS), ("draws", draws, 1, MAX_DRAWS),
+                            ("seed", seed, 0, MAX_SEED), ("thin", thin, 1, 10_000), ("jobs", jobs, 1, MAX_JOBS)):
         if v is None and what in ("warmup", "draws"):
             continue
-        if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-            raise ValueError(f"--{what} {v!r}: must be an integer >= {lo}")
+        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+            raise ValueError(f"--{what} {v!r}: must be an integer in [{lo:,}, {hi:,}]")
     if model != "population" and (sampler != "gibbs" or thin != 1):
         raise ValueError("--sampler and --thin apply to --model population only")
     if sampler not in ("gibbs", "nuts"):
@@ -115,8 +117,8 @@ def fit_cell(world, seed: int, spec: str, model: str, store: RunStore, prior: st
     if sampler == "nuts" and thin != 1:
         raise ValueError(f"--thin {thin}: thinning applies to the Gibbs sampler; NUTS keeps every draw")
     if max_minutes is not None and (isinstance(max_minutes, bool) or not isinstance(max_minutes, (int, float))
-                                    or not np.isfinite(max_minutes) or max_minutes < 0):
-        raise ValueError(f"--max-minutes {max_minutes!r}: must be a finite number >= 0")
+                                    or not np.isfinite(max_minutes) or not 0 <= max_minutes <= MAX_MINUTES):
+        raise ValueError(f"--max-minutes {max_minutes!r}: must be a number in [0, {MAX_MINUTES:g}]")
     log = cell_click_log(world, seed, spec, store, arrivals, warn=progress)
     check_users(users, log.n_users)
     sl = slice(None, users)

@@ -659,12 +659,14 @@ def cmd_validate(a) -> int:
 def _store_worlds(store, worlds_dir) -> dict:
     """digest -> world file, for every world the store recorded a run under whose file (by that name, in the
     worlds folder) is there; nothing is built."""
-    from tdmodels.rosters import world_file
+    from tdmodels.rosters import is_path, world_file
     from tdmodels.world import WorldFormatError
 
     out = {}
     for digest in store.world_digests():
         for name in sorted(store.world_names(digest)):
+            if is_path(name):         # a name in the store never becomes a path (a sweep records names only)
+                continue
             try:
                 f = world_file(name, worlds_dir)
             except WorldFormatError:
@@ -763,11 +765,16 @@ def _page_options(p, out):
     _common(p, store=False)
 
 
+def one_line(message) -> str:
+    """An error message on one line: line breaks that came with a user's text are shown as \\n."""
+    return str(message).replace("\r", "\\r").replace("\n", "\\n")
+
+
 class Parser(argparse.ArgumentParser):
     """argparse with a bad argument reported on one line (what and where, and where to read more), exit 2."""
 
     def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -972,7 +979,7 @@ def _main(argv) -> int:
             return args.fn(args)
         except (CLIError, HeldOutError, WorldFormatError, PolicySpecError, PolicyOutputError, CorruptRowError,
                 StoreError, TaskError, FileNotFoundError, ValueError) as exc:
-            print(f"tutorduel: error: {exc}", file=sys.stderr)
+            print(f"tutorduel: error: {one_line(exc)}", file=sys.stderr)
             return 2
     except KeyboardInterrupt:
         print("tutorduel: interrupted", file=sys.stderr)

@@ -61,8 +61,12 @@ def cmd_prefdisco_validate(a) -> int:
     from diagnostics.prefdisco_validate import summary_lines, validate_prefdisco
     from tdmodels.prefdisco_world import build_prefdisco_world, load_prefdisco_world
 
+    from online.prefdisco_run import MAX_TURNS
+
     if a.scenarios < 1:
         raise CLIError("--scenarios must be >= 1")
+    if not 0 <= a.questions <= MAX_TURNS:
+        raise CLIError(f"--questions must lie in 0..{MAX_TURNS}, got {a.questions}")
     world = load_prefdisco_world(a.world) if a.world else build_prefdisco_world(seed=a.seed)
     idata = validate_prefdisco(world, a.scenarios, a.questions, a.answer_noise, seed=a.seed,
                                warmup=a.warmup, draws=a.draws, truth_scenarios=a.truth_scenarios,
