@@ -89,8 +89,8 @@ def hostile(tmp_path_factory):
     return root
 
 
-def _run(argv, env, root, monkeypatch) -> tuple[int, str]:
-    """Run the CLI in this process with `env`, from `root`; (exit status, stderr)."""
+def _run(argv, env, root, monkeypatch) -> int:
+    """Run the CLI in this process with `env`, from `root`; its exit status (output: capfd)."""
     for k, v in {"TUTORDUEL_WORLDS": str(root / "worlds"), "TUTORDUEL_STORE": str(root / "runs"), **env}.items():
         monkeypatch.setenv(k, v)
     monkeypatch.chdir(root)
@@ -108,7 +108,7 @@ def _run(argv, env, root, monkeypatch) -> tuple[int, str]:
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
-    return rc, ""
+    return rc
 
 
 # (argv, extra environment, words the error line must contain)
@@ -182,7 +182,7 @@ def test_a_hostile_argument_gets_one_line_and_changes_nothing(hostile, argv, env
     worlds_before = _digests(hostile / "worlds")
     afile = (hostile / "afile").read_bytes()
     capfd.readouterr()
-    rc, _ = _run(argv, env, hostile, monkeypatch)
+    rc = _run(argv, env, hostile, monkeypatch)
     out, err = capfd.readouterr()
     assert rc == 2, (rc, err[-2000:])
     assert "Traceback" not in err + out
@@ -355,7 +355,7 @@ def test_a_damaged_store_is_read_without_hanging_or_a_traceback(hostile, tmp_pat
     for argv, ok in ((["stats", "--world", "dev", "--arrivals", "3"], (0,)), (["verify"], (0, 1)),
                      (["export", str(tmp_path / "rows.csv")], (0,))):
         capfd.readouterr()
-        rc, _ = _run(argv, {"TUTORDUEL_WORLDS": str(root / "worlds"), "TUTORDUEL_STORE": str(runs)}, root, monkeypatch)
+        rc = _run(argv, {"TUTORDUEL_WORLDS": str(root / "worlds"), "TUTORDUEL_STORE": str(runs)}, root, monkeypatch)
         out, err = capfd.readouterr()
         assert rc in ok and "Traceback" not in out + err, (argv, rc, err[-1500:])
     assert _digests(runs) == before
