@@ -17,8 +17,7 @@ import math
 
 import numpy as np
 
-NEWTON_ITERS = 100
-NEWTON_RTOL = 1e-12
+from inference.constants import NEWTON_ITERS, NEWTON_RTOL
 
 
 def sigmoid(x):

@@ -42,16 +42,11 @@ from typing import NamedTuple
 
 import numpy as np
 
+from inference.constants import COV_RIDGE, EM_ITERS, EXACT_MIN, MIN_SUPPORT, REFRESH, RESP_FLOOR
 from inference.laplace import laplace_fit_batch
 from tdmodels.population_model import ALPHA, N_LEARNED
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior
 
-EM_ITERS = 1
-REFRESH = 8
-EXACT_MIN = 1e-3
-COV_RIDGE = 1e-2             # added to every learned component's covariance (keeps it away from a collapse)
-RESP_FLOOR = 1e-12           # responsibilities below this are set to 0 and the unit's covariance is not stored
-MIN_SUPPORT = 0.5
 
 
 class Population(NamedTuple):

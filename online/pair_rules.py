@@ -29,7 +29,7 @@ from itertools import combinations
 
 import numpy as np
 
-from inference.kernels.belief import LOOKAHEAD_RTOL, PRUNE_NATS    # one source for both engines
+from inference.constants import LOOKAHEAD_RTOL, PRUNE_NATS
 from inference.mixture_belief import MixtureBelief, expected_utilities, update_belief
 
 

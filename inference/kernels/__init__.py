@@ -17,13 +17,13 @@ Cholesky beats LAPACK calls at this size.
 Components are fixed slots; `active[c]` says which hold a component. Inactive slots are
 skipped everywhere (their log weight is -inf).
 """
-from inference.kernels._scalar import NEWTON_RTOL, click_mode, probit_log_predictive
-from inference.kernels.belief import (LOOKAHEAD_RTOL, PRUNE_NATS, greedy_pair, lookahead_pair, lookahead_scores,
+from inference.kernels._scalar import click_mode, probit_log_predictive
+from inference.kernels.belief import (greedy_pair, lookahead_pair, lookahead_scores,
                                    mixture_greedy, mixture_update, recalibrated, update_both)
-from inference.kernels.laplace import RESP_FLOOR, laplace_units, surrogate_estep, surrogate_units
+from inference.kernels.laplace import laplace_units, surrogate_estep, surrogate_units
 from inference.kernels.linalg import spd_factors
 from inference.kernels.recalibration import recalibration_newton
 
-__all__ = ["NEWTON_RTOL", "LOOKAHEAD_RTOL", "PRUNE_NATS", "RESP_FLOOR", "click_mode", "probit_log_predictive",
+__all__ = ["click_mode", "probit_log_predictive",
            "greedy_pair", "lookahead_pair", "lookahead_scores", "mixture_greedy", "mixture_update", "recalibrated",
            "update_both", "laplace_units", "surrogate_estep", "surrogate_units", "spd_factors", "recalibration_newton"]

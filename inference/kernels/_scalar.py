@@ -5,7 +5,7 @@ import math
 
 from numba import njit
 
-from inference.laplace import NEWTON_ITERS, NEWTON_RTOL   # one source: the NumPy one-click step's
+from inference.constants import NEWTON_ITERS, NEWTON_RTOL
 
 
 @njit(cache=True)

@@ -8,10 +8,8 @@ import math
 import numpy as np
 from numba import njit
 
+from inference.constants import LOOKAHEAD_RTOL, PRUNE_NATS
 from inference.kernels._scalar import _sigmoid, click_mode, probit_log_predictive
-
-PRUNE_NATS = 20.0             # lookahead: components under exp(-20) of the heaviest are left out
-LOOKAHEAD_RTOL = 1e-6         # lookahead: only means after a hypothetical click are needed
 
 
 @njit(cache=True)

@@ -9,7 +9,7 @@ import numpy as np
 from numba import njit
 
 from inference.kernels.linalg import _chol_solve, _cholesky, _inverse_from_chol
-from inference.population import RESP_FLOOR   # one source: the NumPy E-step's
+from inference.constants import RESP_FLOOR
 
 
 @njit(cache=True)

@@ -1,0 +1,21 @@
+"""Numerical settings shared by the NumPy code and the compiled kernels: one source for each.
+
+This module imports nothing from the project, so every module of ``inference`` (and
+``inference.kernels``) can import from it without an import cycle.
+"""
+
+# The one-click Newton (``inference.laplace.click_mode`` and its compiled twin).
+NEWTON_ITERS = 100
+NEWTON_RTOL = 1e-12
+
+# CODuel's population belief (``inference.population``).
+EM_ITERS = 1
+REFRESH = 8
+EXACT_MIN = 1e-3
+COV_RIDGE = 1e-2             # added to every learned component's covariance (keeps it away from a collapse)
+RESP_FLOOR = 1e-12           # responsibilities below this are set to 0 and the unit's covariance is not stored
+MIN_SUPPORT = 0.5
+
+# The lookahead pair rule (``online.pair_rules`` and ``inference.kernels.belief``).
+PRUNE_NATS = 20.0            # components under exp(-20) of the heaviest are left out
+LOOKAHEAD_RTOL = 1e-6        # only means after a hypothetical click are needed
