@@ -28,6 +28,7 @@ from online.scoring import floor_regret, random_regret
 from tdmodels import ties
 from tdmodels.bradley_terry import order_averaged
 from tdmodels.run_inputs import check_pair_memory
+from tdmodels.errors import InputError
 
 PER_USER_PAIR = {"test_profiles": 76, "composite": 66, "quirky": 68}    # quoted in the reference text
 WORLD_ROWS = {"best-pair-everyone": "best fixed pair (everyone, hindsight)", "linear-oracle": "per-user linear oracle"}
@@ -75,7 +76,7 @@ def bootstrap_means(stats: dict[str, np.ndarray], draws: int = 2000, seed: int =
     """Mean and percentile bootstrap interval over sessions (the same resamples for every figure)."""
     n = len(next(iter(stats.values())))
     if n < 2:
-        raise ValueError(f"a bootstrap over sessions needs at least 2 sessions, got {n}")
+        raise InputError(f"a bootstrap over sessions needs at least 2 sessions, got {n}")
     idx = np.random.default_rng(seed).integers(n, size=(draws, n))
     q = [(1 - level) / 2, (1 + level) / 2]
     return {k: (float(v.mean()), *map(float, np.quantile(v[idx].mean(1), q))) for k, v in stats.items()}

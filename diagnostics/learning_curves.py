@@ -13,6 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from diagnostics.stats import mean_se, paired_gain, t_quantile
+from tdmodels.errors import InputError
 
 WINDOW = 25
 
@@ -41,10 +42,10 @@ def moving_mean(x: np.ndarray, window: int = WINDOW) -> np.ndarray:
 def learning_curve(rows: list[dict], window: int = WINDOW) -> Curve:
     """The curve of one policy on one roster over the seeds of `rows` (all full runs of equal length)."""
     if not rows:
-        raise ValueError("no run rows to draw a learning curve from")
+        raise InputError("no run rows to draw a learning curve from")
     lengths = {len(r["per_user"]["regret"]) for r in rows}
     if len(lengths) != 1:
-        raise ValueError(f"runs of different lengths {sorted(lengths)}: compare runs over the same arrivals")
+        raise InputError(f"runs of different lengths {sorted(lengths)}: compare runs over the same arrivals")
     N = lengths.pop()
     w = min(window, N)
     curves = np.stack([moving_mean(per_user_excess(r), w) for r in rows])

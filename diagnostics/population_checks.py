@@ -25,6 +25,7 @@ from diagnostics.stats import t_interval
 from inference.evidence import T_DOF, mvt_logpdf, mvt_sample
 from inference.laplace import laplace_fit_batch
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior, isotropic_prior
+from tdmodels.errors import InputError
 
 
 class HeldOut(NamedTuple):
@@ -74,7 +75,7 @@ def log_predictive(z, y, prior: MixturePrior, n: int = 4000, seed: int = 0, top:
     (log predictive [U], PSIS k-hat [U] of each estimate)
     """
     if not isinstance(n, (int, np.integer)) or n < 3:
-        raise ValueError(f"log_predictive: n must be an integer >= 3 (one draw per proposal part), got {n!r}")
+        raise InputError(f"log_predictive: n must be an integer >= 3 (one draw per proposal part), got {n!r}")
     z, y = np.asarray(z, dtype=float), np.asarray(y, dtype=float)
     U, S, d = z.shape
     per_user = np.ndim(prior.weights) == 2
@@ -149,7 +150,7 @@ def held_out_check(log, holdout: int, seed: int = 0, em=None) -> HeldOut:
 
     N = log.n_users
     if not 0 < holdout < N:
-        raise ValueError(f"holdout must lie in 1..{N - 1}, got {holdout}")
+        raise InputError(f"holdout must lie in 1..{N - 1}, got {holdout}")
     z, y = log.recalibrated_design()
     train, test = np.arange(N - holdout), np.arange(N - holdout, N)
     if em is None:

@@ -34,6 +34,7 @@ from diagnostics.stats import t_interval
 from inference.population_diagnostics import component_covariances, slot_log_joint
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior
 from tdmodels.ties import top_two
+from tdmodels.errors import InputError
 
 REFERENCE = "reference"
 
@@ -247,10 +248,10 @@ def reference_agreement(idata_a: az.InferenceData, idata_b: az.InferenceData) ->
         if name != "theta":
             for coord in ("pair_i", "pair_j"):
                 if coord in das[0].coords and not np.array_equal(das[0][coord].values, das[1][coord].values):
-                    raise ValueError("the two fits track different user pairs: compute them on the same users")
+                    raise InputError("the two fits track different user pairs: compute them on the same users")
             if "test_points" in idata_a["label_invariant"] and not np.allclose(
                     idata_a["label_invariant"]["test_points"].values, idata_b["label_invariant"]["test_points"].values):
-                raise ValueError("the two fits use different test points: compute them on the same clicks")
+                raise InputError("the two fits use different test points: compute them on the same clicks")
         means = [da.mean(("chain", "draw")).values for da in das]
         mcse = [az.mcse(da.to_dataset(name="q"), method="mean")["q"].values for da in das]
         diff = np.ravel(means[0] - means[1])

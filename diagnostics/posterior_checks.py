@@ -27,6 +27,7 @@ import arviz as az
 import numpy as np
 from scipy.special import logsumexp
 from scipy.stats import wasserstein_distance
+from tdmodels.errors import InputError
 
 KHAT_MAX = 0.7
 KHAT_REPLICATES = 4
@@ -103,7 +104,7 @@ def check_posterior(reference: np.ndarray, weights, means, covs, log_target: Cal
     `khat_replicates` independent samples of `n_proposal` draws of q).
     """
     if khat_replicates < 1:
-        raise ValueError(f"khat_replicates must be at least 1, got {khat_replicates}")
+        raise InputError(f"khat_replicates must be at least 1, got {khat_replicates}")
     ref = np.asarray(reference, dtype=float)
     sd_p = ref.std(0, ddof=1)
     mean_q, sd_q = mixture_moments(weights, means, covs)
@@ -180,7 +181,7 @@ def check_logged_users(log, reference_draws: np.ndarray, users=None, seed: int =
     learner used (``log.recalibrated_design``). reference_draws [S, U, d] (all chains pooled),
     aligned with `users` (default: the first U arrivals)."""
     if log.beliefs is None or log.priors is None:
-        raise ValueError("check_logged_users: the click log records no online beliefs or arrival priors "
+        raise InputError("check_logged_users: the click log records no online beliefs or arrival priors "
                          "(replay a policy that keeps them, e.g. coduel, with --keep-clicks)")
     ref = np.asarray(reference_draws, dtype=float)
     users = np.arange(ref.shape[1]) if users is None else np.asarray(users)

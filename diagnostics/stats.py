@@ -13,6 +13,7 @@ from scipy import stats as sps
 
 from diagnostics.references import REFERENCES, reference_regrets
 from online.scoring import benchmark_score
+from tdmodels.errors import InputError
 
 REFERENCE_LABELS = {
     "random": "random pairs", "best-pair-everyone": "best fixed pair (everyone, hindsight)",
@@ -56,7 +57,7 @@ def paired_gain(excess_a, excess_b, level: float = 0.95) -> dict:
 def reference_table(world, seeds, arrivals=None) -> dict[str, dict[int, dict]]:
     """{reference: {seed: {regret, floor, random, excess, score}}}."""
     if isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__iter__"):
-        raise ValueError(f"seeds {seeds!r}: give a list of seeds (integers), e.g. online.sweep.parse_seeds('0-7')")
+        raise InputError(f"seeds {seeds!r}: give a list of seeds (integers), e.g. online.sweep.parse_seeds('0-7')")
     out = defaultdict(dict)
     for seed in seeds:
         regs = reference_regrets(world, seed, arrivals)

@@ -19,3 +19,7 @@ MIN_SUPPORT = 0.5
 # The lookahead pair rule (``online.pair_rules`` and ``inference.kernels.belief``).
 PRUNE_NATS = 20.0            # components under exp(-20) of the heaviest are left out
 LOOKAHEAD_RTOL = 1e-6        # only means after a hypothetical click are needed
+
+# The population model's exact sampler: the users' proposals' defensive part, its share and scale.
+WIDE_SHARE = 0.1
+WIDE_SCALE = 3.0

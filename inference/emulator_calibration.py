@@ -13,7 +13,7 @@ posterior's region (its bounding box widened by half), where a quadratic is accu
 the last posterior's draws are its posterior predictive check with the simulator itself.
 
 Why an emulator rather than ABC: one simulation of the five rosters costs seconds, and the ABC-SMC
-of ``inference.abc_smc`` had not narrowed the tolerance after a thousand of them; the statistics move
+(``inference.abc_smc``, since removed: git show 7d0e5ff:inference/abc_smc.py) had not narrowed the tolerance after a thousand of them; the statistics move
 smoothly with the parameters (the simulator's random numbers are fixed by its seed), which is what an
 emulator needs.
 """
@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Callable, NamedTuple
 
 import numpy as np
+from tdmodels.errors import InputError
 
 
 class Emulator(NamedTuple):
@@ -81,16 +82,16 @@ def fit_emulator(thetas, Y, lo, hi, ridge: float = 1e-4, folds: int = 5, seed: i
     if kind == "gp":
         return _fit_gp(thetas, Y, lo, hi, max_points)
     if kind != "quadratic":
-        raise ValueError(f"emulator kind must be 'quadratic' or 'gp', got {kind!r}")
+        raise InputError(f"emulator kind must be 'quadratic' or 'gp', got {kind!r}")
     thetas, Y = np.asarray(thetas, float), np.asarray(Y, float)
     lo, hi = np.asarray(lo, float), np.asarray(hi, float)
     if thetas.ndim != 2 or Y.ndim != 2 or len(thetas) != len(Y):
-        raise ValueError(f"thetas [n, d] and Y [n, m] must have the same n, got {thetas.shape} and {Y.shape}")
+        raise InputError(f"thetas [n, d] and Y [n, m] must have the same n, got {thetas.shape} and {Y.shape}")
     if not (np.isfinite(thetas).all() and np.isfinite(Y).all()):
-        raise ValueError("every simulated statistic and parameter must be finite to fit an emulator")
+        raise InputError("every simulated statistic and parameter must be finite to fit an emulator")
     F = quadratic_features(_scale(thetas, lo, hi))
     if len(F) < min_simulations("quadratic", thetas.shape[1], folds):
-        raise ValueError(f"an emulator of {thetas.shape[1]} parameters needs at least "
+        raise InputError(f"an emulator of {thetas.shape[1]} parameters needs at least "
                          f"{min_simulations('quadratic', thetas.shape[1], folds)} simulations, got {len(F)}")
     y_mean, y_sd = Y.mean(0), Y.std(0)
     y_sd = np.where(y_sd > 0, y_sd, 1.0)
@@ -107,9 +108,9 @@ def fit_emulator(thetas, Y, lo, hi, ridge: float = 1e-4, folds: int = 5, seed: i
 def _checked(thetas, Y, lo, hi):
     thetas, Y = np.asarray(thetas, float), np.asarray(Y, float)
     if thetas.ndim != 2 or Y.ndim != 2 or len(thetas) != len(Y):
-        raise ValueError(f"thetas [n, d] and Y [n, m] must have the same n, got {thetas.shape} and {Y.shape}")
+        raise InputError(f"thetas [n, d] and Y [n, m] must have the same n, got {thetas.shape} and {Y.shape}")
     if not (np.isfinite(thetas).all() and np.isfinite(Y).all()):
-        raise ValueError("every simulated statistic and parameter must be finite to fit an emulator")
+        raise InputError("every simulated statistic and parameter must be finite to fit an emulator")
     return thetas, Y, np.asarray(lo, float), np.asarray(hi, float)
 
 
@@ -122,7 +123,7 @@ def _fit_gp(thetas, Y, lo, hi, max_points):
     thetas, Y = thetas[:max_points], Y[:max_points]
     n, d = thetas.shape
     if n < min_simulations("gp", d):
-        raise ValueError(f"a Gaussian-process emulator of {d} parameters needs at least {min_simulations('gp', d)} simulations, "
+        raise InputError(f"a Gaussian-process emulator of {d} parameters needs at least {min_simulations('gp', d)} simulations, "
                          f"got {n}")
     y_mean, y_sd = Y.mean(0), Y.std(0)
     y_sd = np.where(y_sd > 0, y_sd, 1.0)

@@ -36,6 +36,7 @@ from inference.laplace import laplace_fit_batch
 from inference.population import COV_RIDGE, likelihood_surrogate, surrogate_units
 from tdmodels.population_model import ALPHA, N_LEARNED
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior
+from tdmodels.errors import InputError
 
 MONOTONE_SLACK = 1e-8        # nats per user: a decrease larger than this is a bug, not rounding
 
@@ -157,9 +158,9 @@ def fit_mixture_em(z, y, n_components: int = N_LEARNED, alpha: float = ALPHA, br
     """
     z, y = np.asarray(z, dtype=float), np.asarray(y)
     if starts < 1 or iters < 1:
-        raise ValueError(f"starts and iters must be at least 1, got {starts} and {iters}")
+        raise InputError(f"starts and iters must be at least 1, got {starts} and {iters}")
     if not (np.all(np.isfinite(z)) and np.all(np.isin(y, (0, 1)))):
-        raise ValueError("fit_mixture_em: designs must be finite and clicks 0 or 1")
+        raise InputError("fit_mixture_em: designs must be finite and clicks 0 or 1")
     U = z.shape[0]
     k = min(n_components, U)
     m0, sur = broad_surrogates(z, y, broad_var)

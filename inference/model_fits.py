@@ -28,6 +28,7 @@ from inference.population_gibbs import GibbsSettings, RoundVerdict, sample_popul
 from inference.user_reference import check_design
 from tdmodels.population_model import RIDGE, PopulationHyper, population, recalibration
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior, validate_prior
+from tdmodels.errors import InputError
 
 
 POPULATION_SAMPLERS = ("gibbs", "nuts")
@@ -70,7 +71,7 @@ def fit_population(z, y, seed: int = 0, chains: int = DEFAULT_CHAINS, warmup: in
     """
     z, y = check_design(z, y)
     if sampler not in POPULATION_SAMPLERS:
-        raise ValueError(f"unknown sampler {sampler!r}; choose from {', '.join(POPULATION_SAMPLERS)}")
+        raise InputError(f"unknown sampler {sampler!r}; choose from {', '.join(POPULATION_SAMPLERS)}")
     hyper = hyper.validate()
     if sampler == "gibbs":
         until = None
@@ -147,7 +148,7 @@ def fit_recalibration(first, second, rater, y, prior: MixturePrior, seed: int = 
     rater = np.asarray(rater, dtype=float)
     U, S, K = rater.shape
     if not np.all(np.isfinite(rater)):
-        raise ValueError("rater scores have non-finite entries")
+        raise InputError("rater scores have non-finite entries")
     z_dummy = np.zeros((U, S, K + 1))
     _, y = check_design(z_dummy, y)
     prior = validate_prior(prior, K + 1)

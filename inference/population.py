@@ -46,6 +46,7 @@ from inference.constants import COV_RIDGE, EM_ITERS, EXACT_MIN, MIN_SUPPORT, REF
 from inference.laplace import laplace_fit_batch
 from tdmodels.population_model import ALPHA, N_LEARNED
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior
+from tdmodels.errors import InputError
 
 
 
@@ -307,7 +308,7 @@ def refit_population(pop: Population, Z: np.ndarray, y: np.ndarray, alpha: float
     cyclic refresh brings them up to date). The input population is not modified."""
     n, S, d = Z.shape
     if n != pop.n + 1:
-        raise ValueError(f"refit_population: {n} sessions given, the population has seen {pop.n}")
+        raise InputError(f"refit_population: {n} sessions given, the population has seen {pop.n}")
     C = len(pop.weights)
     v = n - 1
     pop = pop._replace(

@@ -40,6 +40,7 @@ from inference.laplace import laplace_fit_batch
 from inference.nuts import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_WARMUP, run_nuts
 from inference.unit_model import whiten_units, whitened_units
 from tdmodels.priors import MixturePrior, validate_prior
+from tdmodels.errors import InputError
 
 DEFAULT_PRUNE = 1e-3
 log = logging.getLogger(__name__)
@@ -53,13 +54,13 @@ def check_design(z: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Validate clicks: z [U, S, d] finite, y [U, S] in {0, 1}."""
     z, y = np.asarray(z, dtype=float), np.asarray(y)
     if z.ndim != 3 or y.shape != z.shape[:2]:
-        raise ValueError(f"design z must be [users, rounds, dim] and y [users, rounds]; got {z.shape} and {y.shape}")
+        raise InputError(f"design z must be [users, rounds, dim] and y [users, rounds]; got {z.shape} and {y.shape}")
     bad = ~np.isfinite(z).all(-1)
     if bad.any():
         u, t = np.argwhere(bad)[0]
-        raise ValueError(f"design z has non-finite features ({int(bad.sum())} rows; first at user {u}, round {t})")
+        raise InputError(f"design z has non-finite features ({int(bad.sum())} rows; first at user {u}, round {t})")
     if not np.isin(y, (0, 1)).all():
-        raise ValueError("clicks y must be 0 or 1")
+        raise InputError("clicks y must be 0 or 1")
     return z, y.astype(np.int64)
 
 
@@ -70,7 +71,7 @@ def per_user_prior(prior: MixturePrior, n_users: int, d: int) -> MixturePrior:
     if w.ndim == 1:
         w, m, S = (np.broadcast_to(a, (n_users,) + a.shape) for a in (w, m, S))
     if w.shape[0] != n_users:
-        raise ValueError(f"per-user prior has {w.shape[0]} users, the clicks have {n_users}")
+        raise InputError(f"per-user prior has {w.shape[0]} users, the clicks have {n_users}")
     return MixturePrior(np.asarray(w), np.asarray(m), np.asarray(S))
 
 

@@ -17,11 +17,12 @@ import xarray as xr
 from tdmodels.atomic_file import atomic_save
 from tdmodels.priors import MixturePrior
 from tdmodels.world import WorldFormatError, check_fits_in_memory
+from tdmodels.errors import InputError
 
 LOG_VERSION = 3           # 3: the run's code digest among its attributes (its identity: world, seed, policy, code, truncation)
 
 
-class ClickLogError(ValueError):
+class ClickLogError(InputError):
     """A click-log file that cannot be read or does not match its run."""
 
 

@@ -20,6 +20,7 @@ from online.direct_questions import persona_contrast
 from online.replay import play, prepare_run
 from online.scoring import benchmark_score, floor_regret, random_regret, strong_regret
 from tdmodels.bradley_terry import order_averaged
+from tdmodels.errors import InputError
 
 ANSWER_STREAM = 7
 MAX_ANSWER_NOISE = 100.0       # sd of a stated answer, logits
@@ -38,7 +39,7 @@ def replay_combined(world: xr.Dataset, seed: int, spec: str, arrivals: int | Non
     and the stated answers [N, S] (NaN where none)."""
     if isinstance(answer_noise, bool) or not isinstance(answer_noise, (int, float, np.integer, np.floating)) \
             or not 0 <= answer_noise <= MAX_ANSWER_NOISE:
-        raise ValueError(f"answer_noise {answer_noise!r}: must be a number in [0, {MAX_ANSWER_NOISE:g}] (logits)")
+        raise InputError(f"answer_noise {answer_noise!r}: must be a number in [0, {MAX_ANSWER_NOISE:g}] (logits)")
     run = prepare_run(world, seed, spec, arrivals)
     spec, sched, U = run.spec.canonical, run.sched, run.U
     N = sched.question.shape[0]

@@ -20,10 +20,11 @@ import xarray as xr
 
 from online.prefdisco_bayes import COST, elicit, scenario_model
 from online.prefdisco_scoring import expected_align, scenario_scores
+from tdmodels.errors import InputError
+from tdmodels.limits import MAX_TURNS
 
 POLICIES = ("answer-now", "ask-random", "ask-top-weight", "ask-bayes")
 FIXED_ORDER = POLICIES[:3]
-MAX_TURNS = 5
 
 
 def question_order(world: xr.Dataset, persona: int, task: int, policy: str, rng: np.random.Generator) -> np.ndarray:
@@ -37,7 +38,7 @@ def question_order(world: xr.Dataset, persona: int, task: int, policy: str, rng:
         others = np.arange(world.sizes["persona"]) != persona
         mean_w = world["weights"].values[others, task][:, rel].mean(0)
         return rel[np.argsort(-mean_w, kind="stable")]
-    raise ValueError(f"unknown PrefDisco policy {policy!r}; choose from {', '.join(POLICIES)}")
+    raise InputError(f"unknown PrefDisco policy {policy!r}; choose from {', '.join(POLICIES)}")
 
 
 def passive_user(values: np.ndarray, answer_noise: float, rng: np.random.Generator):
@@ -51,7 +52,7 @@ def run_scenario(world: xr.Dataset, persona: int, task: int, policy: str, questi
                  rng: np.random.Generator, answer_noise: float = 0.0, cost: float = COST) -> dict:
     """Ask at most `questions` (<= MAX_TURNS) questions, answer, and score the scenario."""
     if not 0 <= questions <= MAX_TURNS:
-        raise ValueError(f"questions must lie in 0..{MAX_TURNS}, got {questions}")
+        raise InputError(f"questions must lie in 0..{MAX_TURNS}, got {questions}")
     answer = passive_user(world["values"].values[persona, task], answer_noise, rng)
     if policy == "ask-bayes":
         model = scenario_model(world, persona, task)

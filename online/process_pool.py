@@ -16,6 +16,7 @@ import signal
 import time
 from multiprocessing.connection import wait
 from typing import Callable, Iterable
+from tdmodels.errors import InputError
 
 POLL_S = 0.2
 _STARTED = ("started",)
@@ -140,7 +141,7 @@ class WorkerPool:
     def __init__(self, n: int, timeout: float | None = None, should_stop: Callable[[], bool] = lambda: False,
                  result_globals: frozenset | None = None):
         if n < 1:
-            raise ValueError(f"a pool needs at least one worker, got {n}")
+            raise InputError(f"a pool needs at least one worker, got {n}")
         self.n, self.timeout, self.should_stop = n, timeout, should_stop
         self.allowed = None if result_globals is None else PLAIN_DATA | frozenset(result_globals)
         self.ctx = mp.get_context("spawn")
@@ -259,7 +260,7 @@ def map_in_workers(fn: Callable, items: Iterable, jobs: int = 1) -> list:
     """
     items = list(items)
     if jobs < 1:
-        raise ValueError(f"jobs must be at least 1, got {jobs}")
+        raise InputError(f"jobs must be at least 1, got {jobs}")
     if jobs == 1 or len(items) <= 1:
         return [fn(x) for x in items]
     out, errors = [None] * len(items), []

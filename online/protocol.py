@@ -20,6 +20,7 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+from tdmodels.errors import InputError
 
 CONTEXT_KEYS = ("K", "d", "S", "beta", "b", "N")
 
@@ -45,7 +46,7 @@ class Policy:
         pass
 
 
-class PolicyOutputError(ValueError):
+class PolicyOutputError(InputError):
     """A policy returned something that is not two distinct in-range persona indices."""
 
 

@@ -36,6 +36,7 @@ from typing import NamedTuple
 
 from online.learner import Learner, LearnerPolicy
 from online.setting_range import Range, annotated_range, hint_range, range_problem
+from tdmodels.errors import InputError
 
 REGISTRY = {
     "random": "online.policies.random_pairs:random_pairs",
@@ -69,7 +70,7 @@ _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 _UNTYPED = object()
 
 
-class PolicySpecError(ValueError):
+class PolicySpecError(InputError):
     """An unknown policy, an unknown setting, a wrong value or a malformed spec."""
 
 

@@ -13,6 +13,7 @@ import inspect
 import math
 import typing
 from typing import NamedTuple
+from tdmodels.errors import InputError
 
 
 class Range(NamedTuple):
@@ -86,7 +87,7 @@ def ranged(fn):
             if name in ranges:
                 problem = range_problem(name, value, ranges[name])
                 if problem:
-                    raise ValueError(problem)
+                    raise InputError(problem)
         return fn(*args, **kwargs)
 
     return checked

@@ -35,6 +35,7 @@ from typing import Iterator, NamedTuple
 
 from tdmodels.atomic_file import atomic_save, folder_problem
 from tdmodels.file_read import UnreadableFileError, read_regular_text
+from tdmodels.errors import InputError
 
 ROW_SCHEMA = 3            # 3: every row carries what it played (pairs and clicks; online.verify)
 RECORD_BYTES = 2**20       # a failure record or world.json
@@ -47,7 +48,7 @@ EXPORT_COLUMNS = ("world", "world_digest", "seed", "policy", "target", "code", "
                   "random", "excess", "score", "wall_s")
 
 
-class CorruptRowError(ValueError):
+class CorruptRowError(InputError):
     """A stored row that cannot be read, does not follow the schema, or does not belong where it lies."""
 
 
@@ -241,7 +242,7 @@ class RunStore:
         one is kept: a cell's row is a function of its key); clears any failure record of the cell."""
         problem = row_problem(row)
         if problem:
-            raise ValueError(f"refusing to store a row of {row.get('policy')!r}: {problem}")
+            raise InputError(f"refusing to store a row of {row.get('policy')!r}: {problem}")
         key = CellKey.of_row(row)
         p = self.path(key)
         try:
@@ -340,7 +341,7 @@ class RunStore:
         (stdlib) or .parquet (pandas + pyarrow)."""
         path = Path(path)
         if path.suffix not in (".csv", ".parquet"):
-            raise ValueError(f"export to {path}: use a .csv or .parquet file name")
+            raise InputError(f"export to {path}: use a .csv or .parquet file name")
         records = [{c: (r["code"]["digest"] if c == "code" else r.get(c)) for c in EXPORT_COLUMNS}
                    for r in (self.rows(world_digest) if rows is None else rows)]
         if path.suffix == ".parquet":
@@ -372,7 +373,7 @@ def spreadsheet_safe(value):
     return value
 
 
-class ExportError(ValueError):
+class ExportError(InputError):
     """An export the installed packages cannot write."""
 
 

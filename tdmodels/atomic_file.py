@@ -4,9 +4,10 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from tdmodels.errors import InputError
 
 
-class OutputPathError(ValueError):
+class OutputPathError(InputError):
     """A path that a file cannot be written to without destroying something: a device, a folder, a pipe,
     or a path under a regular file."""
 

@@ -6,9 +6,10 @@ import hashlib
 import os
 import stat
 from pathlib import Path
+from tdmodels.errors import InputError
 
 
-class UnreadableFileError(ValueError):
+class UnreadableFileError(InputError):
     """A path that is not a regular file, cannot be opened, or is larger than the reader allows."""
 
 

@@ -9,3 +9,4 @@ MAX_SEED = 2**63 - 1          # seeds are stored as int64 (click logs, netCDF at
 MAX_REFERENCE_SEEDS = 1_000   # seeds of the references one command computes in its own process
 MAX_PAGE_ARRIVALS = 10_000    # arrivals a play or watch page embeds
 MAX_CURVE_SEEDS = 1_000       # full runs behind a page's learning-curve band
+MAX_TURNS = 5                 # PrefDisco: direct questions before the answer

@@ -37,6 +37,7 @@ import numpyro.distributions as dist
 
 from tdmodels.click_model import btl_clicks
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior, prior_distribution, stick_breaking
+from tdmodels.errors import InputError
 
 ALPHA = 20.0
 N_LEARNED = 16
@@ -78,11 +79,11 @@ class PopulationHyper(NamedTuple):
         for name in ("alpha", "broad_var", "mean_scale", "cov_scale"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v <= 0:
-                raise ValueError(f"population model: {name} must be a positive finite number, got {v!r}")
+                raise InputError(f"population model: {name} must be a positive finite number, got {v!r}")
         for name, lo in (("n_learned", 1), ("cov_df_extra", 2)):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
-                raise ValueError(f"population model: {name} must be an integer >= {lo}, got {v!r}")
+                raise InputError(f"population model: {name} must be an integer >= {lo}, got {v!r}")
         return self
 
 

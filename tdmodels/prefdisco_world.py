@@ -28,6 +28,7 @@ import numpy as np
 import xarray as xr
 
 from tdmodels.world import WorldFormatError, read_world_file, write_world_file
+from tdmodels.errors import InputError
 
 ATTRIBUTES = ("expertise_level", "jargon", "analogies", "step_by_step", "empathy", "brevity", "formality",
               "examples", "encouragement", "visual_description", "rigor", "humor", "real_world_context",
@@ -44,7 +45,7 @@ def build_prefdisco_world(seed: int = 0, n_tasks_per_domain: int = 12, n_persona
                           context_shift: float = 1.0) -> xr.Dataset:
     """Draw a world. Shapes: tasks T = D * n_tasks_per_domain, personas P, attributes A, responses R."""
     if not 0 < profile_size <= n_relevant <= len(ATTRIBUTES):
-        raise ValueError(f"need 0 < profile_size <= n_relevant <= {len(ATTRIBUTES)}, "
+        raise InputError(f"need 0 < profile_size <= n_relevant <= {len(ATTRIBUTES)}, "
                          f"got {profile_size}, {n_relevant}")
     rng = np.random.default_rng(seed)
     A, D, P = len(ATTRIBUTES), len(DOMAINS), n_personas

@@ -12,6 +12,7 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 import numpyro.distributions as dist
+from tdmodels.errors import InputError
 
 DEFAULT_PRIOR_VAR = 4.0      # logits^2: the no-transfer learner's prior and CODuel's isotropic component
 
@@ -34,7 +35,7 @@ class MixturePrior(NamedTuple):
 def isotropic_prior(d: int, var: float = DEFAULT_PRIOR_VAR) -> MixturePrior:
     """N(0, var I_d) as a one-component mixture."""
     if not var > 0:
-        raise ValueError(f"prior variance must be positive, got {var!r}")
+        raise InputError(f"prior variance must be positive, got {var!r}")
     return MixturePrior(np.ones(1), np.zeros((1, d)), var * np.eye(d)[None])
 
 
@@ -42,17 +43,17 @@ def validate_prior(prior: MixturePrior, d: int | None = None) -> MixturePrior:
     """Check shapes, weights and positive definiteness; return the prior as float64 arrays."""
     w, m, S = (np.asarray(a, dtype=float) for a in prior)
     if m.ndim < 2 or S.shape != m.shape + m.shape[-1:] or w.shape != m.shape[:-1]:
-        raise ValueError(f"mixture prior shapes do not agree: weights {w.shape}, means {m.shape}, covs {S.shape}")
+        raise InputError(f"mixture prior shapes do not agree: weights {w.shape}, means {m.shape}, covs {S.shape}")
     if d is not None and m.shape[-1] != d:
-        raise ValueError(f"mixture prior has dimension {m.shape[-1]}, the data have {d}")
+        raise InputError(f"mixture prior has dimension {m.shape[-1]}, the data have {d}")
     if not (np.all(np.isfinite(w)) and np.all(np.isfinite(m)) and np.all(np.isfinite(S))):
-        raise ValueError("mixture prior has non-finite entries")
+        raise InputError("mixture prior has non-finite entries")
     if np.any(w < 0) or not np.allclose(w.sum(-1), 1.0, atol=1e-8):
-        raise ValueError("mixture prior weights must be non-negative and sum to 1")
+        raise InputError("mixture prior weights must be non-negative and sum to 1")
     if not np.allclose(S, np.swapaxes(S, -1, -2), atol=1e-10):
-        raise ValueError("mixture prior covariances must be symmetric")
+        raise InputError("mixture prior covariances must be symmetric")
     if np.any(np.linalg.eigvalsh(S)[..., 0] <= 0):
-        raise ValueError("mixture prior covariances must be positive definite")
+        raise InputError("mixture prior covariances must be positive definite")
     return MixturePrior(w, m, S)
 
 

@@ -20,6 +20,7 @@ from .file_read import read_regular_text
 from .simulator import ROSTERS, build_roster
 from .simulator_params import DEFAULT_PARAMS, SimulatorParams, generator_version
 from .world import WorldFormatError, check_name, load_world, save_world
+from tdmodels.errors import InputError
 
 DEFAULT_WORLD = "dev"
 SIMULATOR_FILE = "simulator.json"
@@ -78,7 +79,7 @@ def read_simulator_file(path: str | os.PathLike) -> SimulatorParams:
         values = spec["params"]
         unknown = set(values) - set(SimulatorParams._fields)
         if unknown:
-            raise ValueError(f"unknown parameter(s) {', '.join(sorted(unknown))}")
+            raise InputError(f"unknown parameter(s) {', '.join(sorted(unknown))}")
         params = SimulatorParams(**values).check()
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
         raise WorldFormatError(f"simulator file {path}: {exc.__class__.__name__}: {exc}") from None
@@ -102,7 +103,7 @@ def open_world(name: str, allow_test: bool = False, directory=None, copies: int 
     if not isinstance(name, str) or not name.strip():
         raise WorldFormatError(f"world name {name!r}: give a roster name or a path to a .nc file")
     if isinstance(copies, bool) or not isinstance(copies, int) or not 1 <= copies <= 4096:
-        raise ValueError(f"copies {copies!r}: the processes that will hold the world, an integer in [1, 4096]")
+        raise InputError(f"copies {copies!r}: the processes that will hold the world, an integer in [1, 4096]")
     if directory is not None and not isinstance(directory, (str, os.PathLike)):
         raise WorldFormatError(f"worlds folder {directory!r}: give a folder path (a str or os.PathLike)")
     if name in ROSTERS and ROSTERS[name].held_out and not allow_test:

@@ -10,9 +10,10 @@ import xarray as xr
 
 from tdmodels.limits import MAX_SEED
 from tdmodels.world import WorldFormatError, memory_available, session_length, validate_world
+from tdmodels.errors import InputError
 
 
-class RunTooLargeError(ValueError):
+class RunTooLargeError(InputError):
     """A run, reference or figure whose arrays would not fit in the memory available now."""
 
 
@@ -32,14 +33,14 @@ def _integer(value) -> bool:
 def checked_seed(seed) -> int:
     """A seed: an integer in [0, MAX_SEED] (not a bool, not 1.5), else ValueError."""
     if not _integer(seed) or not 0 <= seed <= MAX_SEED:
-        raise ValueError(f"seed {seed!r}: seeds are integers in [0, {MAX_SEED}]")
+        raise InputError(f"seed {seed!r}: seeds are integers in [0, {MAX_SEED}]")
     return int(seed)
 
 
 def checked_count(value, name: str, lo: int, hi: int) -> int:
     """An integer setting in [lo, hi] (not a bool, not 2.5), else ValueError naming it."""
     if not _integer(value) or not lo <= value <= hi:
-        raise ValueError(f"{name} {value!r}: must be an integer in [{lo:,}, {hi:,}]")
+        raise InputError(f"{name} {value!r}: must be an integer in [{lo:,}, {hi:,}]")
     return int(value)
 
 
@@ -48,7 +49,7 @@ def checked_arrivals(arrivals) -> int | None:
     if arrivals is None:
         return None
     if not _integer(arrivals) or arrivals < 1:
-        raise ValueError(f"arrivals {arrivals!r}: a positive integer (the first N arrivals), or None for all")
+        raise InputError(f"arrivals {arrivals!r}: a positive integer (the first N arrivals), or None for all")
     return int(arrivals)
 
 

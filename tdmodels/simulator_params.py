@@ -15,6 +15,7 @@ import math
 from typing import NamedTuple
 
 import numpy as np
+from tdmodels.errors import InputError
 
 GENERATOR_BASE = "sim-2"
 
@@ -53,11 +54,11 @@ class SimulatorParams(NamedTuple):
         """The parameters, or ValueError naming the first that is not a finite number in its range."""
         for name, value in self._asdict().items():
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise ValueError(f"simulator parameter {name} must be a finite number, got {value!r}")
+                raise InputError(f"simulator parameter {name} must be a finite number, got {value!r}")
             if "offset_" in name:
                 continue
             if value < 0 or (name in ("student_scale",) and value == 0):
-                raise ValueError(f"simulator parameter {name} must be {'> 0' if name == 'student_scale' else '>= 0'}, "
+                raise InputError(f"simulator parameter {name} must be {'> 0' if name == 'student_scale' else '>= 0'}, "
                                  f"got {value!r}")
         return self
 

@@ -31,6 +31,7 @@ import xarray as xr
 
 from tdmodels.atomic_file import atomic_save
 from tdmodels.limits import MAX_ARRIVALS, MAX_BANK, MAX_SESSION
+from tdmodels.errors import InputError
 
 KINDS = ("definition", "computation", "why")
 FORMAT_VERSION = 1
@@ -57,7 +58,7 @@ NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 RATER_TOL = 1e-6      # the rater column is centred over personas with unit sd, to this tolerance
 
 
-class WorldFormatError(ValueError):
+class WorldFormatError(InputError):
     """A world file or Dataset that does not follow the world format."""
 
 

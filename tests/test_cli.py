@@ -179,7 +179,7 @@ def test_validate_prints_each_fits_own_figure_before_its_difference_from_the_ref
     import arviz as az
     import xarray as xr
 
-    from tutorduel.cli import print_population_fits
+    from tutorduel.fit_report import print_population_fits
 
     attrs = {"reference_healthy": 1, "reference_sampler": "gibbs", "reference_seconds": 5.0,
              "log_density_reference_mean": -9.5, "components_reference": 3.2, "components_reference_90": "2-4",
@@ -250,10 +250,10 @@ def test_prefdisco_prints_the_three_conditions(capsys, tmp_path):
         assert ds.sizes == {"policy": 4, "seed": 2, "scenario": 150}
         assert float(abs(ds["norm_align"].sel(policy="answer-now")).max()) == 0.0
     assert main(["prefdisco", "--seeds", "0", "--policies", "ask-all"]) == 2
-    assert main(["prefdisco", "--seeds", "0", "--questions", "6"]) == 2
-    with pytest.raises(SystemExit) as exc:
-        main(["prefdisco", "--seeds", "0", "--cost", "-1"])
-    assert exc.value.code == 2
+    for bad in (["--questions", "6"], ["--cost", "-1"]):
+        with pytest.raises(SystemExit) as exc:
+            main(["prefdisco", "--seeds", "0", *bad])
+        assert exc.value.code == 2
 
 
 def test_prefdisco_curve_and_plot(capsys, tmp_path):

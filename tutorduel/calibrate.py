@@ -277,3 +277,44 @@ def run_calibration(out: Path, data: Data, simulations: int = 640, waves: int = 
 
 __all__ = ["Prior", "FITTED", "Data", "params_of", "observed_figures", "Simulator", "simulate_many", "design",
            "nearest_draw", "choose_draw", "finish", "to_inference_data", "run_calibration", "CONFIRM_SEEDS"]
+
+
+def calibrate_and_report(out, directory=None, allow_test=False, simulations: int = 640, waves: int = 2,
+                         wave_size: int = 64, jobs: int = 2, seed: int = 0, chains: int = 4, draws: int = 500,
+                         emulator: str = "gp", bootstrap: int = 2000) -> int:
+    """`tutorduel worlds calibrate`: fit the simulator's parameters to the published rows and the sample, write
+    posterior.nc, simulator.json and report.html in `out`, and print the figure table. JAX must be configured
+    (``inference.nuts.configure_jax``) before this is called."""
+    import arviz as az
+
+    from diagnostics.calibration_report import figure_table, format_figure_table
+    from inference.emulator_calibration import min_simulations
+    from tdmodels.errors import InputError
+    from tdmodels.rosters import open_world, world_file
+
+    if not allow_test:
+        raise InputError("worlds calibrate builds the held-out rosters to compare their world-level figures with the "
+                         "published ones (no policy runs); pass --allow-test to allow it")
+    need = min_simulations(emulator, len(FITTED))
+    if simulations < need:
+        raise InputError(f"--simulations {simulations}: the {emulator} emulator of {len(FITTED)} parameters needs at "
+                         f"least {need}")
+    if wave_size > chains * draws:
+        raise InputError(f"--wave-size {wave_size}: more than the posterior's {chains} x {draws} draws")
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out} is a file, not a folder")
+    sample = None
+    if world_file("sample", directory).exists():
+        sample = open_world("sample", directory=directory)
+    else:
+        print("note: the real sample is not imported (tutorduel worlds import-sample PATH): fitting the published "
+              "rows alone")
+    data = observed_figures(sample, bootstrap)
+    spec = run_calibration(out, data, simulations=simulations, waves=waves, wave_size=wave_size, jobs=jobs, seed=seed,
+                           chains=chains, draws=draws, emulator=emulator)
+    print(format_figure_table(figure_table(az.from_netcdf(out / "posterior.nc"))))
+    print(f"\nwrote {out / 'posterior.nc'}, {out / 'simulator.json'} (generator {spec['generator']}) and "
+          f"{out / 'report.html'}; build the calibrated rosters with: tutorduel worlds build --simulator "
+          f"{out / 'simulator.json'} --worlds DIR")
+    return 0

@@ -22,6 +22,7 @@ from tdmodels.limits import MAX_SEED
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior, isotropic_prior
 from tdmodels.world import world_digest
 from tutorduel.arg_types import MAX_DRAWS, MAX_JOBS, MAX_MINUTES
+from tdmodels.errors import InputError
 
 MODELS = ("users", "population", "recalibration")
 PRIORS = ("policy", "em")
@@ -67,7 +68,7 @@ def check_users(users: int | None, n: int) -> None:
     if users is None:
         return
     if isinstance(users, bool) or not isinstance(users, int) or not 1 <= users <= n:
-        raise ValueError(f"--users {users!r}: give a number of users in 1..{n} (the run has {n} arrivals)")
+        raise InputError(f"--users {users!r}: give a number of users in 1..{n} (the run has {n} arrivals)")
 
 
 def policy_prior(spec: str, d: int) -> MixturePrior:
@@ -101,24 +102,24 @@ def fit_cell(world, seed: int, spec: str, model: str, store: RunStore, prior: st
     from inference.user_reference import fit_users
 
     if model not in MODELS:
-        raise ValueError(f"unknown model {model!r}; choose from {', '.join(MODELS)}")
+        raise InputError(f"unknown model {model!r}; choose from {', '.join(MODELS)}")
     if prior not in PRIORS:
-        raise ValueError(f"unknown prior {prior!r}; choose from {', '.join(PRIORS)}")
+        raise InputError(f"unknown prior {prior!r}; choose from {', '.join(PRIORS)}")
     for what, v, lo, hi in (("chains", chains, 2, 64), ("warmup", warmup, 1, MAX_DRAWS), ("draws", draws, 1, MAX_DRAWS),
                             ("seed", seed, 0, MAX_SEED), ("thin", thin, 1, 10_000), ("jobs", jobs, 1, MAX_JOBS)):
         if v is None and what in ("warmup", "draws"):
             continue
         if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-            raise ValueError(f"--{what} {v!r}: must be an integer in [{lo:,}, {hi:,}]")
+            raise InputError(f"--{what} {v!r}: must be an integer in [{lo:,}, {hi:,}]")
     if model != "population" and (sampler != "gibbs" or thin != 1):
-        raise ValueError("--sampler and --thin apply to --model population only")
+        raise InputError("--sampler and --thin apply to --model population only")
     if sampler not in ("gibbs", "nuts"):
-        raise ValueError(f"--sampler {sampler!r}: choose gibbs or nuts")
+        raise InputError(f"--sampler {sampler!r}: choose gibbs or nuts")
     if sampler == "nuts" and thin != 1:
-        raise ValueError(f"--thin {thin}: thinning applies to the Gibbs sampler; NUTS keeps every draw")
+        raise InputError(f"--thin {thin}: thinning applies to the Gibbs sampler; NUTS keeps every draw")
     if max_minutes is not None and (isinstance(max_minutes, bool) or not isinstance(max_minutes, (int, float))
                                     or not np.isfinite(max_minutes) or not 0 <= max_minutes <= MAX_MINUTES):
-        raise ValueError(f"--max-minutes {max_minutes!r}: must be a number in [0, {MAX_MINUTES:g}]")
+        raise InputError(f"--max-minutes {max_minutes!r}: must be a number in [0, {MAX_MINUTES:g}]")
     log = cell_click_log(world, seed, spec, store, arrivals, warn=progress)
     check_users(users, log.n_users)
     sl = slice(None, users)
@@ -142,7 +143,7 @@ def fit_cell(world, seed: int, spec: str, model: str, store: RunStore, prior: st
                                progress=progress, **opts)
     else:
         if int(world.attrs["rater_available"]) == 0:
-            raise ValueError(f"world {world.attrs['roster']!r} has no rater scores: nothing to recalibrate")
+            raise InputError(f"world {world.attrs['roster']!r} has no rater scores: nothing to recalibrate")
         idata = fit_recalibration(log.first[sl], log.second[sl], log.rater[sl], y, pr, **opts)
     idata.posterior.attrs.update({"world": str(world.attrs["roster"]), "world_digest": world_digest(world),
                                   "seed": int(seed), "policy": canonical_spec(spec), "model": model, "prior": prior,

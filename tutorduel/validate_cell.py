@@ -29,12 +29,13 @@ from online.registry import canonical_spec
 from online.replay import run_key
 from online.store import RunStore
 from tdmodels.atomic_file import atomic_save
+from tdmodels.errors import InputError
 
 
 def _log_with_beliefs(world, seed, spec, store, arrivals, warn=None):
     log = cell_click_log(world, seed, spec, store, arrivals, warn)     # older log formats are recomputed there
     if log.beliefs is None:
-        raise ValueError(f"policy {canonical_spec(spec)!r} does not record its online beliefs; "
+        raise InputError(f"policy {canonical_spec(spec)!r} does not record its online beliefs; "
                          "validation needs a policy that does (e.g. coduel)")
     return log
 
@@ -158,15 +159,15 @@ def validate_users(world, seed: int, spec: str, store: RunStore, users: int | No
     warmup = DEFAULT_WARMUP if warmup is None else warmup     # the per-user NUTS references'
     draws = DEFAULT_DRAWS if draws is None else draws
     if population_reference and not holdout:
-        raise ValueError("--population-reference compares fits on held-out users: give --holdout N as well")
+        raise InputError("--population-reference compares fits on held-out users: give --holdout N as well")
     log = _log_with_beliefs(world, seed, spec, store, arrivals, progress)
     check_users(users, log.n_users)
     if holdout and not 0 < holdout < log.n_users:
-        raise ValueError(f"--holdout {holdout}: must lie in 1..{log.n_users - 1} (the run has {log.n_users} arrivals)")
+        raise InputError(f"--holdout {holdout}: must lie in 1..{log.n_users - 1} (the run has {log.n_users} arrivals)")
     S = log.outcome.shape[1]
     bad = [t for t in rounds if not 0 < int(t) < S]
     if bad:
-        raise ValueError(f"--rounds {bad}: rounds must lie in 1..{S - 1} (round {S} is the session end)")
+        raise InputError(f"--rounds {bad}: rounds must lie in 1..{S - 1} (round {S} is the session end)")
     idata_ref, _ = fit_cell(world, seed, spec, "users", store, arrivals=arrivals, chains=chains, warmup=warmup,
                             draws=draws, users=users)
     ref = user_draws(idata_ref, seed=check_seed)                       # [chain, draw, user, dim]

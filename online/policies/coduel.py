@@ -51,6 +51,7 @@ from online.pair_rules import lookahead_pair, mixture_greedy_pair
 from online.setting_range import Range, ranged
 from tdmodels.population_model import ALPHA, N_LEARNED, RIDGE, recalibrated_design
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior
+from tdmodels.errors import InputError
 
 ENGINES = ("numba", "numpy")
 _ONE = np.ones(1, dtype=bool)
@@ -250,10 +251,10 @@ def end_session(state: CODuelState, settings: Settings = Settings()) -> tuple[CO
     """The session joins the completed ones; A and the population prior are refitted."""
     s, S = settings, len(state.session.y)
     if state.t != S:
-        raise ValueError(f"CODuel: a session of {state.t} clicks, expected {S}")
+        raise InputError(f"CODuel: a session of {state.t} clicks, expected {S}")
     n = state.done.n
     if n == len(state.done.Z):
-        raise ValueError(f"CODuel: more sessions than the {n} arrivals the run was started for (context N)")
+        raise InputError(f"CODuel: more sessions than the {n} arrivals the run was started for (context N)")
     new = state.session
     z_new = recalibrated_design(state.A, new.first[None], new.second[None], new.rater[None])[0]
     done = Completed(Rounds(*(_with_row(a, n, x) for a, x in zip(state.done.rounds, new))),
@@ -286,13 +287,13 @@ def check_settings(settings: Settings) -> Settings:
     """The settings, or ValueError naming the first that is out of range."""
     s = settings
     if s.engine not in ENGINES:
-        raise ValueError(f"engine must be one of {ENGINES}, got {s.engine!r}")
+        raise InputError(f"engine must be one of {ENGINES}, got {s.engine!r}")
     if int(s.em_iters) < 1 or int(s.refresh) < 0:
-        raise ValueError(f"em_iters >= 1 and refresh >= 0 are required, got {s.em_iters}, {s.refresh}")
+        raise InputError(f"em_iters >= 1 and refresh >= 0 are required, got {s.em_iters}, {s.refresh}")
     if not (math.isfinite(s.lookahead_weight) and s.lookahead_weight >= 0):
-        raise ValueError(f"lookahead_weight must be a finite number >= 0, got {s.lookahead_weight!r}")
+        raise InputError(f"lookahead_weight must be a finite number >= 0, got {s.lookahead_weight!r}")
     if s.bank_size is not None and int(s.bank_size) < 1:
-        raise ValueError(f"bank_size must be at least 1, got {s.bank_size}")
+        raise InputError(f"bank_size must be at least 1, got {s.bank_size}")
     return s
 
 

@@ -29,6 +29,7 @@ import numpy as np
 from online.direct_questions import observe_linear, pair_cost, persona_contrast, question_gains
 from online.policies.coduel import CODuel, CODuelState, _recalibrated, record_round
 from online.setting_range import Range, ranged
+from tdmodels.errors import InputError
 
 
 def choose_question(state: CODuelState, Phi: np.ndarray, asked: int, max_questions: int, noise_var: float,
@@ -65,7 +66,7 @@ class CODuelAsk(CODuel):
                  answer_sd: Annotated[float, Range(0, 100, lo_open=True)] = 0.5,
                  horizon: Annotated[int, Range(0, 100)] = 1, **coduel_settings):
         if int(max_questions) < 0 or not float(answer_sd) > 0 or int(horizon) < 0:
-            raise ValueError(f"max_questions >= 0, answer_sd > 0 and horizon >= 0 are required, "
+            raise InputError(f"max_questions >= 0, answer_sd > 0 and horizon >= 0 are required, "
                              f"got {max_questions}, {answer_sd}, {horizon}")
         super().__init__(**coduel_settings)
         self.engine = coduel_settings.get("engine", "numba")

@@ -22,6 +22,7 @@ import numpy as np
 from inference.estimators import ridge_least_squares, ridge_logistic
 from online.learner import Learner, no_session_info
 from online.setting_range import Range, ranged
+from tdmodels.errors import InputError
 
 RIDGE = 1.0
 ALPHA = 1.0
@@ -139,9 +140,9 @@ def coldb(estimator: str = "logistic", lam: Annotated[float, Range(0, 1e6, lo_op
         Edge-deletion scale, in (0, 1000] (default 1.0).
     """
     if estimator not in ESTIMATORS:
-        raise ValueError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
+        raise InputError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
     if not lam > 0 or not alpha > 0 or (beta is not None and not beta >= 0):
-        raise ValueError(f"lam and alpha must be positive and beta non-negative; got {lam!r}, {alpha!r}, {beta!r}")
+        raise InputError(f"lam and alpha must be positive and beta non-negative; got {lam!r}, {alpha!r}, {beta!r}")
     lam, alpha = float(lam), float(alpha)
 
     def estimated(state: COLDBState) -> COLDBState:

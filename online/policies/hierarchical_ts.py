@@ -25,6 +25,7 @@ from inference.laplace import laplace_update
 from online.pair_rules import thompson_pair
 from online.learner import Learner
 from online.setting_range import Range, ranged
+from tdmodels.errors import InputError
 
 S0_VAR, Q_VAR = 1.0, 3.0
 
@@ -87,7 +88,7 @@ def end_session(state: HierTSState) -> HierTSState:
 
 def _check(s0_var, q_var) -> tuple[float, float]:
     if not s0_var > 0 or not q_var > 0:
-        raise ValueError(f"s0_var and q_var must be positive, got {s0_var!r}, {q_var!r}")
+        raise InputError(f"s0_var and q_var must be positive, got {s0_var!r}, {q_var!r}")
     return float(s0_var), float(q_var)
 
 

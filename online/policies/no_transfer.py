@@ -20,6 +20,7 @@ from online.learner import Learner, no_session_info, same_state
 from online.pair_rules import greedy_pair, thompson_pair
 from online.setting_range import Range, ranged
 from tdmodels.priors import DEFAULT_PRIOR_VAR
+from tdmodels.errors import InputError
 
 RULES = ("greedy", "thompson")
 
@@ -70,7 +71,7 @@ def update(state: GaussianState, Phi: np.ndarray, pair: tuple[int, int], y: int)
 
 def _check(prior_var) -> float:
     if not prior_var > 0:
-        raise ValueError(f"prior_var must be positive, got {prior_var!r}")
+        raise InputError(f"prior_var must be positive, got {prior_var!r}")
     return float(prior_var)
 
 
@@ -103,7 +104,7 @@ def pooled(prior_var: Annotated[float, Range(0, 1e4, lo_open=True)] = DEFAULT_PR
     """
     prior_var = _check(prior_var)
     if rule not in RULES:
-        raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
+        raise InputError(f"rule must be one of {RULES}, got {rule!r}")
 
     def select(state, Phi, rng):
         if rule == "greedy":

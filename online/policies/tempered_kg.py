@@ -32,6 +32,7 @@ from typing import Annotated
 from online.learner import Learner
 from online.policies.coduel import ENGINES, coduel
 from online.setting_range import Range, ranged
+from tdmodels.errors import InputError
 
 GAMMA = 0.25             # weight of the knowledge gradient's future term (dev and generated worlds)
 
@@ -57,9 +58,9 @@ def tempered_kg(gamma: Annotated[float, Range(0, 100)] = GAMMA, recalibration: b
         Its state is an ``online.policies.coduel.CODuelState``.
     """
     if isinstance(gamma, bool) or not isinstance(gamma, (int, float)) or not math.isfinite(gamma) or gamma < 0:
-        raise ValueError(f"tempered-kg: gamma must be a finite number >= 0, got {gamma!r}")
+        raise InputError(f"tempered-kg: gamma must be a finite number >= 0, got {gamma!r}")
     if engine not in ENGINES:
-        raise ValueError(f"tempered-kg: engine must be one of {ENGINES}, got {engine!r}")
+        raise InputError(f"tempered-kg: engine must be one of {ENGINES}, got {engine!r}")
     return coduel(recalibration=bool(recalibration), lookahead=True, gate=bool(gate), engine=engine,
                   lookahead_weight=float(gamma))
 

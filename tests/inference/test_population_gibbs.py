@@ -8,6 +8,9 @@ import numpyro
 import pytest
 from scipy import integrate, stats
 
+from inference.kernels import gibbs_conjugate as conj
+from inference.kernels import gibbs_moves as moves
+from inference.kernels import gibbs_split_merge as sm
 from inference.kernels import population_gibbs as kern
 from inference.model_fits import fit_population, stored_label_invariant
 from inference.population_gibbs import GibbsSettings, sample_population
@@ -41,7 +44,7 @@ def test_log_marginal_is_the_models_prior_times_likelihood_over_the_conjugate_po
     X = rng.normal(1.0, 1.5, size=(n, D))
     T1, T2 = X.sum(0), X.T @ X
     nu0, psi, k0 = hyper.cov_df(D), hyper.cov_prior_scale(D), hyper.kappa0
-    lm = kern.log_marginal(n, T1, T2, nu0, psi, k0, np.empty((D, D)), np.empty((D, D)))
+    lm = conj.log_marginal(n, T1, T2, nu0, psi, k0, np.empty((D, D)), np.empty((D, D)))
     for _ in range(3):
         Sigma = stats.invwishart(df=nu0 + 2, scale=np.eye(D) * 3).rvs(random_state=rng)
         mu = rng.normal(size=D)
@@ -61,10 +64,10 @@ def test_predictive_t_is_the_ratio_of_marginals():
     x = rng.normal(size=D)
     nu0, psi, k0 = hyper.cov_df(D), hyper.cov_prior_scale(D), hyper.kappa0
     W = (np.empty((D, D)), np.empty((D, D)))
-    ratio = (kern.log_marginal(5, X.sum(0) + x, X.T @ X + np.outer(x, x), nu0, psi, k0, *W)
-             - kern.log_marginal(4, X.sum(0), X.T @ X, nu0, psi, k0, *W))
+    ratio = (conj.log_marginal(5, X.sum(0) + x, X.T @ X + np.outer(x, x), nu0, psi, k0, *W)
+             - conj.log_marginal(4, X.sum(0), X.T @ X, nu0, psi, k0, *W))
     loc, L = np.empty(D), np.empty((D, D))
-    df, logdet = kern._predictive_t(4, X.sum(0), X.T @ X, nu0, psi, k0, loc, L)
+    df, logdet = conj._predictive_t(4, X.sum(0), X.T @ X, nu0, psi, k0, loc, L)
     ref = stats.multivariate_t(loc, L @ L.T, df=df).logpdf(x)
     np.testing.assert_allclose(ratio, ref, atol=1e-10)
     # the users' moves read it through the slot's cached parameters
@@ -73,9 +76,9 @@ def test_predictive_t_is_the_ratio_of_marginals():
     T1, T2 = X.sum(0)[None], (X.T @ X)[None]
     tdf, tconst, plogdet = np.empty(K + 1), np.empty(K + 1), np.empty(K + 1)
     tloc, tL, pmean, pprec = np.empty((K + 1, D)), np.empty((K + 1, D, D)), np.empty((K + 1, D)), np.empty((K + 1, D, D))
-    kern._slot_params(0, n, T1, T2, nu0, psi, k0, tdf, tloc, tL, tconst, pmean, pprec, plogdet, np.empty((D, D)),
+    conj._slot_params(0, n, T1, T2, nu0, psi, k0, tdf, tloc, tL, tconst, pmean, pprec, plogdet, np.empty((D, D)),
                       np.empty(D), np.empty(D))
-    np.testing.assert_allclose(kern._slot_logpdf(0, K, x, tdf, tloc, tL, tconst, 4.0, np.empty(D)), ref, atol=1e-10)
+    np.testing.assert_allclose(conj._slot_logpdf(0, K, x, tdf, tloc, tL, tconst, 4.0, np.empty(D)), ref, atol=1e-10)
     np.testing.assert_allclose(np.linalg.inv(pprec[0]), L @ L.T * df / (df - 2), rtol=1e-10)   # the t's covariance
 
 
@@ -90,7 +93,7 @@ def test_assignment_prior_integrates_the_stick_fractions_out():
             return np.prod(w ** n) * stats.beta(1, alpha).pdf(v1) * stats.beta(1, alpha).pdf(v2)
 
         ref, _ = integrate.dblquad(integrand, 0, 1, 0, 1, epsabs=1e-13)
-        np.testing.assert_allclose(kern.log_assignment_prior(n, alpha), np.log(ref), rtol=1e-6)
+        np.testing.assert_allclose(conj.log_assignment_prior(n, alpha), np.log(ref), rtol=1e-6)
 
 
 def test_predictive_weights_are_ratios_of_the_assignment_prior():
@@ -98,12 +101,12 @@ def test_predictive_weights_are_ratios_of_the_assignment_prior():
     alpha = 2.5
     n = np.array([3, 0, 5, 1, 2], np.int64)                     # 4 learned slots and the broad one
     out = np.empty(5)
-    kern.predictive_log_weights(n, alpha, out)
-    base = kern.log_assignment_prior(n, alpha)
+    conj.predictive_log_weights(n, alpha, out)
+    base = conj.log_assignment_prior(n, alpha)
     for k in range(5):
         m = n.copy()
         m[k] += 1
-        np.testing.assert_allclose(out[k], kern.log_assignment_prior(m, alpha) - base, atol=1e-12)
+        np.testing.assert_allclose(out[k], conj.log_assignment_prior(m, alpha) - base, atol=1e-12)
     np.testing.assert_allclose(np.exp(out).sum(), 1.0, atol=1e-12)
 
 
@@ -119,7 +122,7 @@ def test_component_draws_follow_the_conjugate_posterior():
     draws = 20000
     mu, chol = np.empty((draws, 2, D)), np.empty((draws, 2, D, D))
     for s in range(draws):
-        kern.draw_components(n, T1, T2, nu0, psi, k0, mu[s], chol[s])
+        conj.draw_components(n, T1, T2, nu0, psi, k0, mu[s], chol[s])
     Sig = chol @ np.swapaxes(chol, -1, -2)
     kn = k0 + 6
     Psi_n = psi * np.eye(D) + T2[0] - np.outer(T1[0], T1[0]) / kn
@@ -276,11 +279,11 @@ def test_split_merge_and_label_moves_leave_the_partition_posterior_invariant():
 
     def log_post(c):
         n = np.bincount(c, minlength=K + 1).astype(np.int64)
-        out = kern.log_assignment_prior(n, hyper.alpha)
+        out = conj.log_assignment_prior(n, hyper.alpha)
         for k in range(K):
             X = theta[c == k]
             if len(X):
-                out += kern.log_marginal(len(X), X.sum(0), X.T @ X, nu0, psi, k0, *W)
+                out += conj.log_marginal(len(X), X.sum(0), X.T @ X, nu0, psi, k0, *W)
         return out
 
     states = [np.array(s, np.int64) for s in itertools.product(range(K), repeat=U)]
@@ -294,9 +297,9 @@ def test_split_merge_and_label_moves_leave_the_partition_posterior_invariant():
     index = {tuple(s): i for i, s in enumerate(states)}
     counts = np.zeros(len(states))
     for t in range(200_000):
-        kern.recompute_stats(c, theta, K, n, T1, T2)
-        kern.split_merge(c, theta, n, T1, T2, hyper.alpha, nu0, psi, k0, 1.0)
-        kern.label_swaps(c, n, T1, T2, hyper.alpha, 1)
+        conj.recompute_stats(c, theta, K, n, T1, T2)
+        sm.split_merge(c, theta, n, T1, T2, hyper.alpha, nu0, psi, k0, 1.0)
+        sm.label_swaps(c, n, T1, T2, hyper.alpha, 1)
         counts[index[tuple(c)]] += 1
     freq = counts / counts.sum()
     assert np.abs(freq - exact).max() < 0.006, np.abs(freq - exact).max()
@@ -318,9 +321,9 @@ def test_dilation_alone_leaves_the_components_density_invariant():
     kern.seed(5)
     radius = np.empty(60_000)
     for t in range(len(radius)):
-        kern.recompute_stats(c, theta, 1, n, T1, T2)
+        conj.recompute_stats(c, theta, 1, n, T1, T2)
         for _ in range(5):
-            kern.dilate_clusters(z, y, c, theta, n, T1, T2, nu0, psi, k0, 0.5)
+            moves.dilate_clusters(z, y, c, theta, n, T1, T2, nu0, psi, k0, 0.5)
         radius[t] = (theta[0] ** 2).sum() / (D * sigma2)
     thinned = radius[::20]
     assert stats.kstest(thinned, stats.f(D, df).cdf).pvalue > 0.001

@@ -113,9 +113,9 @@ def test_dask_cell_time_limit(env_dirs):
 
 
 def test_unreachable_scheduler_is_one_clear_error(env_dirs, monkeypatch):
-    import online.sweep
+    import online.sweep_dask
 
-    monkeypatch.setattr(online.sweep, "DASK_CONNECT_S", 1)
+    monkeypatch.setattr(online.sweep_dask, "DASK_CONNECT_S", 1)
     with pytest.raises(SweepError, match="cannot reach the Dask scheduler at tcp://127.0.0.1:9"):
         run_sweep(["dev"], [0], ["random"], RunStore(), arrivals=3, progress=False, scheduler="tcp://127.0.0.1:9")
 
@@ -292,7 +292,7 @@ def test_a_ctrl_c_inside_a_gc_callback_prints_no_traceback():
 
     # in a fresh interpreter (pytest installs its own unraisable hook): an interrupt Python cannot raise
     code = ("import sys\nfrom tutorduel import cli\nclass Interrupting:\n    def __del__(self):\n"
-            "        raise KeyboardInterrupt\ncli._main = lambda argv: (Interrupting(), 0)[1]\n"
+            "        raise KeyboardInterrupt\ncli._run = lambda argv: (Interrupting(), 0)[1]\n"
             "sys.exit(cli.main([]))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr

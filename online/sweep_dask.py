@@ -1,0 +1,129 @@
+"""The Dask executor of a sweep: cells as tasks on a LocalCluster this sweep starts or on a cluster it
+joins; results come back to the client, the only store writer."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from online.sweep_cell import compute_cell, warm_up
+from online.sweep_plan import Cell, SweepError
+
+DASK_RETRIES = 0                 # the scheduler's own reruns of a lost task on our LocalCluster (we rerun it alone)
+DASK_CONNECT_S = 10
+NO_WORKERS_S = 120               # a Dask cluster without workers this long fails the cells left
+HEAL_S = 5                       # our LocalCluster without workers this long gets fresh ones
+
+
+def run_on_dask(todo, sources, keep_clicks, finish, scheduler, n_workers, cell_timeout, should_stop):
+    """Cells as Dask tasks; results come back to this process (the only store writer) as they finish.
+
+    Each task carries its world's file bytes (decoded once per worker process), so no task depends on
+    data a dying worker could take with it; at most two tasks per worker thread are in flight, which
+    bounds the memory the scheduler holds. A worker that dies takes the blame for every task it held,
+    so a cell that fails with KilledWorker is run again after the others, alone on the cluster: only a
+    cell that kills its workers when it runs by itself fails for good."""
+    import dask
+    from distributed import Client, LocalCluster
+
+    cluster = None
+    try:
+        if scheduler is None:
+            with dask.config.set({"distributed.scheduler.allowed-failures": DASK_RETRIES,
+                                  "distributed.scheduler.worker-saturation": 1.0}):
+                cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        try:
+            client = Client(scheduler or cluster, timeout=DASK_CONNECT_S)
+        except (OSError, TimeoutError) as exc:
+            raise SweepError(f"cannot reach the Dask scheduler at {scheduler}: {type(exc).__name__}: {exc}") from None
+        with client:
+            client.run(warm_up)         # imports outside the cells' clocks (workers that restart later pay them in-cell)
+            payloads = {d: Path(sources[d]).read_bytes() for d in {c.digest for c in todo}}
+
+            def submit(c: Cell, attempt: int):
+                return client.submit(compute_cell, (c.digest, payloads[c.digest]), c.digest, c.seed, c.policy,
+                                     c.arrivals, keep_clicks, c.code, pure=False,
+                                     key=f"cell-{c.digest}-{c.seed}-{c.policy}-{c.code}-{c.arrivals}-{attempt}")
+
+            heal = (lambda: (cluster.scale(0), cluster.scale(n_workers))) if cluster is not None else None
+            suspects = []
+            _dask_gather(todo, lambda c: submit(c, 0), client, finish, cell_timeout, should_stop, suspects, heal)
+            for c in suspects:
+                _dask_gather([c], lambda c: submit(c, 1), client, finish, cell_timeout, should_stop, None, heal)
+    finally:
+        if cluster is not None:
+            cluster.close()
+
+
+def _dask_gather(cells, submit, client, finish, cell_timeout, should_stop, suspects, heal=None) -> None:
+    """Run the cells, a bounded number in flight, finishing each as it ends; KilledWorker cells go to
+    `suspects` if given. A cluster left without workers (a nanny gives up on a worker that dies while
+    starting) is healed by `heal` if given (our LocalCluster: fresh workers); with no worker for
+    NO_WORKERS_S, the cells left fail."""
+    from distributed import wait as dask_wait
+
+    queue, futs, started, idle_since, healed = list(cells)[::-1], {}, {}, None, False
+    while queue or futs:
+        if should_stop():
+            client.cancel(list(futs))
+            return
+        threads = sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values())
+        idle_since, healed = (None, False) if threads else (idle_since or time.monotonic(), healed)
+        if idle_since is not None and heal is not None and not healed and time.monotonic() - idle_since > HEAL_S:
+            heal()
+            healed = True
+        if idle_since is not None and time.monotonic() - idle_since > NO_WORKERS_S:
+            client.cancel(list(futs))
+            for c in list(futs.values()) + queue[::-1]:
+                finish(c, "error", f"no Dask worker for {NO_WORKERS_S:g} s; the cell was not run")
+            return
+        while queue and len(futs) < 2 * max(threads, 1):
+            c = queue.pop()
+            futs[submit(c)] = c
+        try:
+            done, _ = dask_wait(list(futs), timeout=0.5, return_when="FIRST_COMPLETED")
+        except TimeoutError:
+            done = set()
+        for fut in done:
+            cell = futs.pop(fut)
+            try:
+                status, payload = fut.result()
+            except Exception as exc:     # lost too often (KilledWorker), cancelled
+                if suspects is not None and type(exc).__name__ == "KilledWorker":
+                    suspects.append(cell)
+                    continue
+                status, payload = "error", _dask_failure(exc)
+            finally:
+                fut.release()
+            finish(cell, status, payload)
+        if cell_timeout is not None and futs:
+            for fut in _stop_overdue(client, futs, started, cell_timeout, finish):
+                futs.pop(fut)
+
+
+def _dask_failure(exc: Exception) -> str:
+    if type(exc).__name__ == "KilledWorker":
+        return (f"its Dask task killed its worker each time it ran, alone on the cluster too (a policy that ends its "
+                f"own process, a crash, or the memory killer): {exc}")
+    return f"Dask task failed: {type(exc).__name__}: {exc}"
+
+
+def _stop_overdue(client, futs, started, limit, finish) -> list:
+    """Fail the cells running longer than `limit` seconds: cancel them and restart their workers."""
+    now, over, restart = time.monotonic(), [], set()
+    running = {key: addr for addr, keys in client.processing().items() for key in keys}
+    for fut in futs:
+        if fut.key in running:
+            started.setdefault(fut.key, now)
+            if now - started[fut.key] > limit:
+                over.append(fut)
+                restart.add(running[fut.key])
+    if over:
+        client.cancel(over)
+        try:
+            client.restart_workers(list(restart), raise_for_error=False)
+        except Exception:     # a worker without a nanny cannot be restarted; its task is cancelled all the same
+            pass
+        for fut in over:
+            finish(futs[fut], "error", f"exceeded the time limit of {limit:g} s (its Dask worker was restarted)")
+    return over
+

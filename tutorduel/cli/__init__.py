@@ -1,0 +1,70 @@
+"""The `tutorduel` command line: parsing only, one module per command group; the work is done by
+the use-case modules of ``tutorduel`` and the layers below.
+
+Exit status: 0 done; 1 done, but a cell failed or a row did not verify; 2 bad input, named on
+one line (an `InputError` or one of the types in `INPUT_ERRORS`); 130 interrupted (what finished
+is kept). Any other exception is a bug and is shown as one.
+"""
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+
+from tdmodels.errors import InputError
+from tutorduel.cli import fits, pages, prefdisco, runs, worlds
+from tutorduel.cli.options import Parser, one_line
+
+__all__ = ["main", "build_parser", "one_line", "INPUT_ERRORS"]
+
+GROUPS = (runs, prefdisco, worlds, fits, pages)
+
+
+def _input_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions that mean bad input (exit 2). Beside `InputError`: a held-out roster without
+    --allow-test, a store that cannot be used, a worker that could not run a task, a missing file."""
+    from online.process_pool import TaskError
+    from online.store import StoreError
+    from tdmodels.rosters import HeldOutError
+
+    return (InputError, HeldOutError, StoreError, TaskError, FileNotFoundError)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every command."""
+    ap = Parser(prog="tutorduel", description="TutorDuel benchmark: worlds, replays, statistics")
+    sub = ap.add_subparsers(dest="command", required=True)
+    for group in GROUPS:
+        group.add_parsers(sub)
+    return ap
+
+
+def main(argv=None) -> int:
+    """Run the command line; returns the exit status (2: bad input, named on one line; 130: interrupted)."""
+    previous = None
+    hook = sys.unraisablehook
+    if threading.current_thread() is threading.main_thread():
+        from online.interrupt import InterruptFlag, quiet_unraisable
+
+        previous = signal.signal(signal.SIGINT, InterruptFlag())
+        sys.unraisablehook = quiet_unraisable(hook)
+    try:
+        return _run(argv)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+        sys.unraisablehook = hook
+
+
+def _run(argv) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        try:
+            return args.fn(args)
+        except _input_errors() as exc:
+            print(f"tutorduel: error: {one_line(exc)}", file=sys.stderr)
+            return 2
+    except KeyboardInterrupt:
+        print("tutorduel: interrupted", file=sys.stderr)
+        return 130

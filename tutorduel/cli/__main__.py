@@ -1,0 +1,5 @@
+import sys
+
+from tutorduel.cli import main
+
+sys.exit(main())

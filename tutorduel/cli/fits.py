@@ -1,0 +1,79 @@
+"""`fit` and `validate`: exact references on a stored run's clicks, and a learner's beliefs against them."""
+from __future__ import annotations
+
+from tdmodels.limits import MAX_ARRIVALS
+from tutorduel.arg_types import MAX_DRAWS, MAX_JOBS, MAX_MINUTES, float_in, int_in
+from tutorduel.cli.options import DEFAULT_JOBS, common_options, fit_options
+
+
+def cmd_fit(a) -> int:
+    from inference.nuts import configure_jax
+
+    configure_jax()                      # first: one host device per chain, float64, before JAX starts
+    from online.store import RunStore
+    from tdmodels.rosters import open_world
+    from tutorduel.fit_report import fit_and_report
+
+    world = open_world(a.world, allow_test=a.allow_test, directory=a.worlds)
+    return fit_and_report(world, a.seed, a.policy, a.model, RunStore(a.store), strict=a.strict, prior=a.prior,
+                          arrivals=a.arrivals, chains=a.chains, warmup=a.warmup, draws=a.draws, users=a.users,
+                          sampler=a.sampler, thin=a.thin, jobs=a.jobs, max_minutes=a.max_minutes)
+
+
+def cmd_validate(a) -> int:
+    from inference.nuts import configure_jax
+
+    configure_jax()                      # first: one host device per chain, float64, before JAX starts
+    from online.store import RunStore
+    from tdmodels.rosters import open_world
+    from tutorduel.fit_report import validate_and_report
+
+    world = open_world(a.world, allow_test=a.allow_test, directory=a.worlds)
+    rounds = tuple(int(t) for t in a.rounds.split(",")) if a.rounds else ()
+    return validate_and_report(world, a.seed, a.policy, RunStore(a.store), rounds=rounds, users=a.users,
+                               arrivals=a.arrivals, chains=a.chains, warmup=a.warmup, draws=a.draws,
+                               holdout=a.holdout, population_reference=a.population_reference,
+                               reference_warmup=a.reference_warmup, reference_draws=a.reference_draws,
+                               reference_thin=a.reference_thin, reference_minutes=a.reference_minutes, jobs=a.jobs)
+
+
+def add_parsers(sub) -> None:
+    p = sub.add_parser("fit", help="NUTS reference fit of a model on the clicks of one run; writes netCDF")
+    fit_options(p, "fit")
+    p.add_argument("--policy", default="no-transfer", help="the policy whose clicks are fitted (default: no-transfer)")
+    p.add_argument("--model", default="users", choices=["users", "population", "recalibration"])
+    p.add_argument("--prior", default="policy", choices=["policy", "em"],
+                   help="users' prior: the policy's own (default) or a mixture fitted by EM to the run's clicks")
+    p.add_argument("--strict", action="store_true", help="fail (exit 1) when the fit misses a health threshold")
+    p.add_argument("--sampler", default="gibbs", choices=["gibbs", "nuts"],
+                   help="population model: the collapsed Gibbs sampler with split-merge moves (default; the exact "
+                        "reference) or NUTS on the marginalised mixture (does not converge; for comparison)")
+    p.add_argument("--thin", type=int_in(1, 10_000), default=1, help="population model, Gibbs: sweeps per stored draw")
+    p.add_argument("--max-minutes", type=float_in(0, MAX_MINUTES), default=30.0,
+                   help="population model, Gibbs: run the chains on in rounds (each extends them by what the "
+                        "diagnostics' shortfall asks, keeping the draws so far) until every label-invariant diagnostic "
+                        "passes or this many minutes are spent (default 30; 0: one run of --warmup + --draws x --thin)")
+    p.add_argument("--jobs", type=int_in(1, MAX_JOBS), default=DEFAULT_JOBS,
+                   help="population model, Gibbs: worker processes for the chains (default: the cores, at most 4)")
+    common_options(p)
+    p.set_defaults(fn=cmd_fit)
+
+    p = sub.add_parser("validate", help="check each user's online belief against a NUTS reference on the same clicks")
+    fit_options(p, "validate")
+    p.add_argument("--policy", default="coduel", help="a policy that records its beliefs (default: coduel)")
+    p.add_argument("--rounds", help="also check the beliefs after these many clicks, e.g. 6,12 (a NUTS fit each)")
+    p.add_argument("--holdout", type=int_in(0, MAX_ARRIVALS), default=0,
+                   help="also score the population prior on the run's last N arrivals (log predictive of their clicks)")
+    p.add_argument("--population-reference", action="store_true",
+                   help="with --holdout: also fit the hierarchical population model's exact reference (the Gibbs "
+                        "sampler) on the other arrivals and compare batch EM and the online prior with it (density at "
+                        "test points, held-out clicks, co-clustering, components, first pairs)")
+    p.add_argument("--reference-warmup", type=int_in(1, MAX_DRAWS), help="the population reference's warm-up sweeps")
+    p.add_argument("--reference-draws", type=int_in(1, MAX_DRAWS), help="the population reference's draws per chain")
+    p.add_argument("--reference-thin", type=int_in(1, 10_000), default=1, help="the population reference's thinning")
+    p.add_argument("--reference-minutes", type=float_in(0, MAX_MINUTES), default=30.0,
+                   help="the population reference runs until healthy or this many minutes (0: one fixed run)")
+    p.add_argument("--jobs", type=int_in(1, MAX_JOBS), default=DEFAULT_JOBS,
+                   help="worker processes for the population reference's chains")
+    common_options(p)
+    p.set_defaults(fn=cmd_validate)

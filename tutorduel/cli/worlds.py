@@ -1,0 +1,126 @@
+"""`worlds list|build|describe|targets|calibrate|import-sample|from-arrays`."""
+from __future__ import annotations
+
+from tdmodels.limits import MAX_REFERENCE_SEEDS, MAX_SESSION
+from tutorduel.arg_types import (MAX_DRAWS, MAX_JOBS, MAX_RESAMPLES, arrivals_int, chains_int, float_in, folder_arg,
+                                 int_in, seed_int)
+from tutorduel.cli.options import WORLD_HELP, common_options
+
+REFERENCE_SEEDS_WHY = "for the reference rows one command computes"
+
+
+def cmd_list(a) -> int:
+    from tutorduel.world_commands import list_worlds
+
+    return list_worlds(a.worlds)
+
+
+def cmd_build(a) -> int:
+    from tutorduel.world_commands import build_worlds
+
+    return build_worlds(a.names, a.simulator, a.worlds)
+
+
+def cmd_describe(a) -> int:
+    from online.sweep import parse_seeds
+    from tutorduel.world_commands import describe_world
+
+    seeds = parse_seeds(a.seeds, MAX_REFERENCE_SEEDS, REFERENCE_SEEDS_WHY)
+    return describe_world(a.name, seeds, a.seeds, a.allow_test, a.worlds)
+
+
+def cmd_targets(a) -> int:
+    from online.sweep import parse_seeds
+    from tutorduel.world_commands import print_targets
+
+    return print_targets(parse_seeds(a.seeds, MAX_REFERENCE_SEEDS, REFERENCE_SEEDS_WHY), a.bootstrap, a.allow_test,
+                         a.worlds)
+
+
+def cmd_calibrate(a) -> int:
+    from inference.nuts import configure_jax
+
+    configure_jax()                      # first: float64 for the emulator's Cholesky factors and NUTS
+    from tutorduel.calibrate import calibrate_and_report
+
+    return calibrate_and_report(a.out, a.worlds, a.allow_test, simulations=a.simulations, waves=a.waves,
+                                wave_size=a.wave_size, jobs=a.jobs, seed=a.seed, chains=a.chains, draws=a.draws,
+                                emulator=a.emulator, bootstrap=a.bootstrap)
+
+
+def cmd_import_sample(a) -> int:
+    from tutorduel.world_commands import import_sample
+
+    return import_sample(a.path, a.worlds)
+
+
+def cmd_from_arrays(a) -> int:
+    from tutorduel.world_commands import world_from_npz
+
+    return world_from_npz(a.path, a.name, a.worlds, a.force, beta=a.beta, arrivals=a.arrivals,
+                          session_length=a.session_length, arrival_mode=a.arrival_mode)
+
+
+def add_parsers(sub) -> None:
+    p = sub.add_parser("worlds", help="build, list, describe, import and make worlds")
+    wsub = p.add_subparsers(dest="action", required=True)
+    q = wsub.add_parser("list", help="the simulated rosters and every world file in --worlds DIR, checked")
+    common_options(q, store=False)
+    q.set_defaults(fn=cmd_list)
+
+    q = wsub.add_parser("build")
+    q.add_argument("names", nargs="*", help="rosters to build (default: all seven)")
+    q.add_argument("--simulator", metavar="FILE", help="a simulator file (simulator.json of `worlds calibrate`): the "
+                                                       "--worlds folder generates its rosters from it from now on")
+    common_options(q, store=False)
+    q.set_defaults(fn=cmd_build)
+
+    q = wsub.add_parser("describe")
+    q.add_argument("name", help=WORLD_HELP)
+    q.add_argument("--seeds", default="0-3")
+    common_options(q, store=False)
+    q.set_defaults(fn=cmd_describe)
+
+    q = wsub.add_parser("targets", help="the published world-level rows and the real sample's statistics (95%% bootstrap "
+                        "intervals) against our rosters")
+    q.add_argument("--seeds", default="0-3", help="seeds behind our reference rows (default 0-3)")
+    q.add_argument("--bootstrap", type=int_in(1, MAX_RESAMPLES), default=2000, help="bootstrap resamples of the sample's sessions")
+    common_options(q, store=False)
+    q.set_defaults(fn=cmd_targets)
+
+    q = wsub.add_parser("calibrate", help="fit the simulator's parameters to the published world-level rows and the "
+                        "real sample's statistics (emulator-based Bayesian calibration); writes posterior.nc, "
+                        "simulator.json and report.html")
+    q.add_argument("--out", default="calibration", type=folder_arg, help="output folder (default ./calibration)")
+    q.add_argument("--simulations", type=int_in(1, MAX_RESAMPLES), default=640, help="design simulations (default 640)")
+    q.add_argument("--waves", type=int_in(1, 100), default=2, help="emulator waves (default 2)")
+    q.add_argument("--wave-size", type=int_in(1, MAX_RESAMPLES), default=64, help="simulations at each wave's posterior draws")
+    q.add_argument("--emulator", choices=["gp", "quadratic"], default="gp",
+                   help="Gaussian process on a linear mean (default) or quadratic ridge regression")
+    q.add_argument("--chains", type=chains_int, default=4, help="NUTS chains on the emulator (at least 2; default 4)")
+    q.add_argument("--draws", type=int_in(1, MAX_DRAWS), default=500, help="NUTS draws (and warmup) per chain (default 500)")
+    q.add_argument("--jobs", type=int_in(1, MAX_JOBS), default=2, help="simulation processes (default 2)")
+    q.add_argument("--seed", type=seed_int, default=0)
+    q.add_argument("--bootstrap", type=int_in(1, MAX_RESAMPLES), default=2000, help="bootstrap resamples of the sample's sessions")
+    common_options(q, store=False)
+    q.set_defaults(fn=cmd_calibrate)
+
+    q = wsub.add_parser("import-sample")
+    q.add_argument("path", help="path to tutorduel-site-sample.json")
+    common_options(q, store=False)
+    q.set_defaults(fn=cmd_import_sample)
+
+    q = wsub.add_parser("from-arrays", help="a world from your own U (and P) in a .npz file: arrays 'utilities' "
+                                           "[students, questions, K], optional 'probs' [students, questions, K, K], "
+                                           "'rater' [questions, K], 'personas' [K]")
+    q.add_argument("path", help="the .npz file")
+    q.add_argument("--name", required=True, help="the new world's name (written to --worlds DIR/NAME.nc)")
+    q.add_argument("--beta", type=float_in(0, 1000, lo_open=True), help="click scale: the BTL click model's when "
+                                                                        "'probs' is absent (default 11), else fitted to the given P")
+    q.add_argument("--arrivals", type=arrivals_int, help="arrivals per run (default: the number of students)")
+    q.add_argument("--session-length", type=int_in(1, MAX_SESSION), default=24, help="questions per session (default 24)")
+    q.add_argument("--arrival-mode", choices=["uniform", "distinct"], default="uniform",
+                   help="students drawn with replacement (uniform, default) or each at most once (distinct)")
+    q.add_argument("--force", action="store_true", help="replace an existing world file of that name")
+    common_options(q, store=False)
+    q.set_defaults(fn=cmd_from_arrays)

@@ -1,0 +1,229 @@
+"""The use cases over a run store: replay a sweep and show its tables, show a world's tables,
+export the rows that verify, verify every row. Each prints its report; the command line only
+parses arguments and calls these."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from diagnostics.learning_curves import final_quarter_table, learning_curve, plot_learning_curves
+from diagnostics.stats import format_table, leaderboard, paired_gain, t_interval
+from online.registry import canonical_spec, policy_spec
+from online.replay import arrivals_limit
+from online.store import CellKey, RunStore
+from online.sweep import SweepInterrupted, run_sweep
+from online.verify import audit_in_fresh_process
+from tdmodels.atomic_file import check_output_path
+from tdmodels.errors import InputError
+from tdmodels.rosters import is_path, open_world, world_file, world_name
+from tdmodels.world import WorldFormatError, world_digest
+from tutorduel.store_view import apply_verdicts, stored_rows, verified_rows
+
+
+def replay_and_report(store: RunStore, worlds: list[str], seeds: list[int], specs: list[str], *, allow_test=False,
+                      worlds_dir=None, arrivals=None, **sweep_options) -> int:
+    """Run the sweep of worlds x seeds x policies through the store, then print the tables of what it touched.
+    Returns the exit status: 0, 1 if a cell failed, 130 if interrupted (what finished is stored)."""
+    try:
+        res = run_sweep(worlds, seeds, specs, store, allow_test=allow_test, arrivals=arrivals, worlds_dir=worlds_dir,
+                        **sweep_options)
+    except SweepInterrupted as stop:
+        r = stop.result
+        print(f"\ninterrupted: {len(r.done)} cells computed and stored, {len(r.cached)} already stored, "
+              f"{len(r.failed)} failed, {len(r.interrupted)} not finished (rerun to resume; store: {store.root})",
+              file=sys.stderr)
+        return 130
+    print(f"{len(res.done)} cells computed, {len(res.cached)} already stored, {len(res.failed)} failed (store: {store.root})")
+    report_sweep_notes(res)
+    shown = {}
+    for w in worlds:
+        print_world_tables(store, w, allow_test, worlds_dir, arrivals=arrivals, specs=specs, shown=shown)
+    if res.failed:
+        print("\nfailed cells (not stored; rerun to retry):", file=sys.stderr)
+        for cell, msg in res.failed:
+            print(f"  {cell}: {msg.splitlines()[0]}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def report_sweep_notes(res) -> None:
+    """Warnings about damaged rows moved aside and rows of other code versions kept."""
+    for msg, moved in res.corrupt:
+        print(f"warning: {msg}; moved aside to {moved} and recomputed", file=sys.stderr)
+    if res.superseded:
+        cell, paths = res.superseded[0]
+        print(f"note: {len(res.superseded)} cell(s) have rows from other code versions of their policy (e.g. {cell}: "
+              f"{paths[0]}); kept where they are, not counted, and recomputed on the current code", file=sys.stderr)
+
+
+def shown_rows(store, world, name, arrivals=None, any_code=False, specs=None, named=()) -> list[dict]:
+    """The rows to show for one world version and truncation (of `specs` only, if given), printing a warning
+    for each kind left out. The plug-ins in `specs` and `named` are the only ones imported."""
+    trusted = frozenset(policy_spec(s).target for s in [*(specs or ()), *named])
+    view = stored_rows(store, world, name, arrivals, any_code, trusted=trusted)
+    for note in view.notes:
+        print(f"warning: {note}", file=sys.stderr)
+    if specs is not None:
+        keep = {canonical_spec(s) for s in specs}
+        return [r for r in view.rows if r["policy"].split(" (code ")[0] in keep]
+    return view.rows
+
+
+def print_world_tables(store, world_arg, allow_test, worlds_dir, against=None, arrivals=None, curves=None,
+                       any_code=False, specs=None, shown=None) -> None:
+    """Print the tables of one world; `shown` (digest -> name) skips a world already printed under another
+    name or spelling, so its rows are read (and any damaged one reported) once."""
+    world = open_world(world_arg, allow_test=allow_test, directory=worlds_dir)
+    name, limit = world_name(world_arg), arrivals_limit(world, arrivals)
+    if shown is not None:
+        digest = world_digest(world)
+        if digest in shown:
+            print(f"\n{name}: the same world as {shown[digest]} (content digest {digest}); shown once")
+            return
+        shown[digest] = name
+    rows = shown_rows(store, world, name, arrivals, any_code, specs,
+                      named=[against.partition(" (code ")[0]] if against else [])
+    cut = f", first {limit} arrivals" if limit is not None else ""
+    if not rows:
+        print(f"no stored runs for world {name!r}{cut} in {store.root}")
+        return
+    print()
+    print(format_table(leaderboard(rows, world, limit), title=f"{name} ({rows[0]['arrivals']} arrivals{cut}; world "
+                                                               f"{world_digest(world)})"))
+    if against:
+        against = _print_paired(rows, against, name)
+    _print_final_quarter(rows, against)
+    if curves:
+        by = _by_policy(rows)
+        path = check_output_path(Path(curves) / f"curves-{name}.png")
+        plot_learning_curves({k: learning_curve(v) for k, v in by.items()}, f"{name}: excess regret per user", path)
+        print(f"\nlearning curves: {path}")
+    failed = store.failures(world_digest(world))
+    if failed:
+        print(f"\n{len(failed)} failed cell(s) recorded for {name}:")
+        for f in failed:
+            print(f"  seed {f['seed']} {f['policy']} (code {f.get('code')}): {f['error'].splitlines()[0]}")
+
+
+def _by_policy(rows) -> dict[str, list[dict]]:
+    by = {}
+    for r in rows:
+        by.setdefault(r["policy"], []).append(r)
+    return by
+
+
+def _print_paired(rows, against: str, name: str) -> str:
+    """Print each policy's paired gain and score difference against `against`; returns its table key."""
+    by, score = {}, {}
+    for r in rows:
+        by.setdefault(r["policy"], {})[r["seed"]] = r["excess"]
+        score.setdefault(r["policy"], {})[r["seed"]] = r["score"]
+    against = against_key(against, by, name)
+    print(f"\npaired excess-regret reduction and score difference against {against} (95% intervals, common seeds):")
+    for spec, d in sorted(by.items()):
+        if spec == against:
+            continue
+        common = sorted(set(d) & set(by[against]))
+        if not common:
+            continue
+        g = paired_gain([d[s] for s in common], [by[against][s] for s in common])
+        m, h = t_interval([score[spec][s] - score[against][s] for s in common])
+        print(f"  {spec}: {100 * g['gain']:+.1f}% [{100 * g['lo']:+.1f}, {100 * g['hi']:+.1f}], "
+              f"score {m:+.2f} [{m - h:+.2f}, {m + h:+.2f}] over {g['n']} seeds")
+    return against
+
+
+def against_key(against: str, by: dict, name: str) -> str:
+    """The line of the table that --against names: its canonical spec, or with --any-code the one code version
+    stored (a spec may also name a version as 'SPEC (code DIGEST)', as the table shows it)."""
+    base, sep, code = against.partition(" (code ")
+    key = canonical_spec(base) + (sep + code if sep else "")
+    if key in by:
+        return key
+    versions = sorted(p for p in by if p.startswith(key + " (code "))
+    if len(versions) == 1:
+        return versions[0]
+    if versions:
+        raise InputError(f"--against {key!r}: rows of {len(versions)} code versions ({', '.join(versions)}); "
+                         f"name one, e.g. --against {versions[0]!r}")
+    raise InputError(f"--against {key!r}: no stored rows of that policy for {name}")
+
+
+def _print_final_quarter(rows, against=None) -> None:
+    print(f"\nfinal quarter (last {len(rows[0]['per_user']['regret']) // 4} arrivals), summed excess regret:")
+    for ln in final_quarter_table(_by_policy(rows), against):
+        m, se = ln["final_quarter"]
+        g = ln.get("gain")
+        extra = (f"; against {against} {100 * g['gain']:+.1f}% [{100 * g['lo']:+.1f}, {100 * g['hi']:+.1f}]"
+                 if g else "")
+        print(f"  {ln['name']}: {m:.1f}" + (f" ± {se:.1f}" if np.isfinite(se) else "") + f" over {ln['n']} seeds{extra}")
+
+
+def store_worlds(store, worlds_dir) -> dict:
+    """digest -> world file, for every world the store recorded a run under whose file (by that name, in the
+    worlds folder) is there; nothing is built."""
+    out = {}
+    for digest in store.world_digests():
+        for name in sorted(store.world_names(digest)):
+            if is_path(name):         # a name in the store never becomes a path (a sweep records names only)
+                continue
+            try:
+                f = world_file(name, worlds_dir)
+            except WorldFormatError:
+                continue
+            if f.is_file():
+                out[digest] = str(f)
+                break
+    return out
+
+
+def worlds_to_check(store, world_arg, allow_test, worlds_dir) -> tuple[dict, list[str] | None]:
+    """(digest -> world, the digests to read: None for all) from --world, else the worlds the store names."""
+    if not world_arg:
+        return store_worlds(store, worlds_dir), None
+    worlds = {}
+    for w in world_arg.split(","):
+        ds = open_world(w.strip(), allow_test=allow_test, directory=worlds_dir)
+        worlds[world_digest(ds)] = ds
+    return worlds, list(worlds)
+
+
+def _scan(store, digests) -> tuple[list[dict], list[str]]:
+    rows, problems = [], []
+    for d in digests or [None]:
+        r, p = store.scan(d)
+        rows, problems = rows + r, problems + p
+    return rows, problems
+
+
+def export_verified(store: RunStore, path, world_arg=None, allow_test=False, worlds_dir=None) -> int:
+    """Write the scalar fields of the stored rows that verify (of the named worlds, or all) to .csv or .parquet."""
+    worlds, digests = worlds_to_check(store, world_arg, allow_test, worlds_dir)
+    rows, problems = _scan(store, digests)
+    rows, lines = verified_rows(store, rows, worlds)
+    for line in problems + lines:
+        print(f"warning: {line} (not exported)", file=sys.stderr)
+    p = store.export(path, rows=rows)
+    print(f"wrote {p} ({len(rows)} verified rows)")
+    return 0
+
+
+def verify_store(store: RunStore, world_arg=None, policies=None, allow_test=False, worlds_dir=None) -> int:
+    """Recompute every stored row from its world, its seed and what it played, in a fresh process; print one
+    line per row that does not verify (moved aside) or cannot be checked. Returns 1 if any, else 0."""
+    if not store.root.is_dir():
+        raise InputError(f"run store {store.root}: no such folder")
+    worlds, digests = worlds_to_check(store, world_arg, allow_test, worlds_dir)
+    specs = {canonical_spec(s) for s in policies} if policies else None
+    rows, problems = _scan(store, digests)
+    rows = [r for r in rows if specs is None or r["policy"] in specs]
+    paths = [store.path(CellKey.of_row(r)) for r in rows]
+    good, lines = apply_verdicts(store, audit_in_fresh_process(store.root, worlds, paths))
+    for line in problems + lines:
+        print(line)
+    bad = len(problems) + len(lines)
+    print(f"{len(good)} of {len(rows) + len(problems)} row(s) verified" + (f"; {bad} did not" if bad else ""),
+          file=sys.stderr)
+    return 1 if bad else 0

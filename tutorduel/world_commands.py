@@ -1,0 +1,165 @@
+"""The world use cases: list, build (optionally from a simulator file), describe, compare with the
+published targets, import the real sample, make a world from your own arrays."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from diagnostics.calibration_targets import SAMPLE_ROSTER, format_targets, sample_targets, world_targets
+from diagnostics.leaderboard_report import PUBLISHED_ROSTERS
+from diagnostics.stats import REFERENCE_LABELS, mean_se, reference_table
+from diagnostics.world_figures import format_side_by_side, world_figures
+from tdmodels.atomic_file import atomic_save
+from tdmodels.errors import InputError
+from tdmodels.file_read import read_regular_text
+from tdmodels.from_arrays import read_arrays, world_from_arrays
+from tdmodels.roster_digests import published_digest
+from tdmodels.rosters import SIMULATOR_FILE, known_worlds, open_world, read_simulator_file, world_file, world_name, worlds_dir
+from tdmodels.sample import load_sample
+from tdmodels.simulator import ROSTERS
+from tdmodels.simulator_params import generator_version
+from tdmodels.world import WorldFormatError, check_name, load_world, save_world, world_digest
+
+
+def list_worlds(directory=None) -> int:
+    """Print the simulated rosters and every world file in the folder, each checked."""
+    for n in known_worlds(directory):
+        r = ROSTERS.get(n)
+        f = world_file(n, directory)
+        if r and not f.exists():
+            print(f"{n:14s} not built  {r.arrivals:4d} arrivals  {'held out' if r.held_out else 'open    '}  "
+                  f"{r.description}")
+            continue
+        try:
+            ds = load_world(f)
+        except WorldFormatError as exc:
+            print(f"{n:14s} INVALID    {exc}")
+            continue
+        kind = f"simulated {ds.attrs.get('generator')}" if r else str(ds.attrs.get("generator", "imported"))
+        print(f"{n:14s} on disk    {int(ds.attrs['arrivals']):4d} arrivals  "
+              f"{'held out' if int(ds.attrs['held_out']) else 'open    '}  {kind}: {ds.attrs.get('description', '')}")
+    return 0
+
+
+def build_worlds(names: list[str] | None = None, simulator=None, directory=None) -> int:
+    """Build the named rosters (default: all), first adopting `simulator` for the folder if given; warn about any
+    world that differs from its published digest."""
+    if simulator:
+        adopt_simulator(simulator, directory)
+    differ = 0
+    for n in names or list(ROSTERS):
+        ds = open_world(n, allow_test=True, directory=directory)
+        print(f"{n}: {world_file(n, directory)} ({ds.sizes['student']} students, {ds.sizes['question']} questions)"
+              f"; {digest_check(ds)}")
+        differ += digest_differs(ds)
+    if differ:
+        print(f"warning: {differ} world(s) differ from their published digest: rows computed on them will not match "
+              f"rows computed elsewhere (rebuild them: remove the files and run tutorduel worlds build)",
+              file=sys.stderr)
+    return 0
+
+
+def digest_differs(ds) -> bool:
+    want = published_digest(ds.attrs.get("generator"), ds.attrs.get("roster"))
+    return want is not None and want != world_digest(ds)
+
+
+def digest_check(ds) -> str:
+    """'digest D (as published)', 'digest D, NOT the published P', or 'digest D (none published)'."""
+    have, want = world_digest(ds), published_digest(ds.attrs.get("generator"), ds.attrs.get("roster"))
+    if want is None:
+        return f"digest {have} (none published for generator {ds.attrs.get('generator')!r})"
+    return f"digest {have} (as published)" if have == want else f"digest {have}, NOT the published {want}"
+
+
+def adopt_simulator(path, directory) -> None:
+    """Make a worlds folder generate its rosters from the simulator file at `path` (copied in as simulator.json);
+    refused where the folder already holds another simulator file or roster files of another generator."""
+    params = read_simulator_file(path)
+    folder = worlds_dir(directory)
+    mine = folder / SIMULATOR_FILE
+    if mine.exists():
+        if read_simulator_file(mine) != params:
+            raise InputError(f"{folder} already generates from {mine} ({generator_version(read_simulator_file(mine))}); "
+                             f"give another --worlds folder for {path}")
+        return
+    for r in ROSTERS:
+        f = folder / f"{r}.nc"
+        made_by = str(load_world(f).attrs.get("generator")) if f.exists() else None
+        if made_by is not None and made_by != generator_version(params):
+            raise InputError(f"{folder} holds {f.name} of generator {made_by!r}; give an empty "
+                             f"--worlds folder for the worlds of {path} ({generator_version(params)})")
+    folder.mkdir(parents=True, exist_ok=True)
+    text = read_regular_text(path, 2**20)
+    atomic_save(mine, lambda tmp: Path(tmp).write_text(text))
+    print(f"{folder} now generates its rosters from {path} ({generator_version(params)})")
+
+
+def describe_world(name: str, seeds: list[int], seeds_text: str, allow_test=False, directory=None) -> int:
+    """Print a world's sizes, its reference rows over `seeds` and its world-level figures beside the sample's."""
+    world = open_world(name, allow_test=allow_test, directory=directory)
+    print(f"world {world_name(name)} (roster {world.attrs['roster']}, content digest {world_digest(world)}): "
+          f"{world.attrs.get('description', '')}")
+    print(f"{world.sizes['student']} students, {world.sizes['question']} questions, {world.attrs['arrivals']} arrivals, "
+          f"arrival mode {world.attrs['arrival_mode']}, rater {'present' if int(world.attrs['rater_available']) else 'absent'}\n")
+    refs = reference_table(world, seeds)
+    print(f"references over seeds {seeds_text} (score; summed regret):")
+    for ref in ("floor", "random", "best-pair-everyone", "best-fixed-pair", "linear-oracle"):
+        sc = mean_se([v["score"] for v in refs[ref].values()])
+        R = mean_se([v["regret"] for v in refs[ref].values()])
+        print(f"  {REFERENCE_LABELS[ref]:40s} score {sc[0]:6.1f}   R {R[0]:8.1f}")
+    sample = None
+    is_sample = str(world.attrs.get("generator")) == "site-sample"
+    if world_file("sample", directory).exists() and not is_sample:
+        sample = world_figures(open_world("sample", directory=directory))
+    hint = "" if sample or is_sample else "; import the sample to compare: tutorduel worlds import-sample PATH"
+    print(f"\nworld-level figures (seed {seeds[0]} schedule){hint}")
+    print(format_side_by_side(world_figures(world, seeds[0]), sample, str(world.attrs["roster"])))
+    return 0
+
+
+def print_targets(seeds: list[int], bootstrap: int, allow_test=False, directory=None) -> int:
+    """How far our rosters' world-level figures and the sample's statistics are from the published ones."""
+    rosters = [r for r in PUBLISHED_ROSTERS if allow_test or not ROSTERS[r].held_out]
+    if len(rosters) < len(PUBLISHED_ROSTERS):
+        print("note: held-out rosters left out (pass --allow-test for their world-level rows; fitting worlds to "
+              "them is not tuning a policy, but reading them is evaluation)")
+    worlds = {r: open_world(r, allow_test=allow_test, directory=directory) for r in rosters}
+    targets = world_targets(worlds, seeds)
+    if world_file("sample", directory).exists():
+        against = SAMPLE_ROSTER if SAMPLE_ROSTER in worlds else rosters[0]
+        if against != SAMPLE_ROSTER:
+            print(f"note: the sample's statistics are compared with {against} (the sample is a held-out-profile "
+                  f"roster; --allow-test compares them with {SAMPLE_ROSTER})")
+        targets += sample_targets(open_world("sample", directory=directory), worlds[against], bootstrap)
+    else:
+        print("note: the real sample is not imported (tutorduel worlds import-sample PATH); its statistics are left out")
+    print(format_targets(targets))
+    return 0
+
+
+def import_sample(path, directory=None) -> int:
+    """Convert the published site sample into the world file `sample`."""
+    ds = load_sample(path)
+    out = save_world(ds, world_file("sample", directory))
+    print(f"sample: {out} (48 arrivals of real judge data; rater feature absent); {digest_check(ds)}")
+    return 0
+
+
+def world_from_npz(path, name: str, directory=None, force=False, **world_options) -> int:
+    """Make the world `name` from the arrays of a .npz file (checked from their headers before any is loaded)."""
+    check_name(name)
+    if name in ROSTERS:
+        raise InputError(f"--name {name!r} is a simulated roster's name; choose another")
+    arrays = read_arrays(path)
+    target = world_file(name, directory)
+    if target.exists() and not force:
+        raise InputError(f"world file {target} exists; pass --force to replace it")
+    personas = [str(p) for p in arrays["personas"]] if "personas" in arrays else None
+    ds = world_from_arrays(arrays["utilities"], arrays.get("probs"), name=name, rater=arrays.get("rater"),
+                           personas=personas, **world_options)
+    out = save_world(ds, target)
+    print(f"{name}: {out} ({ds.sizes['student']} students, {ds.sizes['question']} questions, "
+          f"{ds.attrs['arrivals']} arrivals of {ds.attrs['topics_per_session']} questions; click model "
+          f"{ds.attrs['click_model']}, beta {ds.attrs['beta']:.3f})")
+    return 0
