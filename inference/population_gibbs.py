@@ -23,6 +23,8 @@ across them sees a chain stuck in one partition.
 """
 from __future__ import annotations
 
+import time
+
 from typing import NamedTuple
 
 import arviz as az
@@ -196,14 +198,8 @@ def sample_population(z, y, hyper: PopulationHyper = PopulationHyper(), chains: 
         ``online.process_pool.map_in_workers`` with jobs); default: one after another, here.
     until : callable or None
         ``until(idata) -> RoundVerdict``. If given, the chains run on in rounds until it says met (e.g.
-        every label-invariant diagnostic passes) or `max_seconds` would be passed. Short of ESS, a
-        round extends the chains, keeping the draws so far, by as many sweeps as the shortfall
-        suggests (1.3 x, within 0.25-4 x the kept ones); with ESS enough and an R-hat just over its
-        bound, by half the kept sweeps at the same thinning (more draws); with ESS enough but chains
-        that clearly disagree (R-hat over RESTART_RHAT), the first half of the kept draws becomes
-        warm-up and the chains run on for as long again.
-        Otherwise the kept draws stay at most 2 x `draws` per chain (the thinning doubles as needed).
-        Without it, one round.
+        every label-invariant diagnostic passes) or `max_seconds` would be passed; `_next_round` says
+        how far each round extends them (keeping at most 2 x `draws` per chain). Without it, one round.
     max_seconds : float or None
         Wall-time budget for the rounds (no new round starts that would, at the last round's pace,
         end past it).
@@ -218,13 +214,10 @@ def sample_population(z, y, hyper: PopulationHyper = PopulationHyper(), chains: 
         sample_stats: each move's counts per draw; attrs: sampler, settings, seconds per chain,
         rounds, thinning, whether `until` was met.
     """
-    import time
-
     hyper = hyper.validate()
     z = np.ascontiguousarray(z, dtype=float)
     y = np.ascontiguousarray(y, dtype=float)
-    run = (lambda tasks: [run_chain(t) for t in tasks]) if map_chains is None else (
-        lambda tasks: list(map_chains(run_chain, tasks)))
+    run = (lambda tasks: list((map_chains or map)(run_chain, tasks)))
     t0 = time.perf_counter()
     kept, state, rnd, cur_thin, done, seconds = None, None, 0, thin, 0, np.zeros(chains)
     new_draws, start = draws, 0               # start: the sweep (per chain) where the kept draws begin
@@ -237,8 +230,7 @@ def sample_population(z, y, hyper: PopulationHyper = PopulationHyper(), chains: 
         seconds += [f.seconds for f in fresh]
         done += tasks[0].warmup + new_draws * cur_thin
         kept = fresh if kept is None else [_append(k, f) for k, f in zip(kept, fresh)]
-        if rnd == 0:
-            start = warmup
+        start = warmup if rnd == 0 else start
         idata = to_inference_data([k._replace(seconds=s) for k, s in zip(kept, seconds)], hyper, settings, start,
                                   cur_thin)
         rnd += 1
@@ -249,34 +241,12 @@ def sample_population(z, y, hyper: PopulationHyper = PopulationHyper(), chains: 
         idata.sample_stats.attrs["until_met"] = int(verdict.met)
         elapsed = time.perf_counter() - t0
         kept_sweeps = done - start
-        drop_half = verdict.ess_fraction >= 1.0 and verdict.max_rhat > RESTART_RHAT
-        if drop_half:
-            # enough draws, yet the chains clearly disagree: the first half of the kept draws becomes
-            # warm-up, and the chains run on for as long again
-            more = float(kept_sweeps)
-        elif verdict.ess_fraction >= 1.0:
-            # enough draws and an R-hat just over its bound over thousands of entries (a noisy
-            # maximum): more draws of the same chains
-            more = 0.5 * kept_sweeps
-        else:
-            # short of ESS (a short run's R-hat is noisy too): extend, keeping the draws so far, by what
-            # the shortfall suggests
-            more = kept_sweeps * min(4.0, max(0.25, 1.3 * (1.0 / max(verdict.ess_fraction, 1e-3) - 1.0)))
-        near_miss = verdict.ess_fraction >= 1.0 and not drop_half
-        window = kept_sweeps // 2 if drop_half else kept_sweeps
-        factor = 1
-        while not near_miss and (window + more) / (cur_thin * factor) > 2 * draws:
-            factor *= 2        # (a near miss keeps its thinning: an R-hat's noise shrinks with the draws)
+        drop_half, near_miss, factor, next_draws = _next_round(verdict, kept_sweeps, cur_thin, draws)
         next_thin = cur_thin * factor
-        next_draws = max(1, int(round(more / next_thin)))
         next_cost = (time.perf_counter() - t_round) * (next_draws * next_thin) / (tasks[0].warmup + new_draws * cur_thin)
         if progress is not None:
             progress(f"round {rnd}: {done} sweeps per chain, {kept_sweeps} kept ({len(kept[0].stats)} draws, thinning "
-                     f"{cur_thin}), {elapsed:.0f} s; " + (
-                         "healthy" if verdict.met else
-                         "chains disagree with enough draws: the first half of the kept ones becomes warm-up"
-                         if drop_half else f"R-hat {verdict.max_rhat:.3f} just over its bound: more draws"
-                         if near_miss else f"short of ESS ({100 * verdict.ess_fraction:.0f}% of it): extending"))
+                     f"{cur_thin}), {elapsed:.0f} s; " + _verdict_words(verdict, drop_half, near_miss))
         if verdict.met or (max_seconds is not None and elapsed + next_cost > max_seconds):
             return idata
         if drop_half:
@@ -285,6 +255,39 @@ def sample_population(z, y, hyper: PopulationHyper = PopulationHyper(), chains: 
             start += half * cur_thin
         kept = [_thin(k, factor) for k in kept] if factor > 1 else kept
         cur_thin, new_draws = next_thin, next_draws
+
+
+def _next_round(verdict, kept_sweeps: int, cur_thin: int, draws: int) -> tuple[bool, bool, int, int]:
+    """(drop the first half of the kept draws, a near miss, the thinning's factor, the next round's draws)."""
+    drop_half = verdict.ess_fraction >= 1.0 and verdict.max_rhat > RESTART_RHAT
+    if drop_half:
+        # enough draws, yet the chains clearly disagree: the first half of the kept draws becomes
+        # warm-up, and the chains run on for as long again
+        more = float(kept_sweeps)
+    elif verdict.ess_fraction >= 1.0:
+        # enough draws and an R-hat just over its bound over thousands of entries (a noisy
+        # maximum): more draws of the same chains
+        more = 0.5 * kept_sweeps
+    else:
+        # short of ESS (a short run's R-hat is noisy too): extend, keeping the draws so far, by what
+        # the shortfall suggests
+        more = kept_sweeps * min(4.0, max(0.25, 1.3 * (1.0 / max(verdict.ess_fraction, 1e-3) - 1.0)))
+    near_miss = verdict.ess_fraction >= 1.0 and not drop_half
+    window = kept_sweeps // 2 if drop_half else kept_sweeps
+    factor = 1
+    while not near_miss and (window + more) / (cur_thin * factor) > 2 * draws:
+        factor *= 2        # (a near miss keeps its thinning: an R-hat's noise shrinks with the draws)
+    return drop_half, near_miss, factor, max(1, int(round(more / (cur_thin * factor))))
+
+
+def _verdict_words(verdict, drop_half: bool, near_miss: bool) -> str:
+    if verdict.met:
+        return "healthy"
+    if drop_half:
+        return "chains disagree with enough draws: the first half of the kept ones becomes warm-up"
+    if near_miss:
+        return f"R-hat {verdict.max_rhat:.3f} just over its bound: more draws"
+    return f"short of ESS ({100 * verdict.ess_fraction:.0f}% of it): extending"
 
 
 class RoundVerdict(NamedTuple):

@@ -170,39 +170,12 @@ def world_from_arrays(utilities, probs=None, *, name: str = "mine", rater=None, 
     check_name(name)
     if not isinstance(held_out, (bool, np.bool_)):
         raise WorldFormatError(f"held_out {held_out!r}: must be True or False")
-    U = _array(utilities, "utilities", 3)
+    U = _checked_utilities(utilities)
     n_s, n_q, K = U.shape
-    if n_s < 1 or n_q < 1:
-        raise WorldFormatError(f"utilities: shape {U.shape} has {n_s} students and {n_q} questions; a world needs at "
-                               f"least one of each")
-    if K < 3:
-        raise WorldFormatError(f"utilities: shape {U.shape}: needs at least 3 personas, has {K} (with 2, every pair is "
-                               f"the best pair and the score is undefined)")
-    if np.any((U < 0) | (U > 1)):
-        bad = tuple(int(i) for i in np.argwhere((U < 0) | (U > 1))[0])
-        raise WorldFormatError(f"utilities: value {U[bad]} at index {bad} outside [0, 1]")
-    check_memory(_world_bytes(n_s, n_q, K), f"a world of {n_s:,} students x {n_q:,} questions x {K:,} personas")
-    if probs is None:
-        P = btl_probs(U, DEFAULT_CLICK_SCALE if beta is None else float(beta), clip)
-        click_model = f"btl beta={DEFAULT_CLICK_SCALE if beta is None else float(beta)} clip={clip}"
-    else:
-        P = _array(probs, "probs", 4)
-        if P.shape != (n_s, n_q, K, K):
-            raise WorldFormatError(f"probs: shape {P.shape}, expected {(n_s, n_q, K, K)} to match utilities")
-        P = P.copy()
-        P[..., np.arange(K), np.arange(K)] = 0.5
-        outside = (P <= 0) | (P >= 1)
-        if np.any(outside):
-            bad = tuple(int(i) for i in np.argwhere(outside)[0])
-            raise WorldFormatError(f"probs: probability {P[bad]} at index {bad} outside the open interval (0, 1)")
-        click_model = "given"
-    if beta is None and probs is not None:
-        beta = _fitted_scale(P, U)
-    elif beta is None:
-        beta = DEFAULT_CLICK_SCALE
-    if personas is None:
-        personas = [f"P{k}" for k in range(K)]
-    personas = [str(p) for p in personas]
+    P, click_model = _checked_probs(probs, U, beta, clip)
+    if beta is None:
+        beta = _fitted_scale(P, U) if probs is not None else DEFAULT_CLICK_SCALE
+    personas = [str(p) for p in (personas if personas is not None else [f"P{k}" for k in range(K)])]
     if len(personas) != K:
         raise WorldFormatError(f"personas: {len(personas)} names for {K} personas")
     if arrival_mode not in ARRIVAL_MODES[:2]:
@@ -218,8 +191,55 @@ def world_from_arrays(utilities, probs=None, *, name: str = "mine", rater=None, 
         raise WorldFormatError(f"rater: shape {g.shape}, expected {(n_q, K)}")
     if rater is not None:
         g = standardise(g)
+    attrs = {"roster": name, "arrivals": int(n_s if arrivals is None else arrivals),
+             "topics_per_session": int(session_length), "chains_per_topic": 1, "questions_per_chain": 1,
+             "arrival_mode": arrival_mode, "held_out": int(bool(held_out)), "rater_available": int(rater is not None),
+             "beta": float(beta), "bank_size": 16, "format_version": FORMAT_VERSION, "generator": "from-arrays",
+             "click_model": click_model, "description": description or f"{n_s} students x {n_q} questions from arrays"}
+    ds = _world_dataset(U, P, g, personas, attrs)
+    return validate_world(ds, f"{name} (from arrays)")
+
+
+def _checked_utilities(utilities) -> np.ndarray:
+    U = _array(utilities, "utilities", 3)
+    n_s, n_q, K = U.shape
+    if n_s < 1 or n_q < 1:
+        raise WorldFormatError(f"utilities: shape {U.shape} has {n_s} students and {n_q} questions; a world needs at "
+                               f"least one of each")
+    if K < 3:
+        raise WorldFormatError(f"utilities: shape {U.shape}: needs at least 3 personas, has {K} (with 2, every pair is "
+                               f"the best pair and the score is undefined)")
+    if np.any((U < 0) | (U > 1)):
+        bad = tuple(int(i) for i in np.argwhere((U < 0) | (U > 1))[0])
+        raise WorldFormatError(f"utilities: value {U[bad]} at index {bad} outside [0, 1]")
+    check_memory(_world_bytes(n_s, n_q, K), f"a world of {n_s:,} students x {n_q:,} questions x {K:,} personas")
+    return U
+
+
+def _checked_probs(probs, U: np.ndarray, beta, clip) -> tuple[np.ndarray, str]:
+    """(P, the click model's description): the click model's P when `probs` is None, else `probs` checked."""
+    n_s, n_q, K = U.shape
+    if probs is None:
+        scale = DEFAULT_CLICK_SCALE if beta is None else float(beta)
+        return btl_probs(U, scale, clip), f"btl beta={scale} clip={clip}"
+    P = _array(probs, "probs", 4)
+    if P.shape != (n_s, n_q, K, K):
+        raise WorldFormatError(f"probs: shape {P.shape}, expected {(n_s, n_q, K, K)} to match utilities")
+    P = P.copy()
+    P[..., np.arange(K), np.arange(K)] = 0.5
+    outside = (P <= 0) | (P >= 1)
+    if np.any(outside):
+        bad = tuple(int(i) for i in np.argwhere(outside)[0])
+        raise WorldFormatError(f"probs: probability {P[bad]} at index {bad} outside the open interval (0, 1)")
+    return P, "given"
+
+
+def _world_dataset(U, P, g, personas: list[str], attrs: dict) -> xr.Dataset:
+    """The on-disk layout of a world from arrays: one-hot persona features plus the rater column, neutral
+    question and student descriptions."""
+    n_s, n_q, K = U.shape
     features = np.concatenate([np.broadcast_to(np.eye(K), (n_q, K, K)), g[:, :, None]], axis=2)
-    ds = xr.Dataset(
+    return xr.Dataset(
         {
             "features": (("question", "persona", "feature"), features),
             "probs": (("student", "question", "first", "second"), P),
@@ -235,10 +255,5 @@ def world_from_arrays(utilities, probs=None, *, name: str = "mine", rater=None, 
         },
         coords={"student": np.arange(n_s), "question": np.arange(n_q), "persona": personas, "first": personas,
                 "second": personas, "feature": [f"e_{p}" for p in personas] + ["g"]},
-        attrs={"roster": name, "arrivals": int(n_s if arrivals is None else arrivals),
-               "topics_per_session": int(session_length), "chains_per_topic": 1, "questions_per_chain": 1,
-               "arrival_mode": arrival_mode, "held_out": int(bool(held_out)), "rater_available": int(rater is not None),
-               "beta": float(beta), "bank_size": 16, "format_version": FORMAT_VERSION, "generator": "from-arrays",
-               "click_model": click_model, "description": description or f"{n_s} students x {n_q} questions from arrays"},
+        attrs=attrs,
     )
-    return validate_world(ds, f"{name} (from arrays)")

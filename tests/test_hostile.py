@@ -168,7 +168,7 @@ CLI_CASES = [
     (["fit", "--model", "population", "--sampler", "nuts", "--thin", "5", "--arrivals", "3"], {}, "--thin 5"),
     (["validate", "--chains", "1"], {}, "--chains"),
     (["prefdisco", "--seeds", "0-5000"], {}, "at most 1,000"),
-    (["prefdisco-validate", "--questions", "-5"], {}, "--questions must lie in 0..5"),
+    (["prefdisco-validate", "--questions", "-5"], {}, "argument --questions: '-5': must be an integer in [0, 5]"),
     (["replay", "--world", "dev", "--seeds", "0", "--arrivals", "3", "--policies", "no-transfer[prior_var=1\nX]"], {},
      "prior_var=1\\nX"),
     (["worlds", "from-arrays", "fifo.npz", "--name", "p"], {}, "not a regular file"),

@@ -1,5 +1,7 @@
+"""`python -m tutorduel.cli`: the command line."""
 import sys
 
 from tutorduel.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":
+    sys.exit(main())
