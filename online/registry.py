@@ -235,7 +235,7 @@ def _in_range(target: str, key: str, text: str, value, setting: Setting):
     problem = range_problem(key, value, setting.range) if setting.range is not None else None
     if problem:
         raise PolicySpecError(f"policy {target!r}: setting {key}={text}: outside its range {setting.range} "
-                              f"(see the README's table of settings)")
+                              f"(see the table of settings in docs/policies.md)")
     return value
 
 
@@ -323,7 +323,7 @@ def make_policy(spec: str):
 
 def settings_table() -> str:
     """Markdown table of every registered policy's numeric settings: type, default and declared range (the
-    README's)."""
+    table in docs/policies.md)."""
     lines = ["| policy | setting | type | default | range |", "|---|---|---|---|---|"]
     for name in sorted(REGISTRY):
         declared, _ = declared_settings(resolve(name))

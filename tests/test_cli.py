@@ -91,6 +91,7 @@ def test_fit_rejects_unknown_model(env_dirs, capsys):
         main(["fit", "--model", "nope"])
 
 
+@pytest.mark.slow
 def test_fit_under_an_em_prior_weighs_components(env_dirs, capsys):
     import arviz as az
 

@@ -3,7 +3,9 @@
 Blocks are tagged: ``python`` blocks are executed, ``bash`` blocks are command lines, ``text``
 blocks are output or pictures (not code). An untagged block fails. A page's blocks run in order
 in one private folder (its own worlds folder and run store, the real sample beside them as
-``tutorduel-site-sample.json``), so a later block may use what an earlier one made. A ``bash``
+``tutorduel-site-sample.json``), so a later block may use what an earlier one made. A block
+marked ``<!-- slow -->`` on the line before it (a long MCMC run) runs in the slow set only, where
+its whole page runs again; no later block may depend on it. A ``bash``
 line is ``[VAR=value ...] tutorduel ARGS`` (run in this process through the command line's
 ``main``; it must exit 0) or one of the README's two install commands (run by CI itself:
 ``.ci/run`` calls ``scripts/test.sh``, and the quick start's own commands are checked to parse).
@@ -27,7 +29,7 @@ from tutorduel.cli import build_parser, main
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 README = ROOT / "README.md"
-BLOCK = re.compile(r"^```([\w-]*)\n(.*?)^```", re.S | re.M)
+BLOCK = re.compile(r"^(<!-- slow -->\n)?```([\w-]*)\n(.*?)^```", re.S | re.M)
 INSTALL_COMMANDS = {"bash scripts/quickstart.sh", "bash scripts/test.sh"}
 
 
@@ -35,8 +37,9 @@ def pages():
     return sorted(DOCS.rglob("*.md")) + [README]
 
 
-def blocks(page: Path):
-    return [(m.group(1), m.group(2)) for m in BLOCK.finditer(page.read_text())]
+def blocks(page: Path, slow: bool = True):
+    """(tag, body) of the page's blocks; `slow` False leaves out the blocks marked <!-- slow -->."""
+    return [(m.group(2), m.group(3)) for m in BLOCK.finditer(page.read_text()) if slow or not m.group(1)]
 
 
 def command_lines(body: str) -> list[str]:
@@ -69,9 +72,24 @@ def test_every_block_is_tagged(page):
     assert tags <= {"python", "bash", "text"}, f"{page_id(page)}: blocks tagged {sorted(tags)}"
 
 
-@pytest.mark.parametrize("page", [p for p in pages() if "results" not in p.parts], ids=page_id)
+RUNNABLE = [p for p in pages() if "results" not in p.parts]
+HAS_SLOW = [p for p in RUNNABLE if "<!-- slow -->" in p.read_text()]
+
+
+@pytest.mark.parametrize("page", RUNNABLE, ids=page_id)
 def test_page_runs(page, tmp_path, monkeypatch, sample_path, capsys):
-    if not any(tag in ("python", "bash") for tag, _ in blocks(page)):
+    """The page's blocks, but those marked <!-- slow --> (long MCMC; the slow set runs the whole page)."""
+    run_page(page, blocks(page, slow=False), tmp_path, monkeypatch, sample_path, capsys)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", HAS_SLOW, ids=page_id)
+def test_page_runs_whole(page, tmp_path, monkeypatch, sample_path, capsys):
+    run_page(page, blocks(page), tmp_path, monkeypatch, sample_path, capsys)
+
+
+def run_page(page, page_blocks, tmp_path, monkeypatch, sample_path, capsys):
+    if not any(tag in ("python", "bash") for tag, _ in page_blocks):
         return
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("TUTORDUEL_WORLDS", str(tmp_path / "worlds"))
@@ -79,7 +97,7 @@ def test_page_runs(page, tmp_path, monkeypatch, sample_path, capsys):
     monkeypatch.syspath_prepend(str(tmp_path))
     (tmp_path / "tutorduel-site-sample.json").write_bytes(sample_path.read_bytes())
     namespace = {"__name__": "__docs__"}
-    for n, (tag, body) in enumerate(blocks(page)):
+    for n, (tag, body) in enumerate(page_blocks):
         where = f"{page_id(page)}, block {n + 1}"
         if tag == "python":
             first = body.splitlines()[0]

@@ -27,7 +27,13 @@ def test_every_example_is_smoke_tested():
     assert sorted(p.name for p in (ROOT / "examples").glob("*.py")) == sorted(EXAMPLES)
 
 
-@pytest.mark.parametrize("script", sorted(EXAMPLES))
+# MCMC examples (each a NUTS, Gibbs or emulator fit, 20 s to 4 min) run in the slow set; the default set
+# runs the others.
+SLOW = {"fit_click_model.py", "validate_coduel_beliefs.py", "sbc_click_model.py", "population_reference.py",
+        "calibrate_simulator.py"}
+
+
+@pytest.mark.parametrize("script", [pytest.param(s, marks=pytest.mark.slow) if s in SLOW else s for s in sorted(EXAMPLES)])
 def test_example_runs(script, tmp_path):
     args = [a.format(tmp=tmp_path) for a in EXAMPLES[script]]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -34,6 +34,7 @@ def test_held_out_check_on_a_coduel_run(dev_world):
     assert s["isotropic"]["vs_isotropic"] == 0.0 and np.isfinite(s["online"]["ci95"])
 
 
+@pytest.mark.slow
 def test_log_predictive_is_reliable_under_a_prior_of_many_narrow_components():
     """Held-out clicks under EM's and the online prior's narrow components had k-hat up to 1.67: half the
     draws around the broad-prior fit, half from the prior, missed each user's posterior. With a third part

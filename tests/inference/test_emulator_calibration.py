@@ -63,6 +63,7 @@ def _one(seed, waves=2, draws=400):
     return truth, res
 
 
+@pytest.mark.slow
 def test_the_posterior_concentrates_at_the_truth_and_the_waves_are_recorded():
     import arviz as az
 

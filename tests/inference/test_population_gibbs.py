@@ -140,6 +140,7 @@ def _prior_draws(hyper, U, d, draws, seed=0):
     return np.asarray(pred["theta"]), np.asarray(pred["weights"])
 
 
+@pytest.mark.slow
 def test_sampler_recovers_the_models_prior_when_clicks_say_nothing():
     """Designs of zeros: the likelihood is constant, so the posterior is the NumPyro model's prior.
     Users' theta, the broad share and the chance that two users share a component match its draws."""

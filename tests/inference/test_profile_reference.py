@@ -45,6 +45,7 @@ def test_nuts_reference_is_healthy_and_agrees_with_the_exact_belief(exact_case):
     assert n.khat > 0.5 and any("sd ratio" in p for p in n.problems)   # measured 0.53 (3 coordinates)
 
 
+@pytest.mark.slow
 def test_noisy_answers_approximation_against_nuts():
     y = data(seed=4)
     pop, new = y[:-1], y[-1]

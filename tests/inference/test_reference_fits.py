@@ -73,6 +73,7 @@ def _funnel():
     numpyro.sample("x", dist.Normal(jnp.zeros(9), jnp.exp(v / 2)).to_event(1))
 
 
+@pytest.mark.slow
 def test_a_divergent_fit_is_reported_not_hidden():
     """Neal's funnel, centred, short warmup: divergences (and poor mixing) surface as a warning or an error."""
     idata = run_nuts(_funnel, chains=2, warmup=100, draws=200, seed=2)

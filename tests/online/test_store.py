@@ -203,6 +203,7 @@ def test_parallel_sweep_gives_the_same_rows(env_dirs, tmp_path):
     assert ra == rb and len(ra) == 4
 
 
+@pytest.mark.slow
 def test_sigkill_mid_sweep_then_resume(env_dirs):
     """Kill a sweep with SIGKILL several times; the resumed store holds every cell exactly once."""
     open_world("dev")                                         # build the world before racing
@@ -237,6 +238,7 @@ def _without_timing(row):
     return {k: v for k, v in row.items() if k not in ("wall_s", "versions")}
 
 
+@pytest.mark.slow
 def test_rows_are_identical_under_one_and_two_jobs(env_dirs):
     specs = ["random", "no-transfer", "coduel-greedy"]
     one, two = RunStore(env_dirs / "one"), RunStore(env_dirs / "two")

@@ -38,7 +38,7 @@ def _start(procs, cmd, own_group=False):
     return proc
 
 
-@pytest.mark.parametrize("inline", [True, False])
+@pytest.mark.parametrize("inline", [True, pytest.param(False, marks=pytest.mark.slow)])
 def test_a_policy_calling_sys_exit_fails_its_cell_and_the_sweep_goes_on(env_dirs, inline):
     """Finding 4: SystemExit is a BaseException, not an Exception."""
     st = RunStore()
@@ -72,6 +72,7 @@ def _kill_sleepers(proc, pid_file, limit, deadline):
     return len(killed)
 
 
+@pytest.mark.slow
 def test_a_pool_worker_killed_from_outside_mid_sweep(env_dirs, procs):
     """kill -9 of a local worker while it runs a cell: that cell fails, every other cell is stored, rc 1."""
     open_world("dev")
@@ -94,6 +95,7 @@ def test_a_hanging_policy_is_stopped_by_the_cell_time_limit(env_dirs):
     assert all("time limit of 3 s" in msg for _, msg in res.failed)
 
 
+@pytest.mark.slow
 def test_dask_worker_killed_by_a_cell(env_dirs):
     """Finding 5 (Dask): a task that kills its worker is retried a bounded number of times, then fails;
     every other cell is computed (the world is not lost with the worker)."""
@@ -105,6 +107,7 @@ def test_dask_worker_killed_by_a_cell(env_dirs):
     assert len(list(st.rows())) == 6
 
 
+@pytest.mark.slow
 def test_dask_cell_time_limit(env_dirs):
     st = RunStore()
     res = run_sweep(["dev"], [0], GOOD + ["tests.online.helpers:Sleeps"], st, arrivals=3, progress=False,
@@ -184,6 +187,7 @@ def test_ctrl_c_inline_stops_without_failing_a_cell(env_dirs, monkeypatch):
     assert len(res.done) + len(res.interrupted) == 20
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_the_sweep_cleanly(env_dirs, procs):
     """Finding 10: SIGINT to the process group (a terminal's Ctrl-C) while workers start up and after
     the 1st and 3rd finished cells: rc 130, a summary, no cell recorded as failed; a rerun completes the
@@ -215,6 +219,7 @@ def test_ctrl_c_stops_the_sweep_cleanly(env_dirs, procs):
     assert len(list(st.rows())) == 32 and not st.failures()
 
 
+@pytest.mark.slow
 def test_a_dask_worker_killed_from_outside_mid_sweep_is_retried(env_dirs, procs):
     """kill -9 of a Dask worker while it runs a cell: the scheduler reruns the cell elsewhere, every cell is
     stored and the exit status is 0 (no cell finally failed)."""
@@ -230,6 +235,7 @@ def test_a_dask_worker_killed_from_outside_mid_sweep_is_retried(env_dirs, procs)
     assert len(list(RunStore().rows())) == 9
 
 
+@pytest.mark.slow
 def test_a_killed_sweep_leaves_no_worker_behind(env_dirs, procs):
     """SIGKILL of the sweep while its worker hangs in a policy: the worker dies with it."""
     open_world("dev")

@@ -50,7 +50,8 @@ def test_a_shared_persona_offset_makes_that_persona_best_more_often(dev_world):
     assert DEFAULT_PARAMS._replace(offset_coach=-2.0).check().shared_offset[5] == -2.0
 
 
-@pytest.mark.parametrize("name", ["taste_gain", "written_sens_gain", "shared_taste_gain"])
+@pytest.mark.parametrize("name", ["taste_gain", pytest.param("written_sens_gain", marks=pytest.mark.slow),
+                                  pytest.param("shared_taste_gain", marks=pytest.mark.slow)])
 def test_the_family_parameters_change_the_students_they_name(name):
     d = DEFAULT_PARAMS
     moved = d._replace(**{name: getattr(d, name) * 1.5 + 0.2})
