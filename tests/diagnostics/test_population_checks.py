@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 from diagnostics.population_checks import held_out_check, log_predictive
 from inference.laplace import laplace_fit_batch
