@@ -13,11 +13,11 @@ reference the online step approximates when clicks arrive one at a time.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from inference.constants import NEWTON_ITERS, NEWTON_RTOL
+from inference.kernels._scalar import click_mode as kernel_click_mode
+from inference.kernels._scalar import click_modes
 
 
 def sigmoid(x):
@@ -33,58 +33,14 @@ def click_mode(a, s, y, iters: int = NEWTON_ITERS, rtol: float = NEWTON_RTOL):
     when it stays inside the bracket and at most halves the previous step, else bisection
     (plain Newton two-cycles on flat logistic tails); stops when the Newton step is below
     rtol (1 + |eta|), checked before the bracket test so a converged step on the
-    bracket's edge still ends the loop. ``inference.kernels.click_mode`` is the compiled twin.
+    bracket's edge still ends the loop; raises RuntimeError if `iters` steps do not get there.
+    One implementation, compiled (``inference.kernels.click_mode``), for scalars and arrays alike.
     """
     if np.ndim(a) == 0 and np.ndim(s) == 0:
-        return _click_mode_scalar(float(a), float(s), int(y), iters, rtol)
+        return kernel_click_mode(float(a), float(s), int(y), rtol, -1.0, int(iters))
     a, s = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(s, dtype=float))
-    eta, lo, hi = a.copy(), (a.copy() if y else a - s), (a + s if y else a.copy())
-    safe_s = np.where(s > 0, s, 1.0)
-    dx_old = 2.0 * s
-    live = s > 0
-    for _ in range(iters):
-        if not live.any():
-            break
-        p = sigmoid(eta)
-        g = (y - p) - (eta - a) / safe_s
-        lo = np.where(live & (g > 0), eta, lo)
-        hi = np.where(live & (g <= 0), eta, hi)
-        dx = g / (p * (1.0 - p) + 1.0 / safe_s)
-        conv = live & (np.abs(dx) < rtol * (1.0 + np.abs(eta)))
-        newton = (lo < eta + dx) & (eta + dx < hi) & (np.abs(dx) <= 0.5 * np.abs(dx_old))
-        mid = 0.5 * (lo + hi)
-        step = np.where(conv | newton, dx, mid - eta)
-        eta = np.where(live, np.where(conv | newton, eta + dx, mid), eta)
-        dx_old = np.where(live, step, dx_old)
-        live = live & ~conv
-    if live.any():
-        raise RuntimeError("click_mode: the one-click Newton did not converge")
-    return eta
-
-
-def _click_mode_scalar(a: float, s: float, y: int, iters: int, rtol: float) -> float:
-    """`click_mode` for one (a, s) in Python floats (the no-transfer step calls it every round)."""
-    if s <= 0.0:
-        return a
-    eta, lo, hi = a, (a if y else a - s), (a + s if y else a)
-    dx_old = 2.0 * s
-    for _ in range(iters):
-        p = 0.5 * (1.0 + math.tanh(0.5 * eta))
-        g = (y - p) - (eta - a) / s
-        if g > 0:
-            lo = eta
-        else:
-            hi = eta
-        dx = g / (p * (1.0 - p) + 1.0 / s)
-        if abs(dx) < rtol * (1.0 + abs(eta)):
-            return eta + dx
-        if lo < eta + dx < hi and abs(dx) <= 0.5 * abs(dx_old):
-            eta = eta + dx
-        else:
-            dx = 0.5 * (lo + hi) - eta
-            eta = 0.5 * (lo + hi)
-        dx_old = dx
-    raise RuntimeError("click_mode: the one-click Newton did not converge")
+    return click_modes(np.ascontiguousarray(a).ravel(), np.ascontiguousarray(s).ravel(), int(y), rtol,
+                       int(iters)).reshape(a.shape)
 
 
 def laplace_update(mean: np.ndarray, cov: np.ndarray, z: np.ndarray, y: float,

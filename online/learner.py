@@ -2,13 +2,14 @@
 
     learner = no_transfer(prior_var=4.0)              # settings are closed over here
     state = learner.init(context)                      # a State pytree
-    state = learner.start_session(state, rng)          # a new user arrives
+    state, info = learner.start_session(state, rng)    # a new user arrives
     pair, info = learner.select(state, Phi, rng)       # two distinct persona indices; the state is not changed
     state, info = learner.update(state, Phi, pair, y)  # the click: y = 1 if pair[0] won
     state, info = learner.end_session(state)           # the session joins what the learner knows
 
 The same five signatures for every learner, after blackjax's ``SamplingAlgorithm``: the state is
-carried by the caller and never changed in place; what a caller may want to record (predicted
+carried by the caller and never changed in place, and every function but `init` returns it (or, for
+`select`, the pair) with an info beside it; what a caller may want to record (predicted
 probabilities, beliefs, a gate's state) comes back in the ``info`` beside it, never in the state;
 randomness comes in as the `rng` argument. ``LearnerPolicy`` adapts a learner to the five-method
 ``online.protocol.Policy`` that the replay loop and users' own policies speak, and keeps the
@@ -43,7 +44,7 @@ class Context(NamedTuple):
 class Learner(NamedTuple):
     """Five pure functions over a learner's State (see the module docstring for their signatures)."""
     init: Callable[[Context], Any]
-    start_session: Callable[[Any, np.random.Generator], Any]
+    start_session: Callable[[Any, np.random.Generator], tuple[Any, Any]]
     select: Callable[[Any, np.ndarray, np.random.Generator], tuple[tuple[int, int], Any]]
     update: Callable[[Any, np.ndarray, tuple[int, int], int], tuple[Any, Any]]
     end_session: Callable[[Any], tuple[Any, Any]]
@@ -55,8 +56,8 @@ def no_session_info(state):
 
 
 def same_state(state, rng=None):
-    """A `start_session` for learners that carry everything over between users."""
-    return state
+    """A `start_session` for learners that carry everything over between users: the state, no info."""
+    return state, None
 
 
 class LearnerPolicy(Policy):
@@ -72,7 +73,8 @@ class LearnerPolicy(Policy):
         self.infos, self.last_info = [], None
 
     def start_student(self):
-        self.state = self.learner.start_session(self.state, self.rng)
+        self.state, info = self.learner.start_session(self.state, self.rng)
+        self._keep("start_session", info)
 
     def select(self, Phi):
         pair, info = self.learner.select(self.state, Phi, self.rng)

@@ -10,10 +10,16 @@ A policy is any object with
 
 The runner never shows a policy the utilities, the probabilities or the profile.
 
-Optional: `arrival_priors()` -> a `tdmodels.priors.MixturePrior` with one prior per
-arrival (weights [N, C], zero-padded), the belief the policy held about each user when
-the user arrived. The replay stores it in the click log so offline fits can refit every
-user under exactly that prior.
+Optional capabilities are declared, never guessed from the methods an object happens to have:
+
+    records = frozenset({...})   what the replay may read into the click log after the run, each a
+                                 method of that name: "arrival_priors" (a MixturePrior, one prior per
+                                 arrival, zero-padded: what the policy believed of each user when the
+                                 user arrived), "arrival_recalibrations" ([N, K, K]), "session_beliefs"
+                                 (a MixturePrior per arrival: the belief at session end, to validate),
+                                 "click_predictions" ({learner: [N, S]} P(first wins) before each click)
+    asks = True                  the policy may spend a round on a direct question (the combined
+                                 mode): `ask(Phi) -> persona or None`, then `answer(k, value)`
 """
 from __future__ import annotations
 
@@ -25,10 +31,15 @@ from tdmodels.errors import InputError
 CONTEXT_KEYS = ("K", "d", "S", "beta", "b", "N")
 
 
+RECORDS = ("arrival_priors", "arrival_recalibrations", "session_beliefs", "click_predictions")
+
+
 class Policy:
-    """Base class with no-op hooks; subclasses implement `select`."""
+    """Base class with no-op hooks; subclasses implement `select` and declare what else they offer."""
 
     name = "policy"
+    records: frozenset = frozenset()      # which of RECORDS the replay may read after the run
+    asks: bool = False                    # whether `ask` / `answer` may spend a round on a direct question
 
     def reset(self, rng: np.random.Generator, context: dict) -> None:
         self.rng, self.K, self.d = rng, context["K"], context["d"]

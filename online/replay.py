@@ -132,8 +132,8 @@ def play(run: RunSetup, answer: Callable[[int, int], float] | None = None) -> Pl
     run : RunSetup
         From `prepare_run`.
     answer : callable, optional
-        answer(arrival, k) -> the stated answer about persona k. Given, a policy with an ``ask(Phi)``
-        method is asked each round first, and a persona index it returns spends the round on the
+        answer(arrival, k) -> the stated answer about persona k. Given, a policy that declares ``asks``
+        is asked each round first (``ask(Phi)``), and a persona index it returns spends the round on the
         question (``policy.answer(k, value)``) instead of a pair (the combined mode). Without it,
         ``ask`` is never called.
     """
@@ -144,8 +144,7 @@ def play(run: RunSetup, answer: Callable[[int, int], float] | None = None) -> Pl
     clicks = np.zeros((N, S), dtype=np.int8)
     asked = np.full((N, S), -1, dtype=np.int64)
     answers = np.full((N, S), np.nan)
-    ask = getattr(policy, "ask", None) if answer is not None else None
-    ask = ask if callable(ask) else None
+    ask = policy.ask if answer is not None and getattr(policy, "asks", False) else None
     t0 = time.perf_counter()
     policy.reset(run.rng, run.ctx)
     for a in range(N):
@@ -201,12 +200,18 @@ def _play(world: xr.Dataset, seed: int, spec: str, arrivals: int | None, keep_lo
     log = make_click_log(world["features"].values, sched.student, sched.question, pairs, clicks,
                          {"world": row["world"], "world_digest": row["world_digest"], "seed": int(seed),
                           "policy": spec, "code": code.digest, "arrivals_limit": arrivals})
-    if callable(getattr(policy, "arrival_priors", None)):
-        log = log._replace(priors=policy.arrival_priors())
-    if callable(getattr(policy, "arrival_recalibrations", None)):
-        log = log._replace(recalibration=policy.arrival_recalibrations())
-    if callable(getattr(policy, "session_beliefs", None)):
-        log = log._replace(beliefs=policy.session_beliefs())
-    if callable(getattr(policy, "click_predictions", None)):
-        log = log._replace(predictions=policy.click_predictions())
-    return row, log
+    return row, log._replace(**recorded(policy))
+
+
+LOG_FIELDS = {"arrival_priors": "priors", "arrival_recalibrations": "recalibration", "session_beliefs": "beliefs",
+              "click_predictions": "predictions"}
+
+
+def recorded(policy) -> dict:
+    """The click log's fields a policy declares it records (its `records`), read from it after the run."""
+    declared = getattr(policy, "records", frozenset())
+    unknown = set(declared) - set(LOG_FIELDS)
+    if unknown:
+        raise PolicyOutputError(f"policy {getattr(policy, 'name', policy)!r} declares records {sorted(unknown)}; "
+                                f"known: {', '.join(LOG_FIELDS)}")
+    return {LOG_FIELDS[name]: getattr(policy, name)() for name in declared}

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from numba import njit
 
 from inference.constants import NEWTON_ITERS, NEWTON_RTOL
@@ -22,9 +23,10 @@ def _log_sigmoid(x):
 
 
 @njit(cache=True)
-def click_mode(a, s, y, rtol=NEWTON_RTOL, p_a=-1.0):
-    """Mode of N(eta; a, s) x Bernoulli(y; sigmoid(eta)); the algorithm of inference.laplace.click_mode.
-    p_a = sigmoid(a) when the caller has it (both outcomes start from the same point)."""
+def click_mode(a, s, y, rtol=NEWTON_RTOL, p_a=-1.0, iters=NEWTON_ITERS):
+    """Mode of N(eta; a, s) x Bernoulli(y; sigmoid(eta)): the one implementation of the one-click Newton
+    (``inference.laplace.click_mode`` documents it and calls this). p_a = sigmoid(a) when the caller has it
+    (both outcomes start from the same point). Raises RuntimeError if it does not converge in `iters`."""
     if s <= 0.0:
         return a
     eta = a
@@ -33,7 +35,7 @@ def click_mode(a, s, y, rtol=NEWTON_RTOL, p_a=-1.0):
     else:
         lo, hi = a - s, a
     dx_old = 2.0 * s
-    for it in range(NEWTON_ITERS):
+    for it in range(iters):
         p = p_a if it == 0 and p_a >= 0.0 else _sigmoid(eta)
         g = (y - p) - (eta - a) / s
         if g > 0:
@@ -49,7 +51,16 @@ def click_mode(a, s, y, rtol=NEWTON_RTOL, p_a=-1.0):
             dx = 0.5 * (lo + hi) - eta
             eta = 0.5 * (lo + hi)
         dx_old = dx
-    return eta
+    raise RuntimeError("click_mode: the one-click Newton did not converge")
+
+
+@njit(cache=True)
+def click_modes(a, s, y, rtol=NEWTON_RTOL, iters=NEWTON_ITERS):
+    """`click_mode` elementwise over 1-D arrays a, s (one outcome y for all)."""
+    out = np.empty(a.shape[0])
+    for i in range(a.shape[0]):
+        out[i] = click_mode(a[i], s[i], y, rtol, -1.0, iters)
+    return out
 
 
 @njit(cache=True)

@@ -2,7 +2,7 @@
 
     learner = coduel(lookahead=False)                   # an online.learner.Learner
     state = learner.init(context)
-    state = learner.start_session(state, rng)
+    state, info = learner.start_session(state, rng)   # info: ArrivalInfo
     pair, info = learner.select(state, Phi, rng)        # the state is not changed
     state, info = learner.update(state, Phi, pair, y)
     state, info = learner.end_session(state)
@@ -182,6 +182,20 @@ def start_session(state: CODuelState, settings: Settings = Settings()) -> CODuel
                           session=Rounds(*(np.zeros_like(x) for x in state.session)))
 
 
+class ArrivalInfo(NamedTuple):
+    """What a user arrives under (the info of `start_session`)."""
+    prior: MixturePrior      # the population prior, its active components
+    A: np.ndarray            # [K, K] the rater recalibration the user's clicks are read with
+    transfer: bool           # whether the population learner selects this session's pairs
+    gate_mean: float         # the gate's mean log-likelihood ratio over completed sessions
+    gate_se: float           # its standard error (nan below two sessions)
+
+
+def arrival(state: CODuelState) -> tuple[CODuelState, ArrivalInfo]:
+    """The state after `start_session`, with what the user arrives under."""
+    return state, ArrivalInfo(state.pop.prior, state.A, state.transfer, state.gate.mean, gt.standard_error(state.gate))
+
+
 def select(state: CODuelState, Phi: np.ndarray, settings: Settings = Settings()) -> tuple[int, int]:
     """The pair to show for the question Phi [K, d]; the lookahead's bank is the state's with Phi added."""
     s = settings
@@ -317,7 +331,7 @@ def coduel(population: bool = True, recalibration: bool = True, lookahead: bool 
                                 lookahead=bool(lookahead), gate=bool(gate), engine=engine, em_iters=int(em_iters),
                                 refresh=int(refresh), exact_estep=bool(exact_estep), **constants))
     return Learner(lambda context: init(context, s),
-                   lambda state, rng: start_session(state, s),
+                   lambda state, rng: arrival(start_session(state, s)),
                    lambda state, Phi, rng: (select(state, Phi, s), None),
                    lambda state, Phi, pair, y: update(state, Phi, pair, y, s),
                    lambda state: end_session(state, s))
@@ -339,6 +353,7 @@ class CODuel(LearnerPolicy):
     or by name, e.g. coduel-no-population. record=true keeps the belief after every click."""
 
     name = "coduel"
+    records = frozenset({"arrival_priors", "arrival_recalibrations", "session_beliefs", "click_predictions"})
 
     @ranged
     def __init__(self, population: bool = True, recalibration: bool = True, lookahead: bool = True,
@@ -354,11 +369,11 @@ class CODuel(LearnerPolicy):
 
     def start_student(self):
         super().start_student()
-        self._priors.append(self.state.pop.prior)
-        self._recal.append(self.state.A)
+        info = self.last_info
+        self._priors.append(info.prior)
+        self._recal.append(info.A)
         if self.record:
-            g = self.state.gate
-            self._trace.append((self.state.transfer, [], g.mean, gt.standard_error(g)))
+            self._trace.append((info.transfer, [], info.gate_mean, info.gate_se))
 
     def update(self, outcome):
         super().update(outcome)
@@ -414,5 +429,5 @@ def _padded(priors: list) -> MixturePrior:
     return MixturePrior(w, m, S)
 
 
-__all__ = ["coduel", "CODuel", "CODuelState", "Settings", "Rounds", "Completed", "UpdateInfo", "SessionInfo",
+__all__ = ["coduel", "CODuel", "CODuelState", "Settings", "Rounds", "Completed", "ArrivalInfo", "UpdateInfo", "SessionInfo",
            "BeliefTrace", "init", "start_session", "select", "update", "end_session", "recalibrate"]

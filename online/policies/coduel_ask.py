@@ -60,6 +60,7 @@ def answer(state: CODuelState, k: int, value: float, noise_var: float, Phi: np.n
 class CODuelAsk(CODuel):
     """CODuel that may ask one direct question a round (the combined mode); in `replay` it plays exactly as CODuel."""
     name = "coduel-ask"
+    asks = True
 
     @ranged
     def __init__(self, max_questions: Annotated[int, Range(0, 1000)] = 1,

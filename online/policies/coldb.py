@@ -160,4 +160,4 @@ def coldb(estimator: str = "logistic", lam: Annotated[float, Range(0, 1e6, lo_op
         return (state if last else estimated(state)), None
 
     return Learner(lambda context: init(context.N, context.S, context.d),
-                   lambda state, rng: estimated(start_session(state)), select, click, no_session_info)
+                   lambda state, rng: (estimated(start_session(state)), None), select, click, no_session_info)

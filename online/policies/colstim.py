@@ -31,17 +31,16 @@ class CoLSTIMState(NamedTuple):
     Z: np.ndarray         # [S, d] the current user's design rows, the first n filled
     y: np.ndarray         # [S] their clicks
     n: int                # clicks of the current user so far
-    lam: float            # the ridge (a setting; kept to restart a session)
 
 
 def init(d: int, S: int, lam: float = RIDGE) -> CoLSTIMState:
     """A user with no clicks: theta 0, M = lam I, empty [S, d] buffers."""
-    return CoLSTIMState(np.zeros(d), lam * np.eye(d), np.zeros((S, d)), np.zeros(S), 0, lam)
+    return CoLSTIMState(np.zeros(d), lam * np.eye(d), np.zeros((S, d)), np.zeros(S), 0)
 
 
-def start_session(state: CoLSTIMState, rng=None) -> CoLSTIMState:
+def start_session(state: CoLSTIMState, lam: float = RIDGE) -> CoLSTIMState:
     """Forget the previous user (CoLSTIM learns each user alone)."""
-    return init(*state.Z.shape[::-1], state.lam)
+    return init(*state.Z.shape[::-1], lam)
 
 
 def select(state: CoLSTIMState, Phi: np.ndarray, eps: np.ndarray, c: float) -> tuple[int, int]:
@@ -56,12 +55,12 @@ def select(state: CoLSTIMState, Phi: np.ndarray, eps: np.ndarray, c: float) -> t
     return first, int(np.argmax(score))
 
 
-def update(state: CoLSTIMState, z: np.ndarray, y: int) -> CoLSTIMState:
+def update(state: CoLSTIMState, z: np.ndarray, y: int, lam: float = RIDGE) -> CoLSTIMState:
     """Add the click (design z, y) and refit the ridge logistic estimate, warm-started at the last."""
     n = state.n + 1
     Z, Y = state.Z.copy(), state.y.copy()
     Z[n - 1], Y[n - 1] = z, float(y)
-    theta = ridge_logistic(Z[:n], Y[:n], state.lam, init=state.theta)
+    theta = ridge_logistic(Z[:n], Y[:n], lam, init=state.theta)
     return state._replace(theta=theta, M=state.M + np.outer(z, z), Z=Z, y=Y, n=n)
 
 
@@ -87,5 +86,6 @@ def colstim(lam: Annotated[float, Range(0, 1e6, lo_open=True)] = RIDGE,
         eps = np.clip(rng.gumbel(size=len(Phi)), -w, w)
         return select(state, Phi, eps, w), None
 
-    return Learner(lambda context: init(context.d, context.S, lam), start_session, pick,
-                   lambda state, Phi, pair, y: (update(state, Phi[pair[0]] - Phi[pair[1]], y), None), no_session_info)
+    return Learner(lambda context: init(context.d, context.S, lam), lambda state, rng: (start_session(state, lam), None),
+                   pick, lambda state, Phi, pair, y: (update(state, Phi[pair[0]] - Phi[pair[1]], y, lam), None),
+                   no_session_info)

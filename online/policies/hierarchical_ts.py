@@ -95,7 +95,7 @@ def _check(s0_var, q_var) -> tuple[float, float]:
 def _learner(variant: str, s0_var: float, q_var: float) -> Learner:
     s0_var, q_var = _check(s0_var, q_var)
     return Learner(lambda context: init(context.d, s0_var, q_var),
-                   lambda state, rng: start_session(state, variant, rng),
+                   lambda state, rng: (start_session(state, variant, rng), None),
                    lambda state, Phi, rng: (select(state, Phi, rng), None),
                    lambda state, Phi, pair, y: (update(state, Phi[pair[0]] - Phi[pair[1]], y), None),
                    lambda state: (end_session(state), None))

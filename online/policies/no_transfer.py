@@ -85,7 +85,7 @@ def no_transfer(prior_var: Annotated[float, Range(0, 1e4, lo_open=True)] = DEFAU
         Variance of the isotropic Gaussian prior on theta (logits^2), in (0, 1e4].
     """
     prior_var = _check(prior_var)
-    return Learner(lambda context: init(context.d, prior_var), start_session,
+    return Learner(lambda context: init(context.d, prior_var), lambda state, rng: (start_session(state), None),
                    lambda state, Phi, rng: greedy_select(state, Phi), update, no_session_info)
 
 

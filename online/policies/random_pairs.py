@@ -7,18 +7,17 @@ from online.learner import Context, Learner, no_session_info, same_state
 
 
 class RandomState(NamedTuple):
-    """Only the number of personas."""
-    K: int                   # personas
+    """Nothing: the personas are the rows of each question's Phi."""
 
 
 def random_pairs() -> Learner:
     """A uniformly random ordered pair of distinct personas every round."""
 
     def init(context: Context) -> RandomState:
-        return RandomState(context.K)
+        return RandomState()
 
     def select(state: RandomState, Phi, rng):
-        i, j = rng.choice(state.K, size=2, replace=False)
+        i, j = rng.choice(len(Phi), size=2, replace=False)
         return (int(i), int(j)), None
 
     return Learner(init, same_state, select, lambda state, Phi, pair, y: (state, None), no_session_info)

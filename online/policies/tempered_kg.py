@@ -2,7 +2,7 @@
 
     learner = tempered_kg()                             # an online.learner.Learner
     state = learner.init(context)
-    state = learner.start_session(state, rng)
+    state, info = learner.start_session(state, rng)
     pair, info = learner.select(state, Phi, rng)        # the state is not changed
     state, info = learner.update(state, Phi, pair, y)
     state, info = learner.end_session(state)

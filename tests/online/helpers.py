@@ -71,6 +71,8 @@ BAD_VALUES = {
 class AskEveryRound(Policy):
     """Asks `value` on round `round` of every session, else shows pair (0, 1); for the combined-mode tests."""
 
+    asks = True
+
     def __init__(self, value=0, round=0):
         self.value, self.round = value, round
 

@@ -21,7 +21,7 @@ def test_functional_core_gives_the_class_rows(dev_world):
     rng = np.random.default_rng(0)
     pairs = []
     for a in range(ARR):
-        state = learner.start_session(state, rng)
+        state, _ = learner.start_session(state, rng)
         for t in range(24):
             q = sched.question[a, t]
             (i, j), _ = learner.select(state, feats[q], rng)
@@ -59,7 +59,7 @@ def test_recalibration_replaces_the_rater_column():
     np.testing.assert_array_equal(out[:, :6], np.eye(6))
     np.testing.assert_array_equal(out[:, 6], 2.0 * np.arange(6.0))
     learner, rng = cd.coduel(), np.random.default_rng(0)
-    st = learner.start_session(learner.init(Context(6, 7, 24, 1.0, 16, 1)), rng)
+    st, _ = learner.start_session(learner.init(Context(6, 7, 24, 1.0, 16, 1)), rng)
     with pytest.raises(ValueError, match="session of 3 clicks"):
         for _ in range(3):
             pair, _ = learner.select(st, Phi, rng)
@@ -168,7 +168,7 @@ def test_the_lookahead_bank_holds_the_bank_size_most_recent_questions(dev_world,
     state = learner.init(Context(6, 7, 24, 1.0, 16, 3))
     shown = []
     for a in range(2):
-        state = learner.start_session(state, rng)
+        state, _ = learner.start_session(state, rng)
         for t in range(24):
             Phi = feats[(a * 24 + t) % len(feats)]
             pair, _ = learner.select(state, Phi, rng)

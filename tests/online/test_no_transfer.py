@@ -18,7 +18,7 @@ def test_learner_driven_by_hand_gives_the_replay_rows(dev_world):
     state = learner.init(Context(6, 7, 24, 10.0, 16, 15))
     pairs, rng = [], np.random.default_rng(0)
     for a in range(15):
-        state = learner.start_session(state, rng)
+        state, _ = learner.start_session(state, rng)
         for t in range(24):
             q = sched.question[a, t]
             (i, j), info = learner.select(state, feats[q], rng)
@@ -43,7 +43,7 @@ def test_learner_finds_a_clear_favourite():
     rng = np.random.default_rng(0)
     theta = np.array([2.0, 0, 0, -1, 0, 0, 1.0])
     learner = nt.no_transfer()
-    state = learner.start_session(learner.init(Context(6, 7, 24, 10.0, 16, 1)), rng)
+    state, _ = learner.start_session(learner.init(Context(6, 7, 24, 10.0, 16, 1)), rng)
     for _ in range(40):
         Phi = np.concatenate([np.eye(6), rng.standard_normal((6, 1))], axis=1)
         (i, j), info = learner.select(state, Phi, rng)

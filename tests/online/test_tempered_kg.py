@@ -39,7 +39,7 @@ def test_the_tempered_rule_chooses_differently_from_both_ends(dev_world):
 
 def _population_state(learner, means, cov_scale, weights=None):
     """A state whose population prior is the given components (slots 0..C-1), transfer on."""
-    st = learner.start_session(learner.init(CTX), np.random.default_rng(0))
+    st, _ = learner.start_session(learner.init(CTX), np.random.default_rng(0))
     C, d = means.shape
     slots = len(st.pop.weights)
     w = np.full(C, 1.0 / C) if weights is None else np.asarray(weights, float)
