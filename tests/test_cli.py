@@ -109,6 +109,7 @@ def test_fit_under_an_em_prior_weighs_components(env_dirs, capsys):
         assert abs(float(units.posterior_weight.values[units.unit_user.values == u].sum()) - 1.0) < 1e-9
 
 
+@pytest.mark.slow
 def test_fit_refits_each_user_under_the_prior_it_arrived_under(env_dirs, capsys):
     import arviz as az
 
@@ -121,6 +122,7 @@ def test_fit_refits_each_user_under_the_prior_it_arrived_under(env_dirs, capsys)
     assert w.shape[0] == 10 and (w[0] > 0).sum() == 1 and (w[-1] > 0).sum() > 1
 
 
+@pytest.mark.slow
 def test_validate_checks_each_users_online_belief_against_nuts(env_dirs, capsys):
     import arviz as az
 

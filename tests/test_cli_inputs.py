@@ -38,6 +38,7 @@ def test_wrong_settings_stop_before_any_cell(env_dirs, capsys, policy, words):
     assert not _rows()
 
 
+@pytest.mark.slow
 def test_boolean_spellings_are_one_cell(env_dirs, capsys):
     assert main(["replay", "--seeds", "0", "--arrivals", "3", "--policies",
                  "coduel[lookahead=false],coduel[lookahead=False],coduel-greedy"]) == 0
@@ -99,6 +100,7 @@ def test_a_one_chain_fit_is_refused_before_it_replaces_anything(env_dirs, capsys
     assert not (env_dirs / "runs").exists()                  # refused before anything was read or written
 
 
+@pytest.mark.slow
 def test_damaged_rows_do_not_crash_stats_and_are_recomputed(env_dirs, capsys):
     """Finding 7: a row without per_user is skipped by stats (named) and recomputed by replay, the damaged
     file kept as *.corrupt."""

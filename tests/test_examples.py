@@ -30,7 +30,7 @@ def test_every_example_is_smoke_tested():
 # MCMC examples (each a NUTS, Gibbs or emulator fit, 20 s to 4 min) run in the slow set; the default set
 # runs the others.
 SLOW = {"fit_click_model.py", "validate_coduel_beliefs.py", "sbc_click_model.py", "population_reference.py",
-        "calibrate_simulator.py"}
+        "calibrate_simulator.py", "bring_your_own_world.py"}
 
 
 @pytest.mark.parametrize("script", [pytest.param(s, marks=pytest.mark.slow) if s in SLOW else s for s in sorted(EXAMPLES)])

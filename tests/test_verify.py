@@ -79,6 +79,7 @@ def test_verify_names_each_bad_row_and_exits_1(env_dirs, capsys):
     assert len(out.strip().splitlines()) == 2
 
 
+@pytest.mark.slow
 def test_a_click_log_swapped_between_policies_is_caught_and_refused_by_fit(env_dirs, capsys):
     st = _sweep(keep_clicks=True)
     mine = st.clicks_path(run_key(open_world("dev"), 0, "no-transfer", 6))
@@ -93,6 +94,7 @@ def test_a_click_log_swapped_between_policies_is_caught_and_refused_by_fit(env_d
     assert "its click log is of policy 'random'" in out and not mine.exists()
 
 
+@pytest.mark.slow
 def test_a_scorer_patching_plugin_never_reaches_the_figures(env_dirs, capsys):
     st = RunStore()
     specs = ["tests.online.scorer_patching:PatchScorer", "random"]

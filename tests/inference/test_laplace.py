@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -31,3 +32,19 @@ def test_update_moves_towards_the_winner():
     assert z @ S1 @ z < z @ S @ z
     m0, _, _ = laplace_update(m, S, z, 0)
     np.testing.assert_allclose(m0, -m1)
+
+
+def test_the_one_click_newton_fails_the_same_way_for_scalars_and_arrays():
+    """One implementation (the compiled kernel) behind every caller: a Newton that does not converge in
+    its iterations raises, for a scalar and for arrays alike (the compiled copy used to return quietly)."""
+    from inference.kernels import click_mode as compiled
+    from inference.laplace import click_mode
+
+    with pytest.raises(RuntimeError, match="did not converge"):
+        click_mode(0.0, 100.0, 1, iters=1)
+    with pytest.raises(RuntimeError, match="did not converge"):
+        click_mode(np.zeros(3), np.full(3, 100.0), 1, iters=1)
+    with pytest.raises(RuntimeError, match="did not converge"):
+        compiled(0.0, 100.0, 1, 1e-12, -1.0, 1)
+    a, s = np.linspace(-3, 3, 7), np.linspace(0, 5, 7)
+    assert np.array_equal(click_mode(a, s, 1), [compiled(x, v, 1) for x, v in zip(a, s)])

@@ -250,6 +250,7 @@ def test_unknown_sampler_is_refused():
         fit_population(z, y, sampler="hmc")
 
 
+@pytest.mark.slow
 def test_population_sbc_runs_and_ranks_lie_in_range(dev_world):
     """The machinery of the (slow) population SBC, on two tiny data sets."""
     import warnings

@@ -25,6 +25,7 @@ def exact_case():
     return pop, new, idata
 
 
+@pytest.mark.slow
 def test_nuts_reference_is_healthy_and_agrees_with_the_exact_belief(exact_case):
     pop, new, idata = exact_case
     h = stored_health(idata)

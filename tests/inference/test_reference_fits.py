@@ -29,6 +29,7 @@ def small_mixture_fit(dev_world):
         return fit_users(z, y, prior, chains=2, warmup=300, draws=300), theta
 
 
+@pytest.mark.slow
 def test_mixture_reference_layout_and_weights(small_mixture_fit):
     idata, theta = small_mixture_fit
     units = idata["units"]
@@ -43,6 +44,7 @@ def test_mixture_reference_layout_and_weights(small_mixture_fit):
         assert k in idata.sample_stats.attrs
 
 
+@pytest.mark.slow
 def test_inference_data_round_trips_through_netcdf(small_mixture_fit, tmp_path):
     idata, _ = small_mixture_fit
     path = tmp_path / "fit.nc"
@@ -93,6 +95,7 @@ def test_nan_features_are_refused():
         fit_users(z, np.zeros((2, 3), int), isotropic_prior(7))
 
 
+@pytest.mark.slow
 def test_nuts_reference_agrees_with_importance_sampling(small_mixture_fit):
     """An independent check of the per-user reference: self-normalised importance sampling with a
     mixture of Student-t proposals (400k draws) gives each user's posterior mean, against NUTS's

@@ -15,7 +15,7 @@ def random_log(dev_world):
     return replay_logged(dev_world, 0, "random", arrivals=60)[1]
 
 
-@pytest.mark.parametrize("name", ["users", "population", "recalibration"])
+@pytest.mark.parametrize("name", ["users", pytest.param("population", marks=pytest.mark.slow), "recalibration"])
 def test_prior_predictive_click_rates_cover_the_simulator(random_log, name):
     log = random_log
     z, y = log.design()
