@@ -305,8 +305,6 @@ def audit_rows(store_root: str, world_files: dict, paths: list[str]) -> list[tup
 def audit_in_fresh_process(store_root, world_files: dict, paths: list) -> list[tuple[str, str, str]]:
     """``audit_rows`` in a newly started process that imports no policy (a plug-in loaded in this process
     cannot reach the verifier)."""
-    from online.process_pool import WorkerPool
-
     cached, paths = [], [Path(p) for p in paths]
     for p in paths:           # rows whose exact bytes verified before need no process
         try:

@@ -3,6 +3,8 @@ matplotlib's backend are what a fresh interpreter has."""
 import subprocess
 import sys
 
+import pytest
+
 PROBE = r"""
 import importlib, json, os, pkgutil, sys
 before = {"xla": os.environ.get("XLA_FLAGS"), "mpl": os.environ.get("MPLBACKEND")}
@@ -53,6 +55,7 @@ print(idata.posterior["x"].dtype, jax.config.jax_enable_x64)
 """
 
 
+@pytest.mark.slow
 def test_a_fit_without_configuration_is_float64_and_leaves_jax_alone():
     out = subprocess.run([sys.executable, "-c", FIT], capture_output=True, text=True, check=True, env=_clean_env())
     assert out.stdout.split()[-2:] == ["float64", "False"]

@@ -155,7 +155,6 @@ def to_inference_data(result, data: Data, sim1: np.ndarray, chosen: int, calibra
     figures with their sds, the simulator's figures at the last wave's posterior draws (posterior
     predictive), every simulation (group ``simulations``), sim-1's figures and the calibrated draw's (both on
     CONFIRM_SEEDS)."""
-    import arviz as az
     import xarray as xr
 
     last = result.wave == result.wave.max()

@@ -22,7 +22,7 @@ def _random_units(rng, n, S, d):
     return z, y, m, C, loc, L
 
 
-@settings(max_examples=4)
+@settings(max_examples=3)
 @given(st.integers(0, 10_000), st.integers(1, 4), st.integers(1, 6), st.integers(1, 4))
 def test_whitened_density_equals_the_user_density(seed, n, S, d):
     rng = np.random.default_rng(seed)

@@ -1,7 +1,6 @@
 """A cell ends as done or failed, never vanishes: policies that exit, kill or hang their process,
 workers killed from outside, Ctrl-C, and sweeps too large or impossible to start."""
 import os
-import random
 import signal
 import subprocess
 import sys
