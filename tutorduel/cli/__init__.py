@@ -59,10 +59,13 @@ def main(argv=None) -> int:
 
 def _run(argv) -> int:
     try:
+        # The error types first: an except clause that imported them would run those imports while a
+        # Ctrl-C is propagating, and a module half-imported when it landed would fail them with a traceback.
+        input_errors = _input_errors()
         args = build_parser().parse_args(argv)
         try:
             return args.fn(args)
-        except _input_errors() as exc:
+        except input_errors as exc:
             print(f"tutorduel: error: {one_line(exc)}", file=sys.stderr)
             return 2
     except KeyboardInterrupt:
