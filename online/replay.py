@@ -144,7 +144,11 @@ def play(run: RunSetup, answer: Callable[[int, int], float] | None = None) -> Pl
     clicks = np.zeros((N, S), dtype=np.int8)
     asked = np.full((N, S), -1, dtype=np.int64)
     answers = np.full((N, S), np.nan)
-    ask = policy.ask if answer is not None and getattr(policy, "asks", False) else None
+    ask = None
+    if answer is not None and getattr(policy, "asks", False) is True:
+        if not (callable(getattr(policy, "ask", None)) and callable(getattr(policy, "answer", None))):
+            raise PolicyOutputError(f"policy {spec!r} declares asks = True but has no ask(Phi) and answer(k, value)")
+        ask = policy.ask
     t0 = time.perf_counter()
     policy.reset(run.rng, run.ctx)
     for a in range(N):
@@ -210,8 +214,15 @@ LOG_FIELDS = {"arrival_priors": "priors", "arrival_recalibrations": "recalibrati
 def recorded(policy) -> dict:
     """The click log's fields a policy declares it records (its `records`), read from it after the run."""
     declared = getattr(policy, "records", frozenset())
+    name = getattr(policy, "name", type(policy).__name__)
+    if not isinstance(declared, (set, frozenset, tuple, list)) or not all(isinstance(r, str) for r in declared):
+        raise PolicyOutputError(f"policy {name!r}: records must be a set of names ({', '.join(LOG_FIELDS)}), "
+                                f"got {declared!r}")
     unknown = set(declared) - set(LOG_FIELDS)
     if unknown:
-        raise PolicyOutputError(f"policy {getattr(policy, 'name', policy)!r} declares records {sorted(unknown)}; "
+        raise PolicyOutputError(f"policy {name!r} declares records {sorted(unknown)}; "
                                 f"known: {', '.join(LOG_FIELDS)}")
-    return {LOG_FIELDS[name]: getattr(policy, name)() for name in declared}
+    missing = [r for r in declared if r in LOG_FIELDS and not callable(getattr(policy, r, None))]
+    if missing:
+        raise PolicyOutputError(f"policy {name!r} declares records {missing} but has no such method")
+    return {LOG_FIELDS[r]: getattr(policy, r)() for r in declared}

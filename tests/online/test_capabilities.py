@@ -79,3 +79,36 @@ def test_what_coduel_declares_reaches_the_click_log(dev_world):
     assert log.beliefs is not None and log.priors is not None and log.predictions is not None
     _, plain = replay_logged(dev_world, 0, "no-transfer", arrivals=3)
     assert plain.beliefs is None and plain.priors is None
+
+
+class RecordsAString(Policy):
+    records = "session_beliefs"          # a string, not a set of names
+
+    def select(self, Phi):
+        return 0, 1
+
+
+class DeclaresWithoutTheMethod(Policy):
+    records = frozenset({"session_beliefs"})
+
+    def select(self, Phi):
+        return 0, 1
+
+
+class AsksWithoutAnswering(Policy):
+    asks = True
+
+    def select(self, Phi):
+        return 0, 1
+
+
+@pytest.mark.parametrize("policy, words", [(RecordsAString(), "must be a set of names"),
+                                           (DeclaresWithoutTheMethod(), "has no such method")])
+def test_a_malformed_declaration_is_one_clear_error(policy, words):
+    with pytest.raises(PolicyOutputError, match=words):
+        recorded(policy)
+
+
+def test_asking_without_the_methods_is_one_clear_error(dev_world):
+    with pytest.raises(PolicyOutputError, match="declares asks"):
+        replay_combined(dev_world, 0, "tests.online.test_capabilities:AsksWithoutAnswering", 2, 0.5)
