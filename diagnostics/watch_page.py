@@ -20,7 +20,7 @@ import numpy as np
 import xarray as xr
 
 from diagnostics.learning_curves import learning_curve
-from online.policies.coduel import CODuel, recalibrate
+from online.policies.coduel import recalibrate
 from online.replay import prepare_run, play, replay
 from online.scoring import floor_regret, random_regret, strong_regret
 from diagnostics.leaderboard_report import PAGE_JS, nav
@@ -55,11 +55,18 @@ def watch_data(world: xr.Dataset, seed: int, arrivals: int = 60, curve_seeds: in
     checked_count(curve_seeds, "watch: curve_seeds", 1, MAX_CURVE_SEEDS)
     checked_count(arrivals, "watch: arrivals", 1, MAX_PAGE_ARRIVALS)
     run = prepare_run(world, seed, "coduel", arrivals)
-    run = run._replace(policy=CODuel(record=True))
-    played = play(run)
-    pol, sched, U = run.policy, run.sched, run.U
+    arrived, after = [], []                      # CODuel's ArrivalInfo per arrival, UpdateInfo per round
+
+    def keep(kind, a, t, info):
+        if kind == "start_session":
+            arrived.append(info)
+            after.append([])
+        elif kind == "update":
+            after[a].append(info)
+
+    played = play(run, observe=keep)
+    sched, U = run.sched, run.U
     N, S = sched.question.shape
-    trace, A = pol.belief_trace(), pol.arrival_recalibrations()
     feats = run.feats
     r = strong_regret(U, played.pairs[..., 0], played.pairs[..., 1])
     G, Rr = floor_regret(U), random_regret(U)
@@ -72,15 +79,16 @@ def watch_data(world: xr.Dataset, seed: int, arrivals: int = 60, curve_seeds: in
         rounds = []
         for t in range(S):
             q = sched.question[a, t]
-            P = recalibrate(feats[q], A[a])
+            P = recalibrate(feats[q], arrived[a].A)
             P = P - P.mean(0)                           # utilities relative to the personas' mean: identified
-            m, sd = _belief_utilities(trace.log_w[a, t], trace.means[a, t], trace.covs[a, t], P)
-            w = np.exp(trace.log_w[a, t] - np.max(trace.log_w[a, t]))
-            w = np.where(np.isfinite(trace.log_w[a, t]), w, 0.0)
+            b = after[a][t].belief
+            m, sd = _belief_utilities(b.log_w, b.means, b.covs, P)
+            w = np.exp(b.log_w - np.max(b.log_w))
+            w = np.where(np.isfinite(b.log_w), w, 0.0)
             rounds.append({"q": str(text[q]), "pair": [int(x) for x in played.pairs[a, t]], "y": int(played.clicks[a, t]),
                            "U": U[a, t].tolist(), "mean": np.round(m, 4).tolist(), "sd": np.round(sd, 4).tolist(),
-                           "w": np.round(w / w.sum(), 4).tolist(), "llr": round(float(trace.gate_llr[a, t]), 4)})
-        out["arrivals"].append({"student": int(sched.student[a]), "transfer": bool(trace.transfer[a]),
+                           "w": np.round(w / w.sum(), 4).tolist(), "llr": round(float(after[a][t].gate_llr), 4)})
+        out["arrivals"].append({"student": int(sched.student[a]), "transfer": bool(arrived[a].transfer),
                                 "rounds": rounds, "floor": G[a].tolist(), "random": Rr[a].tolist(),
                                 "regret": float(r[a].sum())})
     recorded = {"per_user": {"regret": r.sum(1).tolist(), "floor": G.sum(1).tolist()}}     # this run, not replayed again

@@ -8,9 +8,9 @@ from tdmodels._lazy import lazy_namespace
 _EXPORTS = {
     "Learner": ".learner",
     "Context": ".learner",
-    "LearnerPolicy": ".learner",
     "Policy": ".protocol",
-    "make_policy": ".registry",
+    "plugin_learner": ".protocol",
+    "make_learner": ".registry",
     "policy_spec": ".registry",
     "canonical_spec": ".registry",
     "PolicySpecError": ".registry",

@@ -1,44 +1,41 @@
-"""The five-method policy protocol and the check of what a policy returns.
+"""The plug-in protocol for users' own policies, its one adapter to a Learner, and the check of a pair.
 
-A policy is any object with
+A plug-in policy is any object with five methods, and may change itself as it plays:
 
-    reset(rng, context)    once per run; context: K, d, S, beta, b, N
+    reset(rng, context)    once per run; context: a dict of K, d, S, beta, b, N
     start_student()        a new user arrives
     select(Phi) -> (i, j)  Phi: [K, d] read-only features; two distinct persona indices
     update(outcome)        1 if the first index won the click, else 0
     end_student()          the session joins the log
 
-The runner never shows a policy the utilities, the probabilities or the profile.
+The runner never shows a policy the utilities, the probabilities or the profile. One capability is
+optional, and declared, never guessed from the methods an object happens to have:
 
-Optional capabilities are declared, never guessed from the methods an object happens to have:
+    asks = True            the policy may spend a round on a direct question (the combined mode):
+                           `ask(Phi) -> persona or None`, then `answer(k, value)`
 
-    records = frozenset({...})   what the replay may read into the click log after the run, each a
-                                 method of that name: "arrival_priors" (a MixturePrior, one prior per
-                                 arrival, zero-padded: what the policy believed of each user when the
-                                 user arrived), "arrival_recalibrations" ([N, K, K]), "session_beliefs"
-                                 (a MixturePrior per arrival: the belief at session end, to validate),
-                                 "click_predictions" ({learner: [N, S]} P(first wins) before each click)
-    asks = True                  the policy may spend a round on a direct question (the combined
-                                 mode): `ask(Phi) -> persona or None`, then `answer(k, value)`
+``plugin_learner`` turns such an object into an ``online.learner.Learner``, the one type the replay
+drives; it is the only place where a policy's state is changed in place. A plug-in policy records
+nothing into the click log: a learner whose infos carry its beliefs does (``online.records``).
 """
 from __future__ import annotations
 
 import numbers
+from typing import Any, NamedTuple
 
 import numpy as np
+
+from online.learner import Learner
 from tdmodels.errors import InputError
 
 CONTEXT_KEYS = ("K", "d", "S", "beta", "b", "N")
-
-
-RECORDS = ("arrival_priors", "arrival_recalibrations", "session_beliefs", "click_predictions")
+PROTOCOL = ("reset", "start_student", "select", "update", "end_student")
 
 
 class Policy:
     """Base class with no-op hooks; subclasses implement `select` and declare what else they offer."""
 
     name = "policy"
-    records: frozenset = frozenset()      # which of RECORDS the replay may read after the run
     asks: bool = False                    # whether `ask` / `answer` may spend a round on a direct question
 
     def reset(self, rng: np.random.Generator, context: dict) -> None:
@@ -58,7 +55,70 @@ class Policy:
 
 
 class PolicyOutputError(InputError):
-    """A policy returned something that is not two distinct in-range persona indices."""
+    """A policy returned something that is not two distinct in-range persona indices, or declared what it
+    does not offer."""
+
+
+class PluginState(NamedTuple):
+    """A plug-in policy's state as the replay carries it: the object itself (which changes as it plays)."""
+    policy: Any
+    context: dict
+    started: bool            # reset has been called for this run
+
+
+def plugin_learner(policy, name: str) -> Learner:
+    """The Learner over a plug-in policy object. `reset` is called with the run's generator when the first
+    user arrives (nothing draws before it); `ask`/`answer` are offered only when the policy declares
+    ``asks = True``.
+
+    Raises
+    ------
+    PolicyOutputError
+        A protocol method is missing, `asks` is not a bool, a policy declaring asks lacks ask or answer,
+        or it declares click-log records (only a learner's infos carry them).
+    """
+    missing = [m for m in PROTOCOL if not callable(getattr(policy, m, None))]
+    if missing:
+        raise PolicyOutputError(f"policy {name!r} lacks protocol method(s) {', '.join(missing)}")
+    asks = getattr(policy, "asks", False)
+    if type(asks) is not bool:
+        raise PolicyOutputError(f"policy {name!r}: asks must be True or False, got {asks!r}")
+    if asks and not (callable(getattr(policy, "ask", None)) and callable(getattr(policy, "answer", None))):
+        raise PolicyOutputError(f"policy {name!r} declares asks = True but has no ask(Phi) and answer(k, value)")
+    if getattr(policy, "records", None):
+        raise PolicyOutputError(f"policy {name!r} declares records: a plug-in policy records nothing into the click "
+                                "log; write a Learner whose infos carry them (online.records)")
+
+    def init(context):
+        return PluginState(policy, {k: context[i] for i, k in enumerate(CONTEXT_KEYS)}, False)
+
+    def start_session(state, rng):
+        if not state.started:
+            state.policy.reset(rng, dict(state.context))
+            state = state._replace(started=True)
+        state.policy.start_student()
+        return state, None
+
+    def select(state, Phi, rng):
+        return state.policy.select(Phi), None
+
+    def update(state, Phi, pair, y):
+        state.policy.update(y)
+        return state, None
+
+    def end_session(state):
+        state.policy.end_student()
+        return state, None
+
+    def ask(state, Phi, rng):
+        return state.policy.ask(Phi), None
+
+    def answer(state, Phi, k, value):
+        state.policy.answer(k, value)
+        return state, None
+
+    return Learner(init, start_session, select, update, end_session,
+                   ask if asks else None, answer if asks else None)
 
 
 def check_pair(out, K: int, policy: str, arrival: int, round_: int) -> tuple[int, int]:

@@ -34,7 +34,9 @@ import types
 import typing
 from typing import NamedTuple
 
-from online.learner import Learner, LearnerPolicy
+from online.learner import Learner
+from online.protocol import PROTOCOL, plugin_learner
+from online.records import checked_records
 from online.setting_range import Range, annotated_range, hint_range, range_problem
 from tdmodels.errors import InputError
 
@@ -42,13 +44,13 @@ REGISTRY = {
     "random": "online.policies.random_pairs:random_pairs",
     "no-transfer": "online.policies.no_transfer:no_transfer",
     "pooled": "online.policies.no_transfer:pooled",
-    "coduel": "online.policies.coduel:CODuel",
+    "coduel": "online.policies.coduel:coduel",
     "rucb": "online.policies.rucb:rucb",
     "colstim": "online.policies.colstim:colstim",
     "coldb": "online.policies.coldb:coldb",
     "meta-ts": "online.policies.hierarchical_ts:meta_ts",
     "hierts": "online.policies.hierarchical_ts:hierts",
-    "coduel-ask": "online.policies.coduel_ask:CODuelAsk",
+    "coduel-ask": "online.policies.coduel_ask:coduel_ask",
     "tempered-kg": "online.policies.tempered_kg:tempered_kg",
 }
 # Named ablations: an alias stands for its settings, so both spellings name the same store cell.
@@ -63,7 +65,6 @@ ALIASES = {
 }
 # The first spelling of CODuel's ablations, `coduel:greedy`, read like `module:Class`; still accepted.
 ALIASES.update({f"coduel:{k[len('coduel-'):]}": v for k, v in list(ALIASES.items()) if k.startswith("coduel-")})
-PROTOCOL = ("reset", "start_student", "select", "update", "end_student")
 _SPEC = re.compile(r"^\s*(?P<target>[A-Za-z0-9_.:\-]+)\s*(?:\[(?P<settings>.*)\])?\s*$", re.S)
 _INT = re.compile(r"[+-]?\d+")
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
@@ -303,22 +304,27 @@ def canonical_spec(spec: str) -> str:
     return policy_spec(spec).canonical
 
 
-def make_policy(spec: str):
-    """Instantiate the policy a spec names, with its settings typed and checked."""
+def make_learner(spec: str) -> Learner:
+    """The Learner a spec names, its settings typed and checked: the learner a registered or `module:function`
+    target returns, or a plug-in policy object (`module:Class`) behind ``online.protocol.plugin_learner``."""
     ps = policy_spec(spec)
     try:
-        pol = resolve(ps.target)(**ps.settings)
-        if isinstance(pol, Learner):
-            pol = LearnerPolicy(pol, name=ps.target)
+        made = resolve(ps.target)(**ps.settings)
     except (TypeError, ValueError) as exc:
         shown = ", ".join(f"{k}={json.dumps(v)}" for k, v in sorted(ps.changed.items())) or "defaults"
         raise PolicySpecError(f"policy {ps.target!r} refused its settings ({shown}): {exc}") from None
     except (Exception, SystemExit) as exc:  # a researcher's constructor can raise (or exit with) anything
         raise PolicySpecError(f"policy {ps.target!r}: constructing it raised {type(exc).__name__}: {exc}") from None
-    missing = [m for m in PROTOCOL if not callable(getattr(pol, m, None))]
-    if missing:
-        raise PolicySpecError(f"policy {ps.target!r} lacks protocol method(s) {', '.join(missing)}")
-    return pol
+    if not isinstance(made, Learner):
+        missing = [m for m in PROTOCOL if not callable(getattr(made, m, None))]
+        if missing:
+            raise PolicySpecError(f"policy {ps.target!r} lacks protocol method(s) {', '.join(missing)}")
+        return plugin_learner(made, ps.target)
+    checked_records(made.records, ps.target)
+    if (made.ask is None) != (made.answer is None) or not all(
+            f is None or callable(f) for f in (made.ask, made.answer)):
+        raise PolicySpecError(f"policy {ps.target!r}: a learner that asks has both ask and answer functions")
+    return made
 
 
 def settings_table() -> str:

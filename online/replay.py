@@ -17,8 +17,10 @@ import xarray as xr
 
 from online.clicklog import ClickLog, make_click_log
 from online.code_identity import policy_code
+from online.learner import Context, Learner
 from online.protocol import PolicyOutputError, check_pair
-from online.registry import make_policy, policy_spec, resolve
+from online.records import Recorder
+from online.registry import make_learner, policy_spec, resolve
 from online.schedule import make_schedule, session_utilities
 from online.store import ROW_SCHEMA, CellKey
 from online.verify import RowCheckError, ScoreUndefinedError, encode_played, score_played
@@ -39,11 +41,10 @@ def versions() -> dict:
     return out
 
 
-def policy_context(world: xr.Dataset, n_arrivals: int) -> dict:
-    """The context a policy's `reset` receives: K, d, S, beta, b and N."""
-    K = world.sizes["persona"]
-    return {"K": K, "d": world.sizes["feature"], "S": session_length(world), "beta": float(world.attrs["beta"]),
-            "b": int(world.attrs["bank_size"]), "N": n_arrivals}
+def policy_context(world: xr.Dataset, n_arrivals: int) -> Context:
+    """The context a learner's `init` receives: K, d, S, beta, b and N."""
+    return Context(world.sizes["persona"], world.sizes["feature"], session_length(world), float(world.attrs["beta"]),
+                   int(world.attrs["bank_size"]), n_arrivals)
 
 
 def arrivals_limit(world: xr.Dataset, arrivals: int | None) -> int | None:
@@ -90,28 +91,28 @@ class RunSetup(NamedTuple):
     """What a run needs before its first round."""
     arrivals: int | None     # the arrivals limit as given (None: all)
     spec: object             # online.registry.PolicySpec
-    policy: object
+    learner: Learner
     sched: object            # online.schedule.Schedule
     feats: np.ndarray        # [Q, K, d] read-only
     probs: np.ndarray        # [students, Q, K, K]
     U: np.ndarray            # [N, S, K]
-    ctx: dict
+    ctx: Context
     rng: np.random.Generator
 
 
 def prepare_run(world: xr.Dataset, seed: int, spec: str, arrivals: int | None) -> RunSetup:
-    """Schedule, utilities, read-only features, the policy and its random stream for one run. The world, the
+    """Schedule, utilities, read-only features, the learner and its random stream for one run. The world, the
     seed and the truncation are checked first (``tdmodels.run_inputs``), as the command line checks them."""
     world, seed = checked_world(world), checked_seed(seed)
     arrivals = arrivals_limit(world, arrivals)
     check_run_memory(world, arrivals or int(world.attrs["arrivals"]))
     ps = policy_spec(spec)
-    policy = make_policy(ps.canonical)
+    learner = make_learner(ps.canonical)
     sched = make_schedule(world, seed, arrivals)
     feats = world["features"].values.copy()
     feats.flags.writeable = False
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), POLICY_STREAM]))
-    return RunSetup(arrivals, ps, policy, sched, feats, world["probs"].values, session_utilities(world, sched),
+    return RunSetup(arrivals, ps, learner, sched, feats, world["probs"].values, session_utilities(world, sched),
                     policy_context(world, sched.question.shape[0]), rng)
 
 
@@ -124,7 +125,8 @@ class Played(NamedTuple):
     wall_s: float            # the loop's wall time (the policy's methods and the click draws)
 
 
-def play(run: RunSetup, answer: Callable[[int, int], float] | None = None) -> Played:
+def play(run: RunSetup, answer: Callable[[int, int], float] | None = None,
+         observe: Callable[[str, int, int, object], None] | None = None) -> Played:
     """The replay loop, the one every mode runs: each arrival's session, round by round.
 
     Parameters
@@ -132,54 +134,69 @@ def play(run: RunSetup, answer: Callable[[int, int], float] | None = None) -> Pl
     run : RunSetup
         From `prepare_run`.
     answer : callable, optional
-        answer(arrival, k) -> the stated answer about persona k. Given, a policy that declares ``asks``
-        is asked each round first (``ask(Phi)``), and a persona index it returns spends the round on the
-        question (``policy.answer(k, value)``) instead of a pair (the combined mode). Without it,
-        ``ask`` is never called.
+        answer(arrival, k) -> the stated answer about persona k. Given, a learner that asks
+        (``Learner.ask``) is asked each round first, and a persona index it returns spends the round on
+        the question (``Learner.answer``) instead of a pair (the combined mode). Without it, `ask` is
+        never called.
+    observe : callable, optional
+        observe(kind, arrival, round, info) for every info the learner returns: kind is the function's
+        name ("start_session", "select", "update", "ask", "answer", "end_session"), round -1 outside
+        the rounds. The loop keeps no info itself.
     """
-    policy, sched, feats, probs, spec = run.policy, run.sched, run.feats, run.probs, run.spec.canonical
+    learner, sched, feats, probs, spec = run.learner, run.sched, run.feats, run.probs, run.spec.canonical
     N, S = sched.question.shape
     K = feats.shape[-2]
     pairs = np.zeros((N, S, 2), dtype=np.int64)
     clicks = np.zeros((N, S), dtype=np.int8)
     asked = np.full((N, S), -1, dtype=np.int64)
     answers = np.full((N, S), np.nan)
-    ask = None
-    if answer is not None and getattr(policy, "asks", False) is True:
-        if not (callable(getattr(policy, "ask", None)) and callable(getattr(policy, "answer", None))):
-            raise PolicyOutputError(f"policy {spec!r} declares asks = True but has no ask(Phi) and answer(k, value)")
-        ask = policy.ask
+    asks = answer is not None and learner.ask is not None
+    seen = observe if observe is not None else _ignore
+    rng = run.rng
     t0 = time.perf_counter()
-    policy.reset(run.rng, run.ctx)
+    state = learner.init(run.ctx)
     for a in range(N):
         s = sched.student[a]
-        policy.start_student()
+        state, info = learner.start_session(state, rng)
+        seen("start_session", a, -1, info)
         for t in range(S):
             q = sched.question[a, t]
-            if ask is not None:
-                k = ask(feats[q])
+            Phi = feats[q]
+            if asks:
+                k, info = learner.ask(state, Phi, rng)
+                seen("ask", a, t, info)
                 if k is not None:
                     if type(k) not in (int, np.int64) or not 0 <= k < K:
                         raise PolicyOutputError(f"policy {spec!r} at arrival {a}, round {t}: ask returned {k!r}, "
                                                 f"expected None or a persona index in 0..{K - 1}")
                     value = float(answer(a, int(k)))
-                    policy.answer(int(k), value)
+                    state, info = learner.answer(state, Phi, int(k), value)
+                    seen("answer", a, t, info)
                     asked[a, t], answers[a, t] = k, value
                     continue
-            i, j = check_pair(policy.select(feats[q]), K, spec, a, t)
+            out, info = learner.select(state, Phi, rng)
+            seen("select", a, t, info)
+            i, j = check_pair(out, K, spec, a, t)
             y = int(sched.uniform[a, t] < probs[s, q, i, j])
-            policy.update(y)
+            state, info = learner.update(state, Phi, (i, j), y)
+            seen("update", a, t, info)
             pairs[a, t] = i, j
             clicks[a, t] = y
-        policy.end_student()
+        state, info = learner.end_session(state)
+        seen("end_session", a, -1, info)
     return Played(pairs, clicks, asked, answers, time.perf_counter() - t0)
+
+
+def _ignore(kind, arrival, round_, info):
+    pass
 
 
 def _play(world: xr.Dataset, seed: int, spec: str, arrivals: int | None, keep_log: bool) -> tuple[dict, ClickLog | None]:
     run = prepare_run(world, seed, spec, arrivals)
-    arrivals, ps, policy, sched = run.arrivals, run.spec, run.policy, run.sched
+    arrivals, ps, sched = run.arrivals, run.spec, run.sched
     spec, target, settings = ps.canonical, ps.target, ps.settings
-    played = play(run)
+    recorder = Recorder(run.learner.records, spec) if keep_log else None
+    played = play(run, observe=recorder)
     pairs, clicks, wall = played.pairs, played.clicks, played.wall_s
     N, S = sched.question.shape
 
@@ -204,25 +221,4 @@ def _play(world: xr.Dataset, seed: int, spec: str, arrivals: int | None, keep_lo
     log = make_click_log(world["features"].values, sched.student, sched.question, pairs, clicks,
                          {"world": row["world"], "world_digest": row["world_digest"], "seed": int(seed),
                           "policy": spec, "code": code.digest, "arrivals_limit": arrivals})
-    return row, log._replace(**recorded(policy))
-
-
-LOG_FIELDS = {"arrival_priors": "priors", "arrival_recalibrations": "recalibration", "session_beliefs": "beliefs",
-              "click_predictions": "predictions"}
-
-
-def recorded(policy) -> dict:
-    """The click log's fields a policy declares it records (its `records`), read from it after the run."""
-    declared = getattr(policy, "records", frozenset())
-    name = getattr(policy, "name", type(policy).__name__)
-    if not isinstance(declared, (set, frozenset, tuple, list)) or not all(isinstance(r, str) for r in declared):
-        raise PolicyOutputError(f"policy {name!r}: records must be a set of names ({', '.join(LOG_FIELDS)}), "
-                                f"got {declared!r}")
-    unknown = set(declared) - set(LOG_FIELDS)
-    if unknown:
-        raise PolicyOutputError(f"policy {name!r} declares records {sorted(unknown)}; "
-                                f"known: {', '.join(LOG_FIELDS)}")
-    missing = [r for r in declared if r in LOG_FIELDS and not callable(getattr(policy, r, None))]
-    if missing:
-        raise PolicyOutputError(f"policy {name!r} declares records {missing} but has no such method")
-    return {LOG_FIELDS[r]: getattr(policy, r)() for r in declared}
+    return row, log._replace(**recorder.fields(N, S))

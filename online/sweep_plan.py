@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 
 from online.code_identity import policy_code
-from online.registry import make_policy, policy_spec, resolve
+from online.registry import make_learner, policy_spec, resolve
 from online.replay import arrivals_limit
 from online.store import CellKey, CorruptRowError, RunStore
 from tdmodels.errors import InputError
@@ -117,7 +117,7 @@ def plan_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: Run
                          f"pass --yes to run more than {CONFIRM_CELLS:,}")
     parsed = [policy_spec(s) for s in specs]
     for ps in parsed:
-        make_policy(ps.canonical)          # an unknown policy or a wrong setting stops the sweep before any work
+        make_learner(ps.canonical)         # an unknown policy or a wrong setting stops the sweep before any work
     codes = {ps.canonical: policy_code(resolve(ps.target)).digest for ps in parsed}
     canon = list(dict.fromkeys(ps.canonical for ps in parsed))
     store.check_writable()

@@ -247,7 +247,7 @@ def _python_cases(dev, hostile):
     from diagnostics.watch_page import watch_data
     from diagnostics.world_figures import world_figures
     from online.policies.colstim import colstim
-    from online.policies.coduel import CODuel
+    from online.policies.coduel import coduel
     from online.policies.rucb import rucb
     from online.replay import replay, replay_logged
     from diagnostics.stats import reference_table
@@ -279,7 +279,7 @@ def _python_cases(dev, hostile):
         "replay(a string spec)": lambda: replay(dev, 0, "rucb[alpha=1e308]", 2),
         "rucb(alpha=1e308)": lambda: rucb(alpha=1e308),
         "colstim(c=1e308)": lambda: colstim(c=1e308),
-        "CODuel(em_iters=huge)": lambda: CODuel(em_iters=10**30),
+        "coduel(em_iters=huge)": lambda: coduel(em_iters=10**30),
         "world_from_arrays(held_out='no')": lambda: world_from_arrays(U, held_out="no"),
         "world_from_arrays(rater all NaN)": lambda: world_from_arrays(U, rater=np.full((30, 4), np.nan)),
         "world_from_arrays(P against U)": lambda: world_from_arrays(U, 1 - btl_probs(U)),

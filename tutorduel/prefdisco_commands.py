@@ -10,7 +10,7 @@ from diagnostics import prefdisco_report as rep
 from diagnostics.stats import paired_gain, t_interval
 from online.prefdisco_run import MAX_TURNS, POLICIES
 from online.process_pool import map_in_workers
-from online.registry import canonical_spec, make_policy
+from online.registry import canonical_spec, make_learner
 from tdmodels.atomic_file import atomic_save
 from tdmodels.errors import InputError
 from tdmodels.prefdisco_world import DOMAINS
@@ -97,7 +97,7 @@ def combined_and_report(world: str, seeds: list[int], specs: list[str], answer_n
     open_world(world, allow_test=allow_test, directory=worlds_dir)      # refuse held-out worlds early
     specs = [canonical_spec(s) for s in specs]
     for s in specs:
-        make_policy(s)
+        make_learner(s)
     if answer_noise < 0:
         raise InputError("--answer-noise must be >= 0")
     tasks = [(world, s, specs, arrivals, answer_noise, allow_test, worlds_dir) for s in seeds]

@@ -28,10 +28,10 @@ per-session statistics (``inference.population.Population``) still grow by one r
 
 `engine` = "numba" runs the hot path in compiled kernels (``inference.kernels``); "numpy" runs
 the same algorithm in plain NumPy (the readable reference; the speed benchmark compares
-them). Both agree to rounding. ``CODuel`` is the registered policy: this learner behind the
-protocol, keeping what the click log records (the prior and recalibration each user arrived
-under, each user's final belief, both learners' click predictions, and with record=True the
-belief after every click).
+them). Both agree to rounding. The infos carry what the click log records (``online.records``):
+the prior and recalibration each user arrived under (`ArrivalInfo`), both learners' click
+predictions and the belief after every click (`UpdateInfo`), each user's final belief
+(`SessionInfo`).
 """
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ from inference.mixture_belief import MixtureBelief, update_belief
 from inference.population import Population, fit_units, init_population, rebase, refit_population
 from inference.recalibration_fit import RIDGE_A, fit_recalibration_map
 from online import gate as gt
-from online.learner import Context, Learner, LearnerPolicy
+from online.learner import Context, Learner
 from online.pair_rules import lookahead_pair, mixture_greedy_pair
 from online.setting_range import Range, ranged
 from tdmodels.population_model import ALPHA, N_LEARNED, RIDGE, recalibrated_design
@@ -112,14 +112,24 @@ class CODuelState(NamedTuple):
     done: Completed
 
 
+class Predictions(NamedTuple):
+    """P(first wins) as each learner predicted it before the click was revealed."""
+    population: float
+    alone: float
+
+
 class UpdateInfo(NamedTuple):
-    """Both learners' log predictive probability of the click, computed before it was revealed."""
-    log_predictive_population: float
-    log_predictive_alone: float
+    """What each learner predicted of the click before it was revealed, and the belief after it."""
+    log_predictive_population: float   # log P(the observed click) under the population learner
+    log_predictive_alone: float        # ... under the no-transfer learner
+    predictions: Predictions           # P(first wins) under each
+    belief: MixtureBelief              # the population learner's belief after the click (the new state's arrays)
+    gate_llr: float                    # the session's running log-likelihood ratio, population - alone
 
 
 class SessionInfo(NamedTuple):
-    """What `end_session` reports: whether A was refitted, and the population prior's active components."""
+    """What `end_session` reports: the user's final belief, whether A was refitted, the prior's size now."""
+    belief: MixturePrior         # the belief at session end over the components of the prior the user arrived under
     recalibrated: bool           # A was refitted after this session
     n_components: int            # active components of the population prior now (the broad one included)
 
@@ -235,7 +245,9 @@ def update(state: CODuelState, Phi: np.ndarray, pair: tuple[int, int], y: int,
         state = state._replace(bank=np.concatenate([state.bank[1:], Phi[None]]),
                                bank_P=np.concatenate([state.bank_P[1:], P[None]]),
                                n_bank=min(state.n_bank + 1, len(state.bank)))
-    return state, UpdateInfo(float(lp_pop), float(lp_alone))
+    lp_pop, lp_alone = float(lp_pop), float(lp_alone)
+    first_wins = Predictions(*(math.exp(x) if y else -math.expm1(x) for x in (lp_pop, lp_alone)))
+    return state, UpdateInfo(lp_pop, lp_alone, first_wins, belief, state.gate.current)
 
 
 def _refit_A(state: CODuelState, done: Completed, s: Settings) -> np.ndarray:
@@ -269,6 +281,8 @@ def end_session(state: CODuelState, settings: Settings = Settings()) -> tuple[CO
     n = state.done.n
     if n == len(state.done.Z):
         raise InputError(f"CODuel: more sessions than the {n} arrivals the run was started for (context N)")
+    b, active = state.belief, state.pop.active
+    final = MixturePrior(np.exp(b.log_w[active]), b.means[active], b.covs[active])
     new = state.session
     z_new = recalibrated_design(state.A, new.first[None], new.second[None], new.rater[None])[0]
     done = Completed(Rounds(*(_with_row(a, n, x) for a, x in zip(state.done.rounds, new))),
@@ -294,7 +308,7 @@ def end_session(state: CODuelState, settings: Settings = Settings()) -> tuple[CO
     else:
         pop = pop._replace(n=n)
     state = state._replace(pop=pop, A=A, recal_w=recal_w, bank_P=bank_P, gate=gt.end_session(state.gate), done=done)
-    return state, SessionInfo(bool(recalibrated), int(pop.active.sum()))
+    return state, SessionInfo(final, bool(recalibrated), int(pop.active.sum()))
 
 
 def check_settings(settings: Settings) -> Settings:
@@ -311,10 +325,27 @@ def check_settings(settings: Settings) -> Settings:
     return s
 
 
+RECORDS = frozenset({"arrival_priors", "arrival_recalibrations", "session_beliefs", "click_predictions"})
+
+
+def coduel_learner(settings: Settings = Settings()) -> Learner:
+    """CODuel as a Learner with every constant of `Settings` closed over (``coduel`` is the registered
+    form, with the settings a spec may change)."""
+    s = check_settings(settings)
+    return Learner(lambda context: init(context, s),
+                   lambda state, rng: arrival(start_session(state, s)),
+                   lambda state, Phi, rng: (select(state, Phi, s), None),
+                   lambda state, Phi, pair, y: update(state, Phi, pair, y, s),
+                   lambda state: end_session(state, s),
+                   records=RECORDS)
+
+
+@ranged
 def coduel(population: bool = True, recalibration: bool = True, lookahead: bool = True, gate: bool = True,
-           engine: str = "numba", em_iters: int = pp.EM_ITERS, refresh: int = pp.REFRESH,
-           exact_estep: bool = False, **constants) -> Learner:
-    """CODuel as a Learner; the settings (and any other field of `Settings`) are closed over.
+           engine: str = "numba", em_iters: Annotated[int, Range(1, 100)] = pp.EM_ITERS,
+           refresh: Annotated[int, Range(0, 10_000)] = pp.REFRESH, exact_estep: bool = False) -> Learner:
+    """CODuel with the reference settings; ablations by setting (``coduel[population=false]``) or by name
+    (``coduel-no-population``).
 
     Parameters
     ----------
@@ -324,110 +355,16 @@ def coduel(population: bool = True, recalibration: bool = True, lookahead: bool 
         Compiled kernels, or the plain NumPy reference of the same algorithm.
     em_iters, refresh, exact_estep
         The population refit's incremental EM (``inference.population.refit_population``).
-    **constants
-        Other fields of `Settings` (alpha, ridge, recal_start, bank_size, ...).
+
+    Returns
+    -------
+    online.learner.Learner
+        Its state is a `CODuelState`; it records the four click-log fields (``online.records``).
     """
-    s = check_settings(Settings(population=bool(population), recalibration=bool(recalibration),
-                                lookahead=bool(lookahead), gate=bool(gate), engine=engine, em_iters=int(em_iters),
-                                refresh=int(refresh), exact_estep=bool(exact_estep), **constants))
-    return Learner(lambda context: init(context, s),
-                   lambda state, rng: arrival(start_session(state, s)),
-                   lambda state, Phi, rng: (select(state, Phi, s), None),
-                   lambda state, Phi, pair, y: update(state, Phi, pair, y, s),
-                   lambda state: end_session(state, s))
+    return coduel_learner(Settings(population=bool(population), recalibration=bool(recalibration),
+                                   lookahead=bool(lookahead), gate=bool(gate), engine=engine, em_iters=int(em_iters),
+                                   refresh=int(refresh), exact_estep=bool(exact_estep)))
 
 
-class BeliefTrace(NamedTuple):
-    """The online belief after every click: [N, S, ...] arrays (C = component slots)."""
-    log_w: np.ndarray        # [N, S, C]
-    means: np.ndarray        # [N, S, C, d]
-    covs: np.ndarray         # [N, S, C, d, d]
-    transfer: np.ndarray     # [N] bool, whether the population learner chose this session's pairs
-    gate_llr: np.ndarray     # [N, S] running log-likelihood ratio of the session (population - alone)
-    gate_mean: np.ndarray    # [N] at arrival: mean ratio over completed sessions
-    gate_se: np.ndarray      # [N] at arrival: its standard error (nan below two sessions)
-
-
-class CODuel(LearnerPolicy):
-    """CODuel with the reference settings; ablations by setting, e.g. coduel[population=false],
-    or by name, e.g. coduel-no-population. record=true keeps the belief after every click."""
-
-    name = "coduel"
-    records = frozenset({"arrival_priors", "arrival_recalibrations", "session_beliefs", "click_predictions"})
-
-    @ranged
-    def __init__(self, population: bool = True, recalibration: bool = True, lookahead: bool = True,
-                 gate: bool = True, engine: str = "numba", record: bool = False,
-                 em_iters: Annotated[int, Range(1, 100)] = pp.EM_ITERS,
-                 refresh: Annotated[int, Range(0, 10_000)] = pp.REFRESH, exact_estep: bool = False):
-        super().__init__(coduel(population, recalibration, lookahead, gate, engine, em_iters, refresh, exact_estep),
-                         name=self.name, record=record)
-
-    def reset(self, rng, context):
-        super().reset(rng, context)
-        self._priors, self._recal, self._trace, self._final, self._pred = [], [], [], [], []
-
-    def start_student(self):
-        super().start_student()
-        info = self.last_info
-        self._priors.append(info.prior)
-        self._recal.append(info.A)
-        if self.record:
-            self._trace.append((info.transfer, [], info.gate_mean, info.gate_se))
-
-    def update(self, outcome):
-        super().update(outcome)
-        lp = self.last_info                                # P(first wins) as each learner predicted it
-        self._pred.append([math.exp(x) if outcome else -math.expm1(x) for x in lp])
-        self._trace_round()
-
-    def end_student(self):
-        self._final.append((self.state.belief, self.state.pop.active))
-        super().end_student()
-
-    def _trace_round(self):
-        if self.record:
-            b = self.state.belief
-            self._trace[-1][1].append((b.log_w, b.means, b.covs, self.state.gate.current))
-
-    def arrival_priors(self) -> MixturePrior:
-        """The population prior each user arrived under, zero-padded to a common component count."""
-        return _padded(self._priors)
-
-    def arrival_recalibrations(self) -> np.ndarray:
-        """[N, K, K]: the recalibration A each user's clicks were read with."""
-        return np.array(self._recal)
-
-    def belief_trace(self) -> BeliefTrace:
-        if not self.record:
-            raise RuntimeError("CODuel: construct with record=True to keep the belief per round")
-        rounds = [r for _, r, _, _ in self._trace]
-        return BeliefTrace(*(np.array([[x[k] for x in r] for r in rounds]) for k in range(3)),
-                           np.array([t[0] for t in self._trace]), np.array([[x[3] for x in r] for r in rounds]),
-                           np.array([t[2] for t in self._trace]), np.array([t[3] for t in self._trace]))
-
-    def click_predictions(self) -> dict:
-        """P(first wins) [N, S] that each learner predicted before every click was revealed."""
-        p = np.array(self._pred).reshape(len(self._final), -1, 2)
-        return {"population": p[..., 0], "alone": p[..., 1]}
-
-    def session_beliefs(self) -> MixturePrior:
-        """Each user's belief at the end of their session over the components of the prior they
-        arrived under (same order as `arrival_priors`, zero-padded alike): weights [N, C], means
-        [N, C, d], covs [N, C, d, d]. The online posterior to validate."""
-        return _padded([MixturePrior(np.exp(b.log_w[a]), b.means[a], b.covs[a]) for b, a in self._final])
-
-
-def _padded(priors: list) -> MixturePrior:
-    """Mixtures with different component counts, zero-padded (weight 0, identity covariance) to one array."""
-    N, C = len(priors), max(len(p.weights) for p in priors)
-    d = priors[0].means.shape[-1]
-    w, m, S = np.zeros((N, C)), np.zeros((N, C, d)), np.tile(np.eye(d), (N, C, 1, 1))
-    for a, p in enumerate(priors):
-        k = len(p.weights)
-        w[a, :k], m[a, :k], S[a, :k] = p
-    return MixturePrior(w, m, S)
-
-
-__all__ = ["coduel", "CODuel", "CODuelState", "Settings", "Rounds", "Completed", "ArrivalInfo", "UpdateInfo", "SessionInfo",
-           "BeliefTrace", "init", "start_session", "select", "update", "end_session", "recalibrate"]
+__all__ = ["coduel", "coduel_learner", "CODuelState", "Settings", "Rounds", "Completed", "ArrivalInfo", "Predictions",
+           "UpdateInfo", "SessionInfo", "init", "start_session", "select", "update", "end_session", "recalibrate"]

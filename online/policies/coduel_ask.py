@@ -26,17 +26,25 @@ from typing import Annotated
 
 import numpy as np
 
+from inference import population as pp
 from online.direct_questions import observe_linear, pair_cost, persona_contrast, question_gains
-from online.policies.coduel import CODuel, CODuelState, _recalibrated, record_round
+from online.learner import Learner
+from online.policies.coduel import CODuelState, Settings, _recalibrated, coduel_learner, record_round
 from online.setting_range import Range, ranged
 from tdmodels.errors import InputError
 
 
-def choose_question(state: CODuelState, Phi: np.ndarray, asked: int, max_questions: int, noise_var: float,
+def asked_this_session(state: CODuelState) -> int:
+    """Rounds of the session in progress spent on a question (recorded as the same persona on both sides)."""
+    t, r = state.t, state.session
+    return int(np.count_nonzero(r.first[:t] == r.second[:t]))
+
+
+def choose_question(state: CODuelState, Phi: np.ndarray, max_questions: int, noise_var: float,
                     horizon: int = 0, engine: str = "numba"):
     """The persona to ask about this round, or None (show a pair). The gain counts for the rounds
     left, or for at most `horizon` of them when horizon > 0."""
-    if asked >= max_questions:
+    if asked_this_session(state) >= max_questions:
         return None
     P = _recalibrated(Phi, state.A, engine)
     b = state.belief if state.transfer else state.alone
@@ -57,35 +65,46 @@ def answer(state: CODuelState, k: int, value: float, noise_var: float, Phi: np.n
                           session=record_round(state.session, state.t, k, k, Phi[:, -1], 0.0))
 
 
-class CODuelAsk(CODuel):
-    """CODuel that may ask one direct question a round (the combined mode); in `replay` it plays exactly as CODuel."""
-    name = "coduel-ask"
-    asks = True
+@ranged
+def coduel_ask(max_questions: Annotated[int, Range(0, 1000)] = 1,
+               answer_sd: Annotated[float, Range(0, 100, lo_open=True)] = 0.5,
+               horizon: Annotated[int, Range(0, 100)] = 1,
+               population: bool = True, recalibration: bool = True, lookahead: bool = True, gate: bool = True,
+               engine: str = "numba", em_iters: Annotated[int, Range(1, 100)] = pp.EM_ITERS,
+               refresh: Annotated[int, Range(0, 10_000)] = pp.REFRESH, exact_estep: bool = False) -> Learner:
+    """CODuel that may ask one direct question a round (the combined mode); in `replay` it plays exactly as CODuel.
 
-    @ranged
-    def __init__(self, max_questions: Annotated[int, Range(0, 1000)] = 1,
-                 answer_sd: Annotated[float, Range(0, 100, lo_open=True)] = 0.5,
-                 horizon: Annotated[int, Range(0, 100)] = 1, **coduel_settings):
-        if int(max_questions) < 0 or not float(answer_sd) > 0 or int(horizon) < 0:
-            raise InputError(f"max_questions >= 0, answer_sd > 0 and horizon >= 0 are required, "
-                             f"got {max_questions}, {answer_sd}, {horizon}")
-        super().__init__(**coduel_settings)
-        self.engine = coduel_settings.get("engine", "numba")
-        self.max_questions, self.noise_var, self.horizon = int(max_questions), float(answer_sd) ** 2, int(horizon)
+    Parameters
+    ----------
+    max_questions : int
+        Questions at most per session.
+    answer_sd : float
+        The sd of a stated answer the learner assumes, in logits.
+    horizon : int
+        Rounds a question's gain is counted for (0: every round left).
+    population, recalibration, lookahead, gate, engine, em_iters, refresh, exact_estep
+        CODuel's settings (``online.policies.coduel.coduel``).
 
-    def start_student(self):
-        super().start_student()
-        self._asked = 0
+    Returns
+    -------
+    online.learner.Learner
+        CODuel's functions and records, with `ask` and `answer`.
+    """
+    if int(max_questions) < 0 or not float(answer_sd) > 0 or int(horizon) < 0:
+        raise InputError(f"max_questions >= 0, answer_sd > 0 and horizon >= 0 are required, "
+                         f"got {max_questions}, {answer_sd}, {horizon}")
+    base = coduel_learner(Settings(population=bool(population), recalibration=bool(recalibration),
+                                   lookahead=bool(lookahead), gate=bool(gate), engine=engine,
+                                   em_iters=int(em_iters), refresh=int(refresh), exact_estep=bool(exact_estep)))
+    max_questions, noise_var, horizon = int(max_questions), float(answer_sd) ** 2, int(horizon)
 
-    def ask(self, Phi):
-        """A persona index to ask about this round, or None to show a pair."""
-        k = choose_question(self.state, Phi, self._asked, self.max_questions, self.noise_var, self.horizon,
-                            self.engine)
-        self._phi = Phi
-        return k
+    def ask(state, Phi, rng):
+        return choose_question(state, Phi, max_questions, noise_var, horizon, engine), None
 
-    def answer(self, k, value):
-        self.state = answer(self.state, int(k), float(value), self.noise_var, self._phi)
-        self._asked += 1
-        self._pred.append([0.5, 0.5])               # no click was predicted this round
-        self._trace_round()
+    def answer_(state, Phi, k, value):
+        return answer(state, int(k), float(value), noise_var, Phi), None
+
+    return base._replace(ask=ask, answer=answer_)
+
+
+__all__ = ["coduel_ask", "choose_question", "answer", "asked_this_session"]

@@ -30,7 +30,7 @@ import math
 from typing import Annotated
 
 from online.learner import Learner
-from online.policies.coduel import ENGINES, coduel
+from online.policies.coduel import ENGINES, Settings, coduel_learner
 from online.setting_range import Range, ranged
 from tdmodels.errors import InputError
 
@@ -61,8 +61,8 @@ def tempered_kg(gamma: Annotated[float, Range(0, 100)] = GAMMA, recalibration: b
         raise InputError(f"tempered-kg: gamma must be a finite number >= 0, got {gamma!r}")
     if engine not in ENGINES:
         raise InputError(f"tempered-kg: engine must be one of {ENGINES}, got {engine!r}")
-    return coduel(recalibration=bool(recalibration), lookahead=True, gate=bool(gate), engine=engine,
-                  lookahead_weight=float(gamma))
+    return coduel_learner(Settings(recalibration=bool(recalibration), lookahead=True, gate=bool(gate), engine=engine,
+                                   lookahead_weight=float(gamma)))
 
 
 __all__ = ["tempered_kg", "GAMMA"]

@@ -3,15 +3,15 @@ import pytest
 
 from online.learner import Context
 from online.policies import coduel as cd
-from online.registry import make_policy
+from online.registry import make_learner
 from online.replay import replay, replay_logged
 from online.schedule import make_schedule
 
 ARR = 12
 
 
-def test_functional_core_gives_the_class_rows(dev_world):
-    """Driving the pure core by hand reproduces the class shell's pairs exactly."""
+def test_functional_core_gives_the_replays_rows(dev_world):
+    """Driving the pure core by hand reproduces the replay's pairs exactly."""
     spec = "coduel[lookahead=false]"
     _, log = replay_logged(dev_world, 4, spec, arrivals=ARR)
     sched = make_schedule(dev_world, 4, arrivals=ARR)
@@ -37,7 +37,7 @@ def test_functional_core_gives_the_class_rows(dev_world):
 def test_ablations_are_settings(dev_world):
     for spec in ("coduel", "coduel[population=false]", "coduel[recalibration=false]", "coduel[lookahead=false]",
                  "coduel[gate=false]"):
-        assert make_policy(spec).name == "coduel"
+        assert make_learner(spec).records == cd.RECORDS
     row = replay(dev_world, 0, "coduel[population=false,lookahead=false]", arrivals=3)
     assert row["policy"] == "coduel[lookahead=false,population=false]"
     assert row["settings"]["lookahead"] is False and row["settings"]["population"] is False
@@ -105,31 +105,28 @@ def test_compiled_and_numpy_engines_choose_the_same_pairs(dev_world):
     np.testing.assert_allclose(a.priors.means, b.priors.means, atol=1e-8)
 
 
-def test_the_belief_can_be_recorded_every_round(dev_world):
-    pol = make_policy("coduel[lookahead=false,record=true]")
-    sched = make_schedule(dev_world, 0, arrivals=10)
-    feats, probs = dev_world["features"].values, dev_world["probs"].values
-    pol.reset(np.random.default_rng(0), {"K": 6, "d": 7, "S": 24, "beta": 1.0, "b": 16, "N": 10})
-    for a in range(10):
-        pol.start_student()
-        for t in range(24):
-            q = sched.question[a, t]
-            i, j = pol.select(feats[q])
-            pol.update(int(sched.uniform[a, t] < probs[sched.student[a], q, i, j]))
-        pol.end_student()
-    tr = pol.belief_trace()
-    C = tr.log_w.shape[-1]
-    assert tr.log_w.shape == (10, 24, C) and tr.means.shape == (10, 24, C, 7) and tr.covs.shape == (10, 24, C, 7, 7)
-    w = np.exp(tr.log_w)
+def test_the_belief_after_every_click_is_in_the_update_info(dev_world):
+    """What the watch page shows comes from the infos: the belief after every click, the gate's
+    running ratio, whether the population learner chose and the gate's figures at arrival."""
+    from online.replay import play, prepare_run
+    run = prepare_run(dev_world, 0, "coduel[lookahead=false]", 10)
+    arrived, after, ends = [], [], []
+
+    def keep(kind, a, t, info):
+        {"start_session": arrived, "update": after, "end_session": ends}.get(kind, []).append(info)
+
+    play(run, observe=keep)
+    assert len(arrived) == 10 and len(after) == 240 and len(ends) == 10
+    w = np.array([np.exp(u.belief.log_w) for u in after])
     np.testing.assert_allclose(w.sum(-1), 1.0)
-    assert not tr.transfer[:8].any()                    # the gate needs eight sessions
-    last = pol.state.belief                              # the trace's last row is the state's belief
-    np.testing.assert_array_equal(tr.means[-1, -1], last.means)
-    assert tr.gate_llr.shape == (10, 24)
-    assert np.isnan(tr.gate_se[:2]).all() and np.isfinite(tr.gate_se[2:]).all()
-    np.testing.assert_allclose(tr.gate_mean[9], tr.gate_llr[:9, -1].mean())     # the mean of completed sessions
-    with pytest.raises(RuntimeError, match="record=True"):
-        make_policy("coduel").belief_trace()
+    assert not any(a.transfer for a in arrived[:8])              # the gate needs eight sessions
+    llr = np.array([u.gate_llr for u in after]).reshape(10, 24)
+    np.testing.assert_allclose(llr[:, 0], [u.log_predictive_population - u.log_predictive_alone for u in after[::24]])
+    assert np.isnan([a.gate_se for a in arrived[:2]]).all() and np.isfinite([a.gate_se for a in arrived[2:]]).all()
+    np.testing.assert_allclose(arrived[9].gate_mean, llr[:9, -1].mean())     # the mean of completed sessions
+    last = after[-1].belief                                   # the session-end belief is the last click's, on the arrival prior's slots
+    active = np.isfinite(last.log_w)
+    np.testing.assert_array_equal(ends[-1].belief.means, last.means[active])
 
 
 def test_the_log_reads_each_users_clicks_with_the_recalibration_in_force(dev_world, tmp_path):

@@ -116,13 +116,13 @@ def test_competitors_choose_differently(dev_world):
 
 
 def test_bad_settings_are_refused():
-    from online.registry import PolicySpecError, make_policy
+    from online.registry import PolicySpecError, make_learner
 
     for spec in ("rucb[alpha=0.3]", "colstim[lam=0]", "coldb[estimator=\"tree\"]", "hierts[q_var=-1]"):
         with pytest.raises((ValueError, PolicySpecError)):
-            make_policy(spec)
+            make_learner(spec)
     with pytest.raises(PolicySpecError):
-        make_policy("coldb-lr[estimator=\"logistic\"]")
+        make_learner("coldb-lr[estimator=\"logistic\"]")
 
 
 def test_leaderboard_names_map_specs_to_published_rows():

@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from online.registry import PolicySpecError, canonical_spec, make_policy, policy_spec, split_specs
+from online.registry import PolicySpecError, canonical_spec, make_learner, policy_spec, split_specs
 from online.store import RunStore
 from online.sweep import run_sweep
 
@@ -49,7 +49,7 @@ def test_spellings_of_one_policy_are_one_spec(spellings, canonical):
 ])
 def test_wrong_settings_are_refused_naming_policy_setting_and_value(spec, words):
     with pytest.raises(PolicySpecError) as e:
-        make_policy(spec)
+        make_learner(spec)
     assert words in str(e.value)
 
 

@@ -8,7 +8,7 @@ from inference.mixture_belief import MixtureBelief
 from online.learner import Context
 from online.policies import coduel as cd
 from online.policies.tempered_kg import GAMMA, tempered_kg
-from online.registry import PolicySpecError, make_policy, policy_spec
+from online.registry import PolicySpecError, make_learner, policy_spec
 from online.replay import replay, replay_logged
 
 ARR = 40            # past the first recalibration fits (20, 30, 40) and the gate's 8 sessions
@@ -129,11 +129,11 @@ def test_names_and_defaults():
                                   'tempered-kg[engine="jax"]', "tempered-kg[beta=1]"])
 def test_bad_settings_are_refused(spec):
     with pytest.raises((ValueError, PolicySpecError)):
-        make_policy(spec)
+        make_learner(spec)
 
 
 def test_coduel_refuses_a_negative_lookahead_weight():
     with pytest.raises(ValueError, match="lookahead_weight"):
-        cd.coduel(lookahead_weight=-1.0)
+        cd.coduel_learner(cd.Settings(lookahead_weight=-1.0))
     with pytest.raises(ValueError, match="lookahead_weight"):
-        cd.coduel(lookahead_weight=float("inf"))
+        cd.coduel_learner(cd.Settings(lookahead_weight=float("inf")))
