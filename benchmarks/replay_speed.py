@@ -1,41 +1,23 @@
-"""Time full replays of one roster and print each policy's time against random pairs
-measured in the same process (the ratio is what to compare across machines).
-
-    python benchmarks/replay_speed.py [--world dev] [--repeats 3] [--policies no-transfer]
-"""
+"""Full replays of one roster, each policy against random pairs in the same process."""
 from __future__ import annotations
 
-import argparse
-import time
-
+from benchmarks.measure import Ratio, best_of
 from online.replay import replay
-from tdmodels.simulator import build_roster
+
+ROUNDS_REF = 350 * 24              # the paper's 350 arrivals x 24 rounds
 
 
-def best_time(world, spec, repeats):
-    times = []
-    for r in range(repeats):
-        t0 = time.perf_counter()
-        replay(world, r, spec)
-        times.append(time.perf_counter() - t0)
-    return min(times)
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--world", default="dev")
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--policies", default="no-transfer,pooled")
-    a = ap.parse_args()
-    world = build_roster(a.world)
-    n = int(world.attrs["arrivals"]) * 24
-    ref = best_time(world, "random", a.repeats)
-    print(f"{a.world}: {n} rounds per run, best of {a.repeats}")
-    print(f"  {'random':14s} {ref:7.3f} s/run  (reference)")
-    for spec in a.policies.split(","):
-        t = best_time(world, spec, a.repeats)
-        print(f"  {spec:14s} {t:7.3f} s/run  {t / ref:5.2f} x random")
-
-
-if __name__ == "__main__":
-    main()
+def measure_replays(world, policies: list[str], repeats: int, arrivals: int | None = None) -> list[Ratio]:
+    """Each policy's best-of-`repeats` replay time (seeds 0..) against random pairs', and tempered-KG's
+    against CODuel's where both run; compiled kernels are warmed up first."""
+    n = arrivals or int(world.attrs["arrivals"])
+    for spec in ["random", *policies]:
+        replay(world, 0, spec, arrivals=min(n, 4))                # compile or load the kernels, fill the caches
+    note = f"{n * 24} rounds a run; per 8400 rounds: "
+    ref = best_of(lambda r: replay(world, r, "random", arrivals), repeats)
+    times = {spec: best_of(lambda r: replay(world, r, spec, arrivals), repeats) for spec in policies}
+    rows = [Ratio("replay", spec, t, "random", ref, note=note + f"{t * ROUNDS_REF / (n * 24):.2f} s")
+            for spec, t in times.items()]
+    if "coduel" in times and "tempered-kg" in times:
+        rows.append(Ratio("replay", "tempered-kg", times["tempered-kg"], "coduel", times["coduel"]))
+    return rows

@@ -14,8 +14,8 @@ _EXPORTS = {
     "check_posterior": ".posterior_checks",
     "check_logged_users": ".posterior_checks",
     "psis_khat": ".posterior_checks",
-    "calibration_table": ".calibration",
-    "reliability": ".calibration",
+    "reliability_table": ".click_reliability",
+    "reliability": ".click_reliability",
     "compare_population_fits": ".population_fit_checks",
     "reference_agreement": ".population_fit_checks",
 }

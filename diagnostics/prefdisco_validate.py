@@ -20,7 +20,7 @@ from online.prefdisco_run import passive_user
 from tdmodels.profile_model import profile_coordinates
 
 
-def truth_calibration(world: xr.Dataset, questions: int, answer_noise: float = 0.0, cost: float = COST,
+def truth_pit(world: xr.Dataset, questions: int, answer_noise: float = 0.0, cost: float = COST,
                       seed: int = 0, scenarios: int | None = None) -> xr.Dataset:
     """PIT of every scenario's true profile coordinates (value logits, log-weights) under the final
     belief; answered coordinates are NaN when answers are exact. Dims (scenario, coord)."""
@@ -83,7 +83,7 @@ def validate_prefdisco(world: xr.Dataset, scenarios: int, questions: int = 3, an
     for f in ("max_rhat", "min_ess_bulk", "min_ess_tail", "divergences"):
         chk[f] = ("scenario", np.array([getattr(h, f) for h in health]))
     chk = chk.assign_coords(persona=("scenario", picks // T), task=("scenario", picks % T))
-    truth = truth_calibration(world, questions, answer_noise, cost, seed, truth_scenarios)
+    truth = truth_pit(world, questions, answer_noise, cost, seed, truth_scenarios)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         out = az.InferenceData(posterior=post, online=online, checks=chk, truth=truth)

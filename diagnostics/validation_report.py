@@ -165,8 +165,8 @@ def write_report(idata: az.InferenceData, path: str | Path, n_users: int = 3) ->
         parts += ["<h2>Population: batch EM and the online prior against the hierarchical model's exact reference</h2>",
                   f"<p>Reference ({html.escape(str(pf.attrs.get('reference_sampler')))}): {verdict}.</p>",
                   f"<ul>{items}</ul>", _png(_population_figure(pf))]
-    if "calibration" in idata.groups() and idata["calibration"].data_vars:
-        parts += ["<h2>Calibration of click predictions</h2>", _png(_reliability_figure(idata["calibration"]))]
+    if "reliability" in idata.groups() and idata["reliability"].data_vars:
+        parts += ["<h2>Reliability of click predictions</h2>", _png(_reliability_figure(idata["reliability"]))]
     parts += ["<h2>Per user</h2>", "<table class='lb'><tr><th>user</th><th>k-hat</th>"
               "<th>max |mean error| (sd)</th><th>sd ratio</th><th>max W1 / floor</th><th>weights TV</th></tr>"
               f"{rows}</table>"]

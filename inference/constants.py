@@ -16,7 +16,7 @@ COV_RIDGE = 1e-2             # added to every learned component's covariance (ke
 RESP_FLOOR = 1e-12           # responsibilities below this are set to 0 and the unit's covariance is not stored
 MIN_SUPPORT = 0.5
 
-# The lookahead pair rule (``online.pair_rules`` and ``inference.kernels.belief``).
+# The lookahead pair rule (``online.lookahead_reference`` and ``inference.kernels.belief``).
 PRUNE_NATS = 20.0            # components under exp(-20) of the heaviest are left out
 LOOKAHEAD_RTOL = 1e-6        # only means after a hypothetical click are needed
 

@@ -88,7 +88,7 @@ def _e_step(sur, weights, means, covs):
     lam, lin, const = sur
     U, C = len(const), len(weights)
     users, comps = np.repeat(np.arange(U), C), np.tile(np.arange(C), U)
-    modes, pc, ev = surrogate_units(users, comps, lam, lin, const, means, covs, engine="numba")
+    modes, pc, ev = surrogate_units(users, comps, lam, lin, const, means, covs)
     with np.errstate(divide="ignore"):
         joint = np.log(weights) + ev.reshape(U, C)
     return modes.reshape(U, C, -1), pc.reshape(U, C, *covs.shape[1:]), joint

@@ -32,9 +32,9 @@ the surrogate-only E-step scored 57.1 against 53.6 with exact refits above 1e-3 
 seeds better) and is faster, so it is the default. Choices the reference leaves open
 (surrogate E-step; refresh 8; one pass per session, as 16 dev seeds scored 56.7 with one
 pass and 56.5 with two; ridge 1e-2; min_support 0.5; newborn covariance = the session's
-broad Laplace covariance + ridge) are settings, chosen on the dev roster. `engine` picks
-the compiled (``inference.kernels``) or the NumPy (``inference.laplace``) fits; the rest is
-shared.
+broad Laplace covariance + ridge) are settings, chosen on the dev roster. The fits run in the
+compiled kernels (``inference.kernels``); their NumPy oracles are ``inference.laplace.laplace_fit_batch``
+and the closed forms in tests/inference/test_population.py.
 """
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ from typing import NamedTuple
 import numpy as np
 
 from inference.constants import COV_RIDGE, EM_ITERS, EXACT_MIN, MIN_SUPPORT, REFRESH, RESP_FLOOR
-from inference.laplace import laplace_fit_batch
+from inference import kernels
 from tdmodels.population_model import ALPHA, N_LEARNED
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior
 from tdmodels.errors import InputError
@@ -113,61 +113,42 @@ def _normalised(joint: np.ndarray) -> np.ndarray:
     return e / e.sum(-1, keepdims=True)
 
 
-def _factors(covs, engine: str = "numba"):
+def _factors(covs):
     """(inverses, log determinants) of symmetric positive definite matrices [C, d, d]."""
-    if engine == "numpy":
-        return np.linalg.inv(covs), np.linalg.slogdet(covs)[1]
-    from inference import kernels
-
     return kernels.spd_factors(np.ascontiguousarray(covs, dtype=float))
 
 
-def fit_units(Z, y, users, comps, means, covs, init, engine: str = "numba", factors=None):
+def fit_units(Z, y, users, comps, means, covs, init, factors=None):
     """Laplace fits of user users[b] under N(means[comps[b]], covs[comps[b]]).
 
     Z [n, S, d], y [n, S], means [C, d], covs [C, d, d], init [B, d]; `factors` = _factors(covs)
     when already at hand. Returns (modes [B, d], covs [B, d, d], log evidence [B]).
     """
     users, comps = np.asarray(users, dtype=np.int64), np.asarray(comps, dtype=np.int64)
-    if engine == "numpy":
-        return laplace_fit_batch(means[comps], covs[comps], Z[users], y[users], init=init)
-    from inference import kernels
-
-    precs, logdets = factors if factors is not None else _factors(covs, engine)
+    precs, logdets = factors if factors is not None else _factors(covs)
     modes, post, ev, ok = kernels.laplace_units(Z, y, users, comps, means, precs, logdets, np.array(init, dtype=float))
     if not ok.all():
         raise RuntimeError(f"Laplace: Newton did not converge for session(s) {users[~ok][:10].tolist()}")
     return modes, post, ev
 
 
-def surrogate_units(users, comps, lik_prec, lik_lin, lik_const, means, covs, engine: str = "numba", factors=None):
+def surrogate_units(users, comps, lik_prec, lik_lin, lik_const, means, covs, factors=None):
     """Closed-form fits of user users[b] under N(means[comps[b]], covs[comps[b]]) with the
     Gaussian likelihood surrogate of that user: (modes [B, d], covs [B, d, d], log evidence [B])."""
     users, comps = np.asarray(users, dtype=np.int64), np.asarray(comps, dtype=np.int64)
-    precs, logdets = factors if factors is not None else _factors(covs, engine)
-    if engine != "numpy":
-        from inference import kernels
-
-        return kernels.surrogate_units(users, comps, lik_prec, lik_lin, lik_const, means, precs, logdets)
-    P, m = precs[comps], means[comps]
-    Q = lik_prec[users] + P
-    rhs = lik_lin[users] + np.einsum("bij,bj->bi", P, m)
-    cov = np.linalg.inv(Q)
-    mode = np.einsum("bij,bj->bi", cov, rhs)
-    log_ev = (lik_const[users] - 0.5 * np.einsum("bi,bi->b", m, rhs - lik_lin[users]) - 0.5 * logdets[comps]
-              - 0.5 * np.linalg.slogdet(Q)[1] + 0.5 * np.einsum("bi,bi->b", rhs, mode))
-    return mode, cov, log_ev
+    precs, logdets = factors if factors is not None else _factors(covs)
+    return kernels.surrogate_units(users, comps, lik_prec, lik_lin, lik_const, means, precs, logdets)
 
 
-def fit_broad(pop: Population, Z, y, users, engine: str = "numba") -> tuple[Population, np.ndarray]:
+def fit_broad(pop: Population, Z, y, users) -> tuple[Population, np.ndarray]:
     """Refit `users`' broad-prior Laplace fits (Newton warm-started at the stored mode) and their
     likelihood surrogates; writes into pop's per-session buffers (callers own them). Returns the
     population and the fits' covariances [len(users), d, d]."""
     users = np.asarray(users, dtype=np.int64)
     C = len(pop.weights)
     mode, cov, ev = fit_units(Z, y, users, np.full(len(users), C - 1), pop.means, pop.covs,
-                              pop.broad_modes[users], engine)
-    H, logdet_cov = _factors(cov, engine)
+                              pop.broad_modes[users])
+    H, logdet_cov = _factors(cov)
     pop.broad_modes[users] = mode
     pop.lik_prec[users], pop.lik_lin[users], pop.lik_const[users] = likelihood_surrogate(
         mode, H, -logdet_cov, ev, pop.covs[-1, 0, 0])
@@ -200,14 +181,14 @@ def likelihood_surrogate(mode, H, logdet_H, log_ev, broad_var):
     return H - np.eye(d) / broad_var, lin, const
 
 
-def rebase(pop: Population, Z, y, engine: str = "numba") -> Population:
+def rebase(pop: Population, Z, y) -> Population:
     """The population with every session's broad fit and likelihood surrogate redone in a new
     design Z [>= n, S, d] (after the recalibration changed); the input is not modified."""
     if pop.n == 0:
         return pop
     pop = pop._replace(broad_modes=pop.broad_modes.copy(), lik_prec=pop.lik_prec.copy(),
                        lik_lin=pop.lik_lin.copy(), lik_const=pop.lik_const.copy())
-    return fit_broad(pop, Z, y, np.arange(pop.n), engine)[0]
+    return fit_broad(pop, Z, y, np.arange(pop.n))[0]
 
 
 def _floor_weights(learned: np.ndarray, broad: float, n: int, alpha: float) -> np.ndarray:
@@ -225,18 +206,18 @@ def _totals(resp, modes, covs):
             np.einsum("uc,ucij->cij", resp, covs + modes[..., :, None] * modes[..., None, :]))
 
 
-def _e_step(pop: Population, Z, y, users, engine, exact: bool = False, exact_min: float = EXACT_MIN) -> tuple[Population, np.ndarray]:
+def _e_step(pop: Population, Z, y, users, exact: bool = False, exact_min: float = EXACT_MIN) -> tuple[Population, np.ndarray]:
     """Refit every active unit of `users`, store their moments and responsibilities; also return
-    log w_k + log p(y_u | k) [len(users), C] (-inf on inactive slots).
+    log w_k + log p(y_u | k) [len(users), C] (-inf on inactive slots). Without `exact` one compiled
+    kernel does it all (``kernels.surrogate_estep``); with it, units whose responsibility reaches
+    `exact_min` are refitted by Laplace on their clicks.
 
     Writes into pop's per-session buffers: callers pass a population whose buffers they own
     (``refit_population`` copies them once on entry).
     """
     C = len(pop.weights)
-    factors = _factors(pop.covs, engine)
-    if engine != "numpy" and not exact:
-        from inference import kernels
-
+    factors = _factors(pop.covs)
+    if not exact:
         with np.errstate(divide="ignore"):
             log_w = np.log(pop.weights)
         joint = kernels.surrogate_estep(np.asarray(users, dtype=np.int64), pop.active, log_w, pop.means, *factors,
@@ -246,15 +227,14 @@ def _e_step(pop: Population, Z, y, users, engine, exact: bool = False, exact_min
     comps = np.flatnonzero(pop.active)
     nu, nc = len(users), len(comps)
     uu, cc = np.repeat(users, nc), np.tile(comps, nu)
-    modes, covs, ev = surrogate_units(uu, cc, pop.lik_prec, pop.lik_lin, pop.lik_const, pop.means, pop.covs, engine,
-                                      factors)
+    modes, covs, ev = surrogate_units(uu, cc, pop.lik_prec, pop.lik_lin, pop.lik_const, pop.means, pop.covs, factors)
     log_w = np.log(pop.weights[comps])
     joint = log_w[None] + ev.reshape(nu, nc)
     r = _normalised(joint).ravel()
     exact = np.flatnonzero((r >= exact_min) & (cc != C - 1)) if exact else []   # the broad unit's surrogate is exact
     if len(exact):
         modes[exact], covs[exact], ev[exact] = fit_units(Z, y, uu[exact], cc[exact], pop.means, pop.covs,
-                                                         modes[exact], engine, factors)
+                                                         modes[exact], factors)
         joint = log_w[None] + ev.reshape(nu, nc)
     r = _normalised(joint)
     r = np.where(r >= RESP_FLOOR, r, 0.0)
@@ -301,8 +281,7 @@ def _m_step(pop: Population, alpha: float, min_support: float, ridge: float) -> 
 
 def refit_population(pop: Population, Z: np.ndarray, y: np.ndarray, alpha: float = ALPHA,
                      em_iters: int = EM_ITERS, refresh: int = REFRESH, min_support: float = MIN_SUPPORT,
-                     ridge: float = COV_RIDGE, exact: bool = False, exact_min: float = EXACT_MIN,
-                     engine: str = "numba") -> Population:
+                     ridge: float = COV_RIDGE, exact: bool = False, exact_min: float = EXACT_MIN) -> Population:
     """The prior after the latest session. Z [n, S, d], y [n, S]: all completed sessions, newest last,
     in the current recalibrated design (earlier sessions' stored fits may predate it; the
     cyclic refresh brings them up to date). The input population is not modified."""
@@ -318,9 +297,9 @@ def refit_population(pop: Population, Z: np.ndarray, y: np.ndarray, alpha: float
         unit_covs=np.concatenate([pop.unit_covs, np.zeros((1, C, d, d))]),
         lik_prec=np.concatenate([pop.lik_prec, np.zeros((1, d, d))]), lik_lin=np.concatenate([pop.lik_lin, np.zeros((1, d))]),
         lik_const=np.concatenate([pop.lik_const, np.zeros(1)]), totals=tuple(t.copy() for t in pop.totals))
-    pop, bc = fit_broad(pop, Z, y, [v], engine)
+    pop, bc = fit_broad(pop, Z, y, [v])
     bm = pop.broad_modes[v:]
-    pop, joint = _e_step(pop, Z, y, np.array([v]), engine, exact, exact_min)
+    pop, joint = _e_step(pop, Z, y, np.array([v]), exact, exact_min)
     # birth from the newest session
     free = np.flatnonzero(~pop.active[:-1])
     learned_w = pop.weights[:-1]
@@ -342,6 +321,6 @@ def refit_population(pop: Population, Z: np.ndarray, y: np.ndarray, alpha: float
         k = min(refresh, v)
         older = (cursor + np.arange(k)) % max(v, 1)
         cursor = int((cursor + k) % max(v, 1))
-        pop, _ = _e_step(pop, Z, y, np.r_[v, older].astype(np.int64), engine, exact, exact_min)
+        pop, _ = _e_step(pop, Z, y, np.r_[v, older].astype(np.int64), exact, exact_min)
         pop = _m_step(pop, alpha, min_support, ridge)
     return pop._replace(cursor=cursor)

@@ -143,7 +143,7 @@ def test_validate_checks_each_users_online_belief_against_nuts(env_dirs, capsys)
     assert idata["checks_round_6"].khat.shape == (4,)
     assert "held-out users' clicks under the online prior" in out
     assert idata["population"]["log_pred_online"].shape == (4,)
-    cal = idata["calibration"]
+    cal = idata["reliability"]
     assert int(cal.population_count.sum()) == 12 * 24 and 0 < cal.attrs["population_log_loss"] < 1
     report = [line for line in out.splitlines() if line.startswith("report ")][0].removeprefix("report ")
     page = open(report).read()

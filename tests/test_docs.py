@@ -127,6 +127,10 @@ def test_results_commands_parse(page):
         if tag == "bash":
             for line in command_lines(body):
                 env, words = split_env(line)
+                if words[:3] == ["python", "-m", "benchmarks.run"]:
+                    from benchmarks.run import parse
+                    parse(words[3:])
+                    continue
                 if words[:1] == ["python"]:
                     assert (ROOT / words[1]).is_file(), f"{page_id(page)}: {line!r}: no such script"
                     continue

@@ -133,10 +133,10 @@ def _print_summary(checks, idata) -> None:
             print(f"  arrivals {b['arrivals'][0]}-{b['arrivals'][1]} ({b['users']} users): k-hat median "
                   f"{b['khat_median']:.2f}, over 0.7 {100 * b['share_khat_over_0.7']:.0f}%; mean |error| "
                   f"{b['mean_abs_error_sd']:.3f} sd")
-    cal = idata["calibration"].attrs if "calibration" in idata.groups() else {}
+    cal = idata["reliability"].attrs if "reliability" in idata.groups() else {}
     for name in sorted(k.removesuffix("_clicks") for k in cal if k.endswith("_clicks")):
         print(f"click predictions, {name} learner: log loss {cal[name + '_log_loss']:.4f} nats, Brier "
-              f"{cal[name + '_brier']:.4f}, calibration error {cal[name + '_ece']:.4f} over {cal[name + '_clicks']} clicks")
+              f"{cal[name + '_brier']:.4f}, expected calibration error {cal[name + '_ece']:.4f} over {cal[name + '_clicks']} clicks")
 
 
 def _print_population_priors(pop) -> None:

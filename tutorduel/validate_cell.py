@@ -8,7 +8,7 @@ with and the online beliefs) comes from the store or a deterministic replay; the
 row: ``seed-NNNN.validate.nc``, an InferenceData with the NUTS mixture draws as `posterior`,
 draws of the online belief in group `online`, and the per-user figures in group `checks`
 (with the online and the exact posterior component weights and their total variation
-distance), and the reliability of each learner's click predictions in group `calibration`.
+distance), and the reliability of each learner's click predictions in group `reliability`.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import arviz as az
 import numpy as np
 import xarray as xr
 
-from diagnostics.calibration import calibration_table, reliability
+from diagnostics.click_reliability import reliability, reliability_table
 from diagnostics.posterior_checks import (PosteriorCheck, UserChecks, beliefs_at_round, btl_log_posterior,
                                           check_logged_users, check_posterior, exact_component_weights,
                                           sample_mixture, weights_distance)
@@ -40,7 +40,7 @@ def _log_with_beliefs(world, seed, spec, store, arrivals, warn=None):
     return log
 
 
-def click_calibration(log, bins: int = 10) -> xr.Dataset:
+def click_reliability(log, bins: int = 10) -> xr.Dataset:
     """Reliability of every recorded learner's click predictions over the whole run, with log loss,
     Brier score and expected calibration error as attributes (``<learner>_log_loss`` ...)."""
     if not log.predictions:
@@ -51,7 +51,7 @@ def click_calibration(log, bins: int = 10) -> xr.Dataset:
         rel = reliability(p, y, bins)
         for f in ("predicted", "observed", "stderr", "count"):
             data[f"{name}_{f}"] = ("bin", getattr(rel, f))
-        attrs.update({f"{name}_{k}": v for k, v in calibration_table({name: p}, y)[name].items()})
+        attrs.update({f"{name}_{k}": v for k, v in reliability_table({name: p}, y)[name].items()})
     return xr.Dataset(data, coords={"bin": 0.5 * (rel.edges[1:] + rel.edges[:-1])}, attrs=attrs)
 
 
@@ -186,7 +186,7 @@ def validate_users(world, seed: int, spec: str, store: RunStore, users: int | No
                                                                          check_seed)) for t in rounds}
     idata = az.InferenceData(posterior=ref.to_dataset(name="theta"))
     groups = {"online": xr.Dataset({"theta": (("draw", "user", "dim"), online)}), "checks": figures,
-              "calibration": click_calibration(log), **at_rounds}
+              "reliability": click_reliability(log), **at_rounds}
     if holdout:
         from diagnostics.population_checks import held_out_check
         from inference.mixture_em import fit_mixture_em

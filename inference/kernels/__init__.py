@@ -1,10 +1,12 @@
 """Compiled (numba) kernels for CODuel's hot path: one click into a mixture belief, the pair
 rules, batches of Laplace fits, and the recalibration fit.
 
-Each kernel computes exactly what its NumPy counterpart computes (``inference.mixture_belief``,
-``online.pair_rules``, ``inference.laplace.laplace_fit_batch``,
-``inference.recalibration_fit``): same Newton iterations, same tolerances, same tie-breaks,
-so the two engines agree to rounding (tests/online/test_kernels.py). Kernels allocate and
+The kernels are the implementation every policy runs; nothing switches to another at run time.
+Each is checked against a plain NumPy oracle that states the same computation
+(``inference.mixture_belief.update_belief``, ``online.lookahead_reference``,
+``inference.laplace.laplace_fit_batch``, ``inference.recalibration_fit.fit_recalibration_map``, and
+closed forms in tests/inference/test_population.py): same Newton iterations, same tolerances, same
+tie-breaks, agreeing to rounding (tests/inference/test_kernels.py). Kernels allocate and
 return new arrays and never write to their inputs, except `surrogate_estep`, which updates
 the per-session buffers of a population its caller has just copied (so the functional core
 stays pure).

@@ -1,6 +1,6 @@
 """Kernels of the per-user belief and the pair rules: one click into a mixture belief,
 greedy pairs and the knowledge-gradient lookahead (twins of ``inference.mixture_belief`` and
-``online.pair_rules``)."""
+``online.lookahead_reference``)."""
 from __future__ import annotations
 
 import math
@@ -145,7 +145,7 @@ def lookahead_scores(log_w, means, covs, active, P, bank, remaining):
     """Knowledge-gradient scores of the unordered pairs (i < j, lexicographic), lower is better.
 
     P [K, d] this question's recalibrated features, bank [B, K, d] recalibrated recent
-    questions. As ``online.pair_rules.lookahead_scores``: only the mean of the belief after
+    questions. As ``online.lookahead_reference.lookahead_scores``: only the mean of the belief after
     the click is needed, so covariances are not updated, and components under
     exp(-PRUNE_NATS) of the heaviest are left out of the future term.
     """

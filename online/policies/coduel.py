@@ -16,7 +16,7 @@ from `recal_start` on, A = a I + A' is refitted on all completed choices with us
 at their broad-prior Laplace modes (``inference.recalibration_fit``, warm-started at the
 previous A); the population prior is refitted by incremental EM (``inference.population``).
 Pairs: knowledge-gradient lookahead over the bank of the `bank_size` most recent questions,
-this one included (``online.pair_rules``), its future term weighted by `lookahead_weight` (1 in
+this one included (``inference.kernels.lookahead_pair``; the rule stated in ``online.lookahead_reference``), its future term weighted by `lookahead_weight` (1 in
 CODuel; ``online.policies.tempered_kg`` tempers it), or greedy; the no-transfer learner's greedy pair
 while the gate is closed. Ablations are settings: population=False keeps the prior
 isotropic, recalibration=False, lookahead=False, gate=False (always transfer once a session
@@ -26,9 +26,8 @@ The state has fixed shapes: the session's rounds in [S] arrays, the completed se
 arrays with a count, the question bank in a [bank_size] window. The population's own
 per-session statistics (``inference.population.Population``) still grow by one row a session.
 
-`engine` = "numba" runs the hot path in compiled kernels (``inference.kernels``); "numpy" runs
-the same algorithm in plain NumPy (the readable reference; the speed benchmark compares
-them). Both agree to rounding. The infos carry what the click log records (``online.records``):
+The hot path runs in compiled kernels (``inference.kernels``), each checked against a plain
+NumPy oracle in the tests (tests/inference/test_kernels.py). The infos carry what the click log records (``online.records``):
 the prior and recalibration each user arrived under (`ArrivalInfo`), both learners' click
 predictions and the belief after every click (`UpdateInfo`), each user's final belief
 (`SessionInfo`).
@@ -42,18 +41,16 @@ import numpy as np
 
 from inference import kernels as kn
 from inference import population as pp
-from inference.mixture_belief import MixtureBelief, update_belief
+from inference.mixture_belief import MixtureBelief
 from inference.population import Population, fit_units, init_population, rebase, refit_population
-from inference.recalibration_fit import RIDGE_A, fit_recalibration_map
+from inference.recalibration_fit import RIDGE_A
 from online import gate as gt
 from online.learner import Context, Learner
-from online.pair_rules import lookahead_pair, mixture_greedy_pair
 from online.setting_range import Range, ranged
 from tdmodels.population_model import ALPHA, N_LEARNED, RIDGE, recalibrated_design
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior
 from tdmodels.errors import InputError
 
-ENGINES = ("numba", "numpy")
 _ONE = np.ones(1, dtype=bool)
 RECAL_TOL = 1e-7         # Newton step size at which the recalibration fit stops (quadratic: error ~1e-14 by then)
 
@@ -77,7 +74,6 @@ class Settings(NamedTuple):
     em_iters: int = pp.EM_ITERS
     refresh: int = pp.REFRESH
     exact_estep: bool = False
-    engine: str = "numba"
 
 
 class Rounds(NamedTuple):
@@ -141,10 +137,8 @@ def recalibrate(Phi: np.ndarray, A: np.ndarray) -> np.ndarray:
     return out
 
 
-def _recalibrated(Phi, A, engine):
-    if engine == "numba":
-        return kn.recalibrated(Phi if Phi.dtype == np.float64 else Phi.astype(float), A)
-    return recalibrate(Phi, A)
+def _recalibrated(Phi, A):
+    return kn.recalibrated(Phi if Phi.dtype == np.float64 else Phi.astype(float), A)
 
 
 def _belief_from(pop: Population) -> MixtureBelief:
@@ -209,8 +203,7 @@ def arrival(state: CODuelState) -> tuple[CODuelState, ArrivalInfo]:
 def select(state: CODuelState, Phi: np.ndarray, settings: Settings = Settings()) -> tuple[int, int]:
     """The pair to show for the question Phi [K, d]; the lookahead's bank is the state's with Phi added."""
     s = settings
-    fast = s.engine == "numba"
-    P = _recalibrated(Phi, state.A, s.engine)
+    P = _recalibrated(Phi, state.A)
     b = state.belief if state.transfer else state.alone
     active = state.pop.active if state.transfer else _ONE
     if state.transfer and s.lookahead:
@@ -218,10 +211,9 @@ def select(state: CODuelState, Phi: np.ndarray, settings: Settings = Settings())
         keep = min(state.n_bank, B - 1)
         bank_P = np.concatenate([state.bank_P[B - keep:], P[None]])
         remaining = s.lookahead_weight * (len(state.session.y) - state.t - 1)
-        pair = (kn.lookahead_pair(b.log_w, b.means, b.covs, active, P, bank_P, remaining) if fast
-                else lookahead_pair(b, P, bank_P, remaining))
+        pair = kn.lookahead_pair(b.log_w, b.means, b.covs, active, P, bank_P, remaining)
     else:
-        pair = kn.mixture_greedy(b.log_w, b.means, active, P) if fast else mixture_greedy_pair(b, P)
+        pair = kn.mixture_greedy(b.log_w, b.means, active, P)
     return int(pair[0]), int(pair[1])
 
 
@@ -229,16 +221,12 @@ def update(state: CODuelState, Phi: np.ndarray, pair: tuple[int, int], y: int,
            settings: Settings = Settings()) -> tuple[CODuelState, UpdateInfo]:
     """Fold the click y (1 if pair[0] won) on the question Phi into both beliefs; Phi joins the bank."""
     i, j = pair
-    P = _recalibrated(Phi, state.A, settings.engine)
+    P = _recalibrated(Phi, state.A)
     z = P[i] - P[j]
-    if settings.engine == "numba":
-        b, a = state.belief, state.alone
-        w1, m1, S1, lp_pop, w2, m2, S2, lp_alone = kn.update_both(b.log_w, b.means, b.covs, state.pop.active,
-                                                                  a.log_w, a.means, a.covs, z, int(y))
-        belief, alone = MixtureBelief(w1, m1, S1), MixtureBelief(w2, m2, S2)
-    else:
-        belief, lp_pop = update_belief(state.belief, z, y)
-        alone, lp_alone = update_belief(state.alone, z, y)
+    b, a = state.belief, state.alone
+    w1, m1, S1, lp_pop, w2, m2, S2, lp_alone = kn.update_both(b.log_w, b.means, b.covs, state.pop.active,
+                                                              a.log_w, a.means, a.covs, z, int(y))
+    belief, alone = MixtureBelief(w1, m1, S1), MixtureBelief(w2, m2, S2)
     state = state._replace(belief=belief, alone=alone, gate=gt.observe(state.gate, lp_pop, lp_alone),
                            t=state.t + 1, session=record_round(state.session, state.t, i, j, Phi[:, -1], float(y)))
     if settings.lookahead:              # greedy play needs no bank
@@ -259,18 +247,15 @@ def _refit_A(state: CODuelState, done: Completed, s: Settings) -> np.ndarray:
     init = np.zeros((n, d))
     init[:len(pop.broad_modes)] = pop.broad_modes        # earlier sessions' broad fits warm-start Newton
     theta, _, _ = fit_units(Z, r.y, np.arange(n), np.full(n, len(pop.weights) - 1), pop.means, pop.covs,
-                            init, s.engine)
+                            init)
     K = state.A.shape[0]
     w0 = state.recal_w
     th = np.repeat(theta, S, 0)
     first, second, rater, y = r.first.ravel(), r.second.ravel(), r.rater.reshape(-1, K), r.y.ravel()
-    if s.engine == "numba":
-        w, it = kn.recalibration_newton(first, second, rater, th, y, float(s.ridge), RIDGE_A, w0, tol=RECAL_TOL)
-        if it < 0:
-            raise RuntimeError("recalibration fit: Newton did not converge")
-        return w
-    fit = fit_recalibration_map(first, second, rater, th, y, ridge=s.ridge, init=w0, tol=RECAL_TOL)
-    return np.r_[fit.a, fit.A_dev.ravel()]
+    w, it = kn.recalibration_newton(first, second, rater, th, y, float(s.ridge), RIDGE_A, w0, tol=RECAL_TOL)
+    if it < 0:
+        raise RuntimeError("recalibration fit: Newton did not converge")
+    return w
 
 
 def end_session(state: CODuelState, settings: Settings = Settings()) -> tuple[CODuelState, SessionInfo]:
@@ -299,12 +284,12 @@ def end_session(state: CODuelState, settings: Settings = Settings()) -> tuple[CO
         Z[:n] = recalibrated_design(A, r.first[:n], r.second[:n], r.rater[:n])
         done = done._replace(Z=Z)
         bank_P = recalibrate(state.bank, A)
-        pop = rebase(state.pop, done.Z[:n], done.rounds.y[:n], s.engine) if s.population else state.pop
+        pop = rebase(state.pop, done.Z[:n], done.rounds.y[:n]) if s.population else state.pop
     else:
         pop = state.pop
     if s.population:
         pop = refit_population(pop, done.Z[:n], done.rounds.y[:n], alpha=s.alpha, em_iters=s.em_iters,
-                               refresh=s.refresh, exact=s.exact_estep, engine=s.engine)
+                               refresh=s.refresh, exact=s.exact_estep)
     else:
         pop = pop._replace(n=n)
     state = state._replace(pop=pop, A=A, recal_w=recal_w, bank_P=bank_P, gate=gt.end_session(state.gate), done=done)
@@ -314,8 +299,6 @@ def end_session(state: CODuelState, settings: Settings = Settings()) -> tuple[CO
 def check_settings(settings: Settings) -> Settings:
     """The settings, or ValueError naming the first that is out of range."""
     s = settings
-    if s.engine not in ENGINES:
-        raise InputError(f"engine must be one of {ENGINES}, got {s.engine!r}")
     if int(s.em_iters) < 1 or int(s.refresh) < 0:
         raise InputError(f"em_iters >= 1 and refresh >= 0 are required, got {s.em_iters}, {s.refresh}")
     if not (math.isfinite(s.lookahead_weight) and s.lookahead_weight >= 0):
@@ -342,7 +325,7 @@ def coduel_learner(settings: Settings = Settings()) -> Learner:
 
 @ranged
 def coduel(population: bool = True, recalibration: bool = True, lookahead: bool = True, gate: bool = True,
-           engine: str = "numba", em_iters: Annotated[int, Range(1, 100)] = pp.EM_ITERS,
+           em_iters: Annotated[int, Range(1, 100)] = pp.EM_ITERS,
            refresh: Annotated[int, Range(0, 10_000)] = pp.REFRESH, exact_estep: bool = False) -> Learner:
     """CODuel with the reference settings; ablations by setting (``coduel[population=false]``) or by name
     (``coduel-no-population``).
@@ -351,8 +334,6 @@ def coduel(population: bool = True, recalibration: bool = True, lookahead: bool 
     ----------
     population, recalibration, lookahead, gate : bool
         The four parts; False is the ablation without it.
-    engine : {"numba", "numpy"}
-        Compiled kernels, or the plain NumPy reference of the same algorithm.
     em_iters, refresh, exact_estep
         The population refit's incremental EM (``inference.population.refit_population``).
 
@@ -362,7 +343,7 @@ def coduel(population: bool = True, recalibration: bool = True, lookahead: bool 
         Its state is a `CODuelState`; it records the four click-log fields (``online.records``).
     """
     return coduel_learner(Settings(population=bool(population), recalibration=bool(recalibration),
-                                   lookahead=bool(lookahead), gate=bool(gate), engine=engine, em_iters=int(em_iters),
+                                   lookahead=bool(lookahead), gate=bool(gate), em_iters=int(em_iters),
                                    refresh=int(refresh), exact_estep=bool(exact_estep)))
 
 

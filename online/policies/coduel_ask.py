@@ -41,12 +41,12 @@ def asked_this_session(state: CODuelState) -> int:
 
 
 def choose_question(state: CODuelState, Phi: np.ndarray, max_questions: int, noise_var: float,
-                    horizon: int = 0, engine: str = "numba"):
+                    horizon: int = 0):
     """The persona to ask about this round, or None (show a pair). The gain counts for the rounds
     left, or for at most `horizon` of them when horizon > 0."""
     if asked_this_session(state) >= max_questions:
         return None
-    P = _recalibrated(Phi, state.A, engine)
+    P = _recalibrated(Phi, state.A)
     b = state.belief if state.transfer else state.alone
     gains = question_gains(b, P, noise_var)
     k = int(np.argmax(gains))
@@ -70,7 +70,7 @@ def coduel_ask(max_questions: Annotated[int, Range(0, 1000)] = 1,
                answer_sd: Annotated[float, Range(0, 100, lo_open=True)] = 0.5,
                horizon: Annotated[int, Range(0, 100)] = 1,
                population: bool = True, recalibration: bool = True, lookahead: bool = True, gate: bool = True,
-               engine: str = "numba", em_iters: Annotated[int, Range(1, 100)] = pp.EM_ITERS,
+               em_iters: Annotated[int, Range(1, 100)] = pp.EM_ITERS,
                refresh: Annotated[int, Range(0, 10_000)] = pp.REFRESH, exact_estep: bool = False) -> Learner:
     """CODuel that may ask one direct question a round (the combined mode); in `replay` it plays exactly as CODuel.
 
@@ -82,7 +82,7 @@ def coduel_ask(max_questions: Annotated[int, Range(0, 1000)] = 1,
         The sd of a stated answer the learner assumes, in logits.
     horizon : int
         Rounds a question's gain is counted for (0: every round left).
-    population, recalibration, lookahead, gate, engine, em_iters, refresh, exact_estep
+    population, recalibration, lookahead, gate, em_iters, refresh, exact_estep
         CODuel's settings (``online.policies.coduel.coduel``).
 
     Returns
@@ -94,12 +94,12 @@ def coduel_ask(max_questions: Annotated[int, Range(0, 1000)] = 1,
         raise InputError(f"max_questions >= 0, answer_sd > 0 and horizon >= 0 are required, "
                          f"got {max_questions}, {answer_sd}, {horizon}")
     base = coduel_learner(Settings(population=bool(population), recalibration=bool(recalibration),
-                                   lookahead=bool(lookahead), gate=bool(gate), engine=engine,
+                                   lookahead=bool(lookahead), gate=bool(gate),
                                    em_iters=int(em_iters), refresh=int(refresh), exact_estep=bool(exact_estep)))
     max_questions, noise_var, horizon = int(max_questions), float(answer_sd) ** 2, int(horizon)
 
     def ask(state, Phi, rng):
-        return choose_question(state, Phi, max_questions, noise_var, horizon, engine), None
+        return choose_question(state, Phi, max_questions, noise_var, horizon), None
 
     def answer_(state, Phi, k, value):
         return answer(state, int(k), float(value), noise_var, Phi), None

@@ -12,15 +12,15 @@ CODuel's (``online.policies.coduel``); two things differ, each chosen by measure
 composite-like worlds generated with the development topics (never on a held-out roster):
 
 - the pair rule scores a pair by its expected regret now plus `gamma` times CODuel's
-  knowledge-gradient future term, remaining * mean_q KG_q (``online.pair_rules``). The
+  knowledge-gradient future term, remaining * mean_q KG_q (``online.lookahead_reference``). The
   knowledge gradient values one click as if its information served every remaining round and no
   later click would bring it; later clicks do, so the full term over-explores early in a session
   (CODuel's first round scores below random pairs on dev). gamma = 0 is greedy play, 1 is CODuel;
 - the rater column g is read as given (no recalibration A = a I + A'): with the population prior
   in place the refitted A cost score on dev.
 
-Settings: `gamma` (default ``GAMMA``), `recalibration` (default False), `gate` (default True) and
-`engine` ("numba" compiled kernels or the "numpy" reference). ``tempered_kg(gamma=1,
+Settings: `gamma` (default ``GAMMA``), `recalibration` (default False) and `gate` (default True).
+``tempered_kg(gamma=1,
 recalibration=True)`` is CODuel itself, row for row. The state, the infos and the shapes are
 CODuel's (``CODuelState``, ``UpdateInfo``, ``SessionInfo``).
 """
@@ -30,7 +30,7 @@ import math
 from typing import Annotated
 
 from online.learner import Learner
-from online.policies.coduel import ENGINES, Settings, coduel_learner
+from online.policies.coduel import Settings, coduel_learner
 from online.setting_range import Range, ranged
 from tdmodels.errors import InputError
 
@@ -38,7 +38,7 @@ GAMMA = 0.25             # weight of the knowledge gradient's future term (dev a
 
 
 @ranged
-def tempered_kg(gamma: Annotated[float, Range(0, 100)] = GAMMA, recalibration: bool = False, gate: bool = True, engine: str = "numba") -> Learner:
+def tempered_kg(gamma: Annotated[float, Range(0, 100)] = GAMMA, recalibration: bool = False, gate: bool = True) -> Learner:
     """Tempered-KG as a Learner; the settings are closed over.
 
     Parameters
@@ -49,8 +49,6 @@ def tempered_kg(gamma: Annotated[float, Range(0, 100)] = GAMMA, recalibration: b
         Refit the rater recalibration A as CODuel does (False: the rater column as given).
     gate : bool
         CODuel's gate: the no-transfer learner's pairs until the population predicts clicks better.
-    engine : {"numba", "numpy"}
-        Compiled kernels, or the plain NumPy reference of the same algorithm.
 
     Returns
     -------
@@ -59,9 +57,7 @@ def tempered_kg(gamma: Annotated[float, Range(0, 100)] = GAMMA, recalibration: b
     """
     if isinstance(gamma, bool) or not isinstance(gamma, (int, float)) or not math.isfinite(gamma) or gamma < 0:
         raise InputError(f"tempered-kg: gamma must be a finite number >= 0, got {gamma!r}")
-    if engine not in ENGINES:
-        raise InputError(f"tempered-kg: engine must be one of {ENGINES}, got {engine!r}")
-    return coduel_learner(Settings(recalibration=bool(recalibration), lookahead=True, gate=bool(gate), engine=engine,
+    return coduel_learner(Settings(recalibration=bool(recalibration), lookahead=True, gate=bool(gate),
                                    lookahead_weight=float(gamma)))
 
 

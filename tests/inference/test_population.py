@@ -18,10 +18,10 @@ def _sessions(rng, n, rounds=40):
     return kind, z, simulate_clicks(theta, z, rng).astype(float)
 
 
-def _grow(z, y, n, engine="numba", **kw):
+def _grow(z, y, n, **kw):
     pop = init_population(3, max_learned=kw.pop("max_learned", 16))
     for k in range(1, n + 1):
-        pop = refit_population(pop, z[:k], y[:k], engine=engine, **kw)
+        pop = refit_population(pop, z[:k], y[:k], **kw)
     return pop
 
 
@@ -63,10 +63,25 @@ def test_the_input_population_is_not_modified():
             np.testing.assert_array_equal(a, b)
 
 
-def test_compiled_and_numpy_engines_agree():
+def surrogate_units_reference(users, comps, lik_prec, lik_lin, lik_const, means, covs):
+    """The closed-form surrogate fits in plain NumPy: the oracle of ``kernels.surrogate_units``."""
+    precs, logdets = np.linalg.inv(covs), np.linalg.slogdet(covs)[1]
+    P, m = precs[comps], means[comps]
+    Q = lik_prec[users] + P
+    rhs = lik_lin[users] + np.einsum("bij,bj->bi", P, m)
+    cov = np.linalg.inv(Q)
+    mode = np.einsum("bij,bj->bi", cov, rhs)
+    log_ev = (lik_const[users] - 0.5 * np.einsum("bi,bi->b", m, rhs - lik_lin[users]) - 0.5 * logdets[comps]
+              - 0.5 * np.linalg.slogdet(Q)[1] + 0.5 * np.einsum("bi,bi->b", rhs, mode))
+    return mode, cov, log_ev
+
+
+def test_the_fused_estep_kernel_is_the_unit_by_unit_estep():
+    """kernels.surrogate_estep (the default E-step) against the E-step assembled unit by unit from
+    surrogate fits and NumPy normalisation (the exact path with no unit over its threshold)."""
     rng = np.random.default_rng(5)
     _, z, y = _sessions(rng, 20)
-    a, b = _grow(z, y, 20, "numba"), _grow(z, y, 20, "numpy")
+    a, b = _grow(z, y, 20), _grow(z, y, 20, exact=True, exact_min=2.0)
     np.testing.assert_array_equal(a.active, b.active)
     for f in ("weights", "means", "covs", "resp", "unit_modes", "unit_covs", "broad_modes", "lik_const"):
         np.testing.assert_allclose(getattr(a, f), getattr(b, f), atol=1e-9, err_msg=f)
@@ -84,7 +99,7 @@ def test_exact_estep_agrees_with_batch_laplace():
     # re-run the E-step for u alone and check it equals batch Laplace under the current prior
     pop2 = pop._replace(resp=pop.resp.copy(), unit_modes=pop.unit_modes.copy(), unit_covs=pop.unit_covs.copy(),
                         totals=tuple(t.copy() for t in pop.totals))
-    pop2, _ = pp._e_step(pop2, z, y, np.array([u]), "numba", exact=True, exact_min=0.0)
+    pop2, _ = pp._e_step(pop2, z, y, np.array([u]), exact=True, exact_min=0.0)
     np.testing.assert_allclose(pop2.unit_modes[u, comps], m, atol=1e-7)
     kept = pop2.resp[u, comps] > 0                    # covariances are stored where responsibility is
     assert kept.any()
@@ -103,9 +118,9 @@ def test_surrogate_is_exact_for_the_broad_component_and_for_gaussian_likelihoods
     pop = init_population(d)
     pop = refit_population(pop, z, y, em_iters=1)
     mb, cb, evb = laplace_fit_batch(np.zeros((1, d)), 4.0 * np.eye(d)[None], z, y)
-    for engine in ("numba", "numpy"):
-        m, C, ev = pp.surrogate_units([0], [len(pop.weights) - 1], pop.lik_prec, pop.lik_lin, pop.lik_const,
-                                      pop.means, pop.covs, engine)
+    for fit in (pp.surrogate_units, surrogate_units_reference):
+        m, C, ev = fit(np.array([0]), np.array([len(pop.weights) - 1]), pop.lik_prec, pop.lik_lin, pop.lik_const,
+                       pop.means, pop.covs)
         np.testing.assert_allclose(m, mb, atol=1e-9)
         np.testing.assert_allclose(C, cb, atol=1e-9)
         np.testing.assert_allclose(ev, evb, atol=1e-8)

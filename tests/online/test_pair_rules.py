@@ -3,7 +3,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inference.mixture_belief import init_belief, update_belief
-from online.pair_rules import mixture_greedy_pair, lookahead_pair, lookahead_scores, top2_sum
+from online.lookahead_reference import mixture_greedy_pair, lookahead_pair, lookahead_scores, top2_sum
 from tdmodels.priors import MixturePrior
 
 K, D = 6, 7

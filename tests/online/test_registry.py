@@ -37,7 +37,7 @@ def test_spellings_of_one_policy_are_one_spec(spellings, canonical):
     ("no-transfer[prior_var=true]", "expected a finite number"),
     ("no-transfer[prior_var=1,prior_var=2]", "given twice"),
     ("random[x=1]", "has no setting 'x'; its settings: none"),
-    ('coduel[engine="jax"]', "engine must be one of"),
+    ('coduel[engine="numpy"]', "has no setting 'engine'"),
     ("tests.online.helpers:BadOutput[value=NaN]", "not a finite value"),
     ("tests.online.helpers:BadOutput", "needs setting(s) value"),
     ("nope", "unknown policy 'nope'"),

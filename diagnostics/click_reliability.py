@@ -1,4 +1,5 @@
-"""Calibration of click predictions made before each click is revealed.
+"""How reliable click predictions made before each click is revealed are (the word "calibration" is
+kept for the simulator's calibration; "recalibration" is the rater map A).
 
 For predictions p = P(first shown wins) and clicks y in {0, 1}: log loss (nats per click),
 Brier score, and the reliability diagram (equal-width bins of p: mean prediction against
@@ -54,7 +55,7 @@ def expected_calibration_error(rel: Reliability) -> float:
     return float(np.sum(rel.count[ok] * np.abs(rel.observed[ok] - rel.predicted[ok])) / rel.count.sum())
 
 
-def calibration_table(predictions: dict, y) -> dict:
+def reliability_table(predictions: dict, y) -> dict:
     """{learner: {"log_loss", "brier", "ece", "clicks"}} for predictions {learner: p [N, S]}."""
     return {name: {"log_loss": log_loss(p, y), "brier": brier(p, y), "ece": expected_calibration_error(reliability(p, y)),
                    "clicks": int(np.size(y))} for name, p in predictions.items()}

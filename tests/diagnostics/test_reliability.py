@@ -2,7 +2,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from diagnostics.calibration import brier, calibration_table, expected_calibration_error, log_loss, reliability
+from diagnostics.click_reliability import brier, expected_calibration_error, log_loss, reliability, reliability_table
 
 
 def test_calibrated_predictions_sit_on_the_diagonal_and_overconfident_ones_do_not():
@@ -25,7 +25,7 @@ def test_scores_are_in_range(ps, seed):
     assert 0 <= brier(p, y) <= 1 and log_loss(p, y) >= 0
     rel = reliability(p, y)
     assert rel.count.sum() == p.size
-    t = calibration_table({"a": p}, y)["a"]
+    t = reliability_table({"a": p}, y)["a"]
     assert 0 <= t["ece"] <= 1 and t["clicks"] == p.size
 
 

@@ -1,0 +1,46 @@
+"""Peak memory of one replay in a fresh process, against random pairs'.
+
+The world is built first; then, where Linux allows it, the process's resident-set high-water mark is
+reset (``/proc/self/clear_refs``), so the figure is the peak while the replay runs (what stays resident
+from the imports and the world included), not the imports' own peak. Elsewhere it is the process's peak.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from benchmarks.measure import Ratio
+
+_CHILD = """
+import json, resource, sys
+from online.replay import replay
+from tdmodels.simulator import build_roster
+name, spec, arrivals = json.loads(sys.argv[1])
+world = build_roster(name)
+try:
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")
+    reset = True
+except OSError:
+    reset = False
+replay(world, 0, spec, arrivals)
+if reset:
+    with open("/proc/self/status") as fh:
+        print(next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:")) / 1024)
+else:
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+"""
+
+
+def peak_mib(world: str, spec: str, arrivals: int | None) -> float:
+    """The maximum resident set size, in MiB, of a new Python process that replays `spec` once."""
+    out = subprocess.run([sys.executable, "-c", _CHILD, json.dumps([world, spec, arrivals])], check=True,
+                         capture_output=True, text=True)
+    return float(out.stdout.split()[-1])
+
+
+def measure_memory(world: str, policies: list[str], arrivals: int | None = None) -> list[Ratio]:
+    ref = peak_mib(world, "random", arrivals)
+    return [Ratio("memory", spec, peak_mib(world, spec, arrivals), "random", ref, unit="MiB",
+                  note="peak resident set while one replay runs") for spec in policies]

@@ -1,0 +1,86 @@
+"""Run the benchmarks and print one table of ratios (see ``benchmarks``).
+
+    python -m benchmarks.run [--world dev] [--only replay,sweep,memory,nuts,population] [--long] [--quick]
+        [--repeats 3] [--json table.json]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+from datetime import datetime, timezone
+
+from benchmarks.measure import table, to_json
+
+GROUPS = ("replay", "sweep", "memory", "nuts", "population")
+SHORT = ("replay", "sweep", "memory")
+POLICIES = "no-transfer,pooled,rucb,colstim,coldb,coldb-lr,meta-ts,hierts,coduel,coduel-greedy,tempered-kg"
+
+
+def parse(argv=None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.splitlines()[0])
+    ap.add_argument("--world", default="dev", help="the roster the replays run on")
+    ap.add_argument("--only", help=f"comma-separated groups of {', '.join(GROUPS)}")
+    ap.add_argument("--long", action="store_true", help="also the exact references (tens of minutes)")
+    ap.add_argument("--quick", action="store_true", help="small sizes: that every benchmark runs, not its figures")
+    ap.add_argument("--repeats", type=int, default=3, help="best of this many replays")
+    ap.add_argument("--policies", default=POLICIES, help="the replays' policies (random is the reference)")
+    ap.add_argument("--json", help="also write the table here")
+    a = ap.parse_args(argv)
+    groups = a.only.split(",") if a.only else list(GROUPS if a.long else SHORT)
+    unknown = sorted(set(groups) - set(GROUPS))
+    if unknown:
+        ap.error(f"unknown group(s) {', '.join(unknown)}; known: {', '.join(GROUPS)}")
+    if a.repeats < 1:
+        ap.error("--repeats must be at least 1")
+    a.groups = groups
+    return a
+
+
+def main(argv=None) -> int:
+    a = parse(argv)
+    quick = a.quick
+    policies = a.policies.split(",")
+    if any(g in a.groups for g in ("nuts", "population")):
+        from inference import configure_jax
+
+        configure_jax(4)                      # before JAX starts: float64, one host device per chain
+    rows = []
+    for group in a.groups:
+        if group == "replay":
+            from benchmarks.replay_speed import measure_replays
+            from tdmodels.simulator import build_roster
+
+            rows += measure_replays(build_roster(a.world), policies, 1 if quick else a.repeats, 12 if quick else None)
+        elif group == "sweep":
+            from benchmarks.sweep_overhead import measure_sweep
+
+            rows += measure_sweep([0, 1] if quick else list(range(16)), ["random", "no-transfer"], 6 if quick else 30)
+        elif group == "memory":
+            from benchmarks.memory import measure_memory
+
+            rows += measure_memory(a.world, ["coduel"] if quick else ["coduel", "tempered-kg"], 12 if quick else None)
+        elif group == "nuts":
+            from benchmarks.nuts_references import measure_nuts
+
+            rows += (measure_nuts(a.world, users=2, warmup=100, draws=100) if quick else measure_nuts(a.world))
+        else:
+            from benchmarks.population_reference import measure_population
+
+            rows += (measure_population([8, 12], chains=2, jobs=2, warmup=20, draws=20, minutes=1) if quick
+                     else measure_population([50, 100, 200, 300]))
+        print(table([r for r in rows if r.group == group]), flush=True)
+    meta = {"when": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": platform.machine(),
+            "processor": platform.processor(), "cores": os.cpu_count(), "python": platform.python_version(),
+            "world": a.world, "quick": quick, "repeats": a.repeats}
+    print(f"\n{meta['cores']} cores, {meta['machine']}; every ratio against a reference measured in this run")
+    print(table(rows))
+    if a.json:
+        with open(a.json, "w") as fh:
+            fh.write(to_json(rows, meta))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
