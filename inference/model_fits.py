@@ -74,14 +74,14 @@ def fit_population(z, y, seed: int = 0, chains: int = DEFAULT_CHAINS, warmup: in
         raise InputError(f"unknown sampler {sampler!r}; choose from {', '.join(POPULATION_SAMPLERS)}")
     hyper = hyper.validate()
     if sampler == "gibbs":
-        until = None
-        if max_seconds is not None and chains >= 2:       # one chain is never healthy: no rounds to wait for it
-            def until(idata):
-                li = add_label_invariant(idata, z, y, hyper.broad_var)
-                qs = [q for q in li.quantities.values() if q.n]
-                max_rhat = max((q.max_rhat for q in qs), default=float("inf"))
-                ess = min((q.min_ess_bulk for q in qs), default=0.0)
-                return RoundVerdict(li.ok, max_rhat, ess / MIN_ESS_BULK)
+        def verdict(idata):
+            li = add_label_invariant(idata, z, y, hyper.broad_var)
+            qs = [q for q in li.quantities.values() if q.n]
+            max_rhat = max((q.max_rhat for q in qs), default=float("inf"))
+            ess = min((q.min_ess_bulk for q in qs), default=0.0)
+            return RoundVerdict(li.ok, max_rhat, ess / MIN_ESS_BULK)
+
+        until = verdict if max_seconds is not None and chains >= 2 else None    # one chain is never healthy
         idata = sample_population(z, y, hyper, chains=chains, warmup=GIBBS_WARMUP if warmup is None else warmup,
                                   draws=GIBBS_DRAWS if draws is None else draws, thin=thin, seed=seed,
                                   settings=settings, map_chains=map_chains, until=until, max_seconds=max_seconds,

@@ -31,6 +31,8 @@ import arviz as az
 import numpy as np
 import xarray as xr
 
+from inference.kernels.population_gibbs import (ChainState, Clicks, Moves, MoveCounts, Target, move_counts,
+                                                no_draws, run_sweeps)
 from tdmodels.population_model import PopulationHyper
 from tdmodels.priors import stick_breaking
 
@@ -64,8 +66,7 @@ class GibbsSettings(NamedTuple):
     pair_bandwidth: float = PAIR_BANDWIDTH
 
 
-STAT_NAMES = ("user_moves_accepted", "splits_proposed", "splits_accepted", "merges_proposed", "merges_accepted",
-              "label_swaps_accepted", "translations_accepted", "scalings_accepted", "dilations_accepted")
+STAT_NAMES = MoveCounts._fields
 
 
 class Chain(NamedTuple):
@@ -78,7 +79,7 @@ class Chain(NamedTuple):
     stats: np.ndarray        # [D, len(STAT_NAMES)] summed over the thinning interval
     warmup_stats: np.ndarray  # [len(STAT_NAMES)] summed over warm-up
     seconds: float
-    state: tuple             # (c, theta) after the last sweep
+    state: ChainState        # where the chain stands after its last sweep
 
 
 def broad_fits(z, y, broad_var: float):
@@ -113,7 +114,7 @@ def initial_state(chain: int, modes, covs, K: int, rng: np.random.Generator):
         c = np.full(U, K, np.int64)
     else:
         c = rng.integers(0, rng.integers(2, K + 1), U)
-    return np.ascontiguousarray(c, dtype=np.int64), np.ascontiguousarray(theta)
+    return ChainState(np.ascontiguousarray(c, dtype=np.int64), np.ascontiguousarray(theta))
 
 
 class ChainTask(NamedTuple):
@@ -129,7 +130,7 @@ class ChainTask(NamedTuple):
     draws: int
     thin: int
     round: int = 0
-    state: tuple | None = None        # (c [U], theta [U, d]) where the chain stands
+    state: ChainState | None = None   # where the chain stands
 
     def __repr__(self) -> str:
         return (f"population Gibbs chain {self.chain} (seed {self.seed}, {self.z.shape[0]} users, round "
@@ -137,42 +138,35 @@ class ChainTask(NamedTuple):
 
 
 def run_chain(task: ChainTask) -> Chain:
-    """One round of one chain (a module-level function, so worker processes can run it)."""
-    import time
-
-    from inference.kernels import population_gibbs as kern
-
+    """One round of one chain (a module-level function, so worker processes can run it). Every draw comes
+    from one generator seeded by (seed, chain, round)."""
     hyper = PopulationHyper(*task.hyper)
     settings = GibbsSettings(*task.settings)
     z, y, draws, thin = task.z, task.y, task.draws, task.thin
     U, _, d = z.shape
     K = hyper.n_learned
     t0 = time.perf_counter()
-    modes, covs, (lik_prec, lik_lin, lik_const) = broad_fits(z, y, hyper.broad_var)
+    modes, covs, surrogate = broad_fits(z, y, hyper.broad_var)
     rng = np.random.default_rng([task.seed, task.chain, task.round])
     if task.state is None:
-        c, theta = initial_state(task.chain, modes, covs, K, rng)
+        state = initial_state(task.chain, modes, covs, K, rng)
     else:
-        c, theta = (np.ascontiguousarray(a).copy() for a in task.state)
-    kern.seed(int(rng.integers(2 ** 31)))
-    nu0, psi, kappa0 = hyper.cov_df(d), hyper.cov_prior_scale(d), hyper.kappa0
-    n_sm = int(np.ceil(settings.split_merge_per_user * U))
-    args = (lik_prec, lik_lin, lik_const, float(hyper.alpha), float(hyper.broad_var), nu0, psi, kappa0,
-            float(settings.proposal_df), float(settings.refine_nats), int(settings.newton_iters), n_sm,
-            int(settings.label_swaps), float(settings.scale_step), float(settings.rw_scale),
-            float(settings.pair_bandwidth), int(settings.translation_newton), float(settings.dilate_step))
-    none = (np.zeros((0, U, d)), np.zeros((0, U), np.int64), np.zeros((0, K)), np.zeros((0, K, d)),
-            np.zeros((0, K, d, d)))
-    w_stats = np.zeros((max(task.warmup, 1), len(STAT_NAMES)), np.int64)
+        state = ChainState(*(np.ascontiguousarray(a).copy() for a in task.state))
+    clicks = Clicks(z, y, *surrogate)
+    target = Target(float(hyper.alpha), float(hyper.broad_var), hyper.cov_df(d), hyper.cov_prior_scale(d),
+                    float(hyper.kappa0))
+    moves = Moves(float(settings.proposal_df), float(settings.refine_nats), int(settings.newton_iters),
+                  int(np.ceil(settings.split_merge_per_user * U)), int(settings.label_swaps),
+                  float(settings.scale_step), float(settings.rw_scale), float(settings.pair_bandwidth),
+                  int(settings.translation_newton), float(settings.dilate_step))
+    warm = move_counts(task.warmup)
     if task.warmup:
-        kern.run_sweeps(z, y, c, theta, *args, task.warmup, 1, *none, w_stats)
-    out = (np.zeros((draws, U, d)), np.zeros((draws, U), np.int64), np.zeros((draws, K)), np.zeros((draws, K, d)),
-           np.zeros((draws, K, d, d)))
-    stats = np.zeros((draws * thin, len(STAT_NAMES)), np.int64)
-    stored = kern.run_sweeps(z, y, c, theta, *args, draws * thin, thin, *out, stats)
+        run_sweeps(clicks, target, moves, state, rng, task.warmup, 1, no_draws(U, K, d), warm)
+    out, counts = no_draws(U, K, d, draws), move_counts(draws * thin)
+    stored = run_sweeps(clicks, target, moves, state, rng, draws * thin, thin, out, counts)
     assert stored == draws
-    stats = stats.reshape(draws, thin, -1).sum(1)
-    return Chain(*out, stats, w_stats[:task.warmup].sum(0), time.perf_counter() - t0, (c, theta))
+    stats = np.stack(counts, -1).reshape(draws, thin, -1).sum(1)
+    return Chain(*out, stats, np.stack(warm, -1).sum(0), time.perf_counter() - t0, state)
 
 
 def sample_population(z, y, hyper: PopulationHyper = PopulationHyper(), chains: int = DEFAULT_CHAINS,

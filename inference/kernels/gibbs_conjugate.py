@@ -188,12 +188,12 @@ def predictive_log_weights(n, alpha, out):
 
 
 @njit(cache=True)
-def draw_fractions(n, alpha, v):
+def draw_fractions(rng, n, alpha, v):
     """v_k ~ Beta(1 + n_k, alpha + sum_{j > k} n_j) (the broad slot counted in the rest)."""
     K = v.shape[0]
     m = n[K]
     for k in range(K - 1, -1, -1):
-        x = np.random.beta(1.0 + n[k], alpha + m)
+        x = rng.beta(1.0 + n[k], alpha + m)
         v[k] = min(max(x, 1e-300), 1.0 - 1e-16)
         m += n[k]
 
@@ -218,7 +218,7 @@ def _slot_params(k, n, T1, T2, nu0, psi, kappa0, tdf, tloc, tL, tconst, pmean, p
 
 
 @njit(cache=True)
-def draw_components(n, T1, T2, nu0, psi, kappa0, mu, chol):
+def draw_components(rng, n, T1, T2, nu0, psi, kappa0, mu, chol):
     """Each learned slot's mean mu [K, d] and covariance Cholesky factor chol [K, d, d] from their
     Normal-inverse-Wishart conditional given the members (the prior for an empty slot)."""
     K, d = T1.shape
@@ -233,9 +233,9 @@ def draw_components(n, T1, T2, nu0, psi, kappa0, mu, chol):
         for i in range(d):
             for j in range(d):
                 A[i, j] = 0.0
-            A[i, i] = math.sqrt(np.random.chisquare(nun - i))
+            A[i, i] = math.sqrt(rng.chisquare(nun - i))
             for j in range(i):
-                A[i, j] = np.random.standard_normal()
+                A[i, j] = rng.standard_normal()
         # Ainv = A^-1 (lower triangular)
         for j in range(d):
             for i in range(d):
@@ -258,7 +258,7 @@ def draw_components(n, T1, T2, nu0, psi, kappa0, mu, chol):
         _cholesky(Sig, chol[k])
         s = 1.0 / math.sqrt(kn)
         for i in range(d):
-            e[i] = np.random.standard_normal()
+            e[i] = rng.standard_normal()
         for i in range(d):
             acc = T1[k, i] / kn
             for t in range(i + 1):

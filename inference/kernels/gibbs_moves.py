@@ -16,7 +16,7 @@ from inference.kernels.linalg import _chol_solve, _cholesky, _inverse_from_chol
 
 
 @njit(cache=True)
-def user_moves(Z, Y, c, theta, n, T1, T2, lik_prec, lik_lin, lik_const, alpha, broad_var, nu0, psi, kappa0,
+def user_moves(rng, Z, Y, c, theta, n, T1, T2, lik_prec, lik_lin, lik_const, alpha, broad_var, nu0, psi, kappa0,
                df_q, refine_nats, newton_iters, rw_scale):
     """One pass of joint (c_u, theta_u) moves over the users, in random order; returns the number accepted.
 
@@ -54,7 +54,7 @@ def user_moves(Z, Y, c, theta, n, T1, T2, lik_prec, lik_lin, lik_const, alpha, b
     for k in range(K):
         _slot_params(k, n, T1, T2, nu0, psi, kappa0, tdf, tloc, tL, tconst, pmean, pprec, plogdet, inv, e, col)
     accepted = 0
-    order = np.random.permutation(U)
+    order = rng.permutation(U)
     for idx in range(U):
         u = order[idx]
         Zu, yu, th = Z[u], Y[u], theta[u]
@@ -107,7 +107,7 @@ def user_moves(Z, Y, c, theta, n, T1, T2, lik_prec, lik_lin, lik_const, alpha, b
         for k in range(C):
             tot += math.exp(score[k] - top)
         log_norm = top + math.log(tot)
-        x = np.random.random() * tot
+        x = rng.random() * tot
         k1 = C - 1
         acc = 0.0
         for k in range(C):
@@ -115,12 +115,12 @@ def user_moves(Z, Y, c, theta, n, T1, T2, lik_prec, lik_lin, lik_const, alpha, b
             if x < acc:
                 k1 = k
                 break
-        _proposal_draw(modes[k1], HL[k1], dfq[k1], prop, g)
+        _proposal_draw(rng, modes[k1], HL[k1], dfq[k1], prop, g)
         new = (logw[k1] + _slot_logpdf(k1, K, prop, tdf, tloc, tL, tconst, broad_var, wv) + _log_lik(Zu, yu, prop)
                - (score[k1] - log_norm) - _proposal_logpdf(prop, modes[k1], HL[k1], hlogdet[k1], dfq[k1], wv))
         old = (logw[k0] + _slot_logpdf(k0, K, th, tdf, tloc, tL, tconst, broad_var, wv) + _log_lik(Zu, yu, th)
                - (score[k0] - log_norm) - _proposal_logpdf(th, modes[k0], HL[k0], hlogdet[k0], dfq[k0], wv))
-        if math.log(np.random.random()) < new - old:
+        if math.log(rng.random()) < new - old:
             c[u] = k1
             th[:] = prop
             accepted += 1
@@ -128,10 +128,10 @@ def user_moves(Z, Y, c, theta, n, T1, T2, lik_prec, lik_lin, lik_const, alpha, b
             # a random-walk step within the slot, N(0, rw_scale^2 H^-1 / d) (local moves where the
             # independence proposal is poor: the tails of near-separable clicks)
             kk = c[u]
-            _proposal_draw_gauss(th, HL[kk], rw_scale / math.sqrt(d), prop, g)
+            _proposal_draw_gauss(rng, th, HL[kk], rw_scale / math.sqrt(d), prop, g)
             dlog = (_slot_logpdf(kk, K, prop, tdf, tloc, tL, tconst, broad_var, wv) + _log_lik(Zu, yu, prop)
                     - _slot_logpdf(kk, K, th, tdf, tloc, tL, tconst, broad_var, wv) - _log_lik(Zu, yu, th))
-            if math.log(np.random.random()) < dlog:
+            if math.log(rng.random()) < dlog:
                 th[:] = prop
         _add(c[u], K, th, n, T1, T2, 1)
         if c[u] < K:
@@ -210,7 +210,7 @@ def _cluster_geometry(k, c, theta, n, T1, T2, psi, members, dev, xbar, A):
 
 
 @njit(cache=True)
-def translate_clusters(Z, Y, c, theta, n, T1, T2, lik_prec, lik_lin, nu0, psi, kappa0, df_cap, newton_iters):
+def translate_clusters(rng, Z, Y, c, theta, n, T1, T2, lik_prec, lik_lin, nu0, psi, kappa0, df_cap, newton_iters):
     """For every occupied learned component, a Metropolis-Hastings move of its members' common
     location m (theta_u = m + d_u with the deviations d_u fixed): the conditional
     p(m | d) ~ p({m + d_u}) prod_u p(y_u | m + d_u) (translation has Jacobian 1; the first factor is
@@ -280,12 +280,12 @@ def translate_clusters(Z, Y, c, theta, n, T1, T2, lik_prec, lik_lin, nu0, psi, k
                 continue
         logdet_H = _logdet_chol(LH)
         df = min(df_cap, nun - d)
-        _proposal_draw(mode, LH, df, prop, g)
+        _proposal_draw(rng, mode, LH, df, prop, g)
         log_new = (_location_target(prop, Z, Y, members, m, dev, Ainv, cc, nun, grad, H, x, 0)
                    - _proposal_logpdf(prop, mode, LH, logdet_H, df, w))
         log_old = (_location_target(xbar, Z, Y, members, m, dev, Ainv, cc, nun, grad, H, x, 0)
                    - _proposal_logpdf(xbar, mode, LH, logdet_H, df, w))
-        if math.log(np.random.random()) < log_new - log_old:
+        if math.log(rng.random()) < log_new - log_old:
             accepted += 1
             for t in range(m):
                 for i in range(d):
@@ -299,7 +299,7 @@ def translate_clusters(Z, Y, c, theta, n, T1, T2, lik_prec, lik_lin, nu0, psi, k
 
 
 @njit(cache=True)
-def scale_clusters(Z, Y, c, theta, n, T1, T2, nu0, psi, kappa0, step_scale):
+def scale_clusters(rng, Z, Y, c, theta, n, T1, T2, nu0, psi, kappa0, step_scale):
     """For every learned component with two or more members, a Metropolis-Hastings move that scales
     the members' deviations from their mean, theta_u -> xbar + s (theta_u - xbar): log s from a
     symmetric random walk (step_scale / sqrt((n - 1) d)), accepted with the density ratio times the
@@ -319,7 +319,7 @@ def scale_clusters(Z, Y, c, theta, n, T1, T2, nu0, psi, kappa0, step_scale):
             continue
         m = _cluster_geometry(k, c, theta, n, T1, T2, psi, members, dev, xbar, A)
         dim = (nk - 1) * d
-        ls = step_scale / math.sqrt(dim) * np.random.standard_normal()
+        ls = step_scale / math.sqrt(dim) * rng.standard_normal()
         sc = math.exp(ls)
         kn = kappa0 + nk
         cc = kappa0 * nk / kn
@@ -341,7 +341,7 @@ def scale_clusters(Z, Y, c, theta, n, T1, T2, nu0, psi, kappa0, step_scale):
                     x[i] = xbar[i] + f * dev[t, i]
                 v += _log_lik(Z[u], Y[u], x)
             val[which] = v + dim * math.log(f)
-        if math.log(np.random.random()) < val[0] - val[1]:
+        if math.log(rng.random()) < val[0] - val[1]:
             accepted += 1
             for t in range(m):
                 for i in range(d):
@@ -353,7 +353,7 @@ def scale_clusters(Z, Y, c, theta, n, T1, T2, nu0, psi, kappa0, step_scale):
 
 
 @njit(cache=True)
-def dilate_clusters(Z, Y, c, theta, n, T1, T2, nu0, psi, kappa0, step):
+def dilate_clusters(rng, Z, Y, c, theta, n, T1, T2, nu0, psi, kappa0, step):
     """For every occupied learned component, a Metropolis-Hastings move that scales its members about
     the origin, theta_u -> s theta_u: log s from a symmetric random walk of sd `step`, accepted with the
     density ratio times the Jacobian s^(n d). Where clicks are near-separable the likelihood is flat
@@ -374,7 +374,7 @@ def dilate_clusters(Z, Y, c, theta, n, T1, T2, nu0, psi, kappa0, step):
             if c[u] == k:
                 members[m] = u
                 m += 1
-        sc = math.exp(step * np.random.standard_normal())
+        sc = math.exp(step * rng.standard_normal())
         for which in range(2):
             f = sc if which == 0 else 1.0
             for i in range(d):
@@ -388,7 +388,7 @@ def dilate_clusters(Z, Y, c, theta, n, T1, T2, nu0, psi, kappa0, step):
                     x[i] = f * theta[u, i]
                 v += _log_lik(Z[u], Y[u], x)
             val[which] = v
-        if math.log(np.random.random()) < val[0] - val[1]:
+        if math.log(rng.random()) < val[0] - val[1]:
             accepted += 1
             for t in range(m):
                 for i in range(d):

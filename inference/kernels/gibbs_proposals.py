@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 from numba import njit
 
 from inference.constants import WIDE_SCALE, WIDE_SHARE
@@ -49,15 +48,15 @@ def _solve_lower_transposed(L, b, out):
 
 
 @njit(cache=True)
-def _proposal_draw(mode, HL, df_q, out, g):
+def _proposal_draw(rng, mode, HL, df_q, out, g):
     """A draw of the proposal of `_proposal_logpdf`: mode + f HL^-T g sqrt((df_q - 2) / chi2), with
     f = WIDE_SCALE with probability WIDE_SHARE, else 1."""
     d = mode.shape[0]
     for i in range(d):
-        g[i] = np.random.standard_normal()
-    chi2 = np.random.chisquare(df_q)
+        g[i] = rng.standard_normal()
+    chi2 = rng.chisquare(df_q)
     s = math.sqrt((df_q - 2.0) / chi2)
-    if np.random.random() < WIDE_SHARE:
+    if rng.random() < WIDE_SHARE:
         s *= WIDE_SCALE
     _solve_lower_transposed(HL, g, out)
     for i in range(d):
@@ -65,11 +64,11 @@ def _proposal_draw(mode, HL, df_q, out, g):
 
 
 @njit(cache=True)
-def _proposal_draw_gauss(center, HL, f, out, g):
+def _proposal_draw_gauss(rng, center, HL, f, out, g):
     """center + f HL^-T g, g standard normal (covariance f^2 H^-1, H = HL HL^T)."""
     d = center.shape[0]
     for i in range(d):
-        g[i] = np.random.standard_normal()
+        g[i] = rng.standard_normal()
     _solve_lower_transposed(HL, g, out)
     for i in range(d):
         out[i] = center[i] + f * out[i]

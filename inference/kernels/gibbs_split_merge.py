@@ -30,7 +30,7 @@ def _with_x(T1s, T2s, cnt, side, x, nu0, psi, kappa0, Psi, L):
 
 
 @njit(cache=True)
-def _allocate(theta, u, T1s, T2s, cnt, lm, nu0, psi, kappa0, Psi, L, force):
+def _allocate(rng, theta, u, T1s, T2s, cnt, lm, nu0, psi, kappa0, Psi, L, force):
     """Allocate theta[u] (not in either side) to side 0 or 1 with probability ~ count x predictive;
     force >= 0 takes that side. Updates the sides' stats and log marginals; returns (side, log prob)."""
     x = theta[u]
@@ -43,14 +43,14 @@ def _allocate(theta, u, T1s, T2s, cnt, lm, nu0, psi, kappa0, Psi, L, force):
     if force >= 0:
         side = force
     else:
-        side = 1 if np.random.random() < math.exp(b - lz) else 0
+        side = 1 if rng.random() < math.exp(b - lz) else 0
     _shift(T1s, T2s, cnt, side, x, 1)
     lm[side] = l1 if side == 1 else l0
     return side, (b if side == 1 else a) - lz
 
 
 @njit(cache=True)
-def split_merge(c, theta, n, T1, T2, alpha, nu0, psi, kappa0, bandwidth):
+def split_merge(rng, c, theta, n, T1, T2, alpha, nu0, psi, kappa0, bandwidth):
     """One sequentially-allocated split-merge move (Dahl 2003) between learned components, stick
     fractions integrated out. The pair (i, j) is i uniform and j, with probability 1/2, uniform, else
     drawn by a Gaussian kernel of `bandwidth` in theta; the move leaves theta unchanged, so the pair's
@@ -62,9 +62,9 @@ def split_merge(c, theta, n, T1, T2, alpha, nu0, psi, kappa0, bandwidth):
     K = T1.shape[0]
     if U < 2:
         return 0
-    i = np.random.randint(U)
-    if np.random.random() < 0.5 or bandwidth <= 0.0:
-        j = np.random.randint(U - 1)
+    i = rng.integers(0, U)
+    if rng.random() < 0.5 or bandwidth <= 0.0:
+        j = rng.integers(0, U - 1)
         if j >= i:
             j += 1
     else:                          # a neighbour of i in theta: a merge worth proposing, or a close pair split
@@ -79,7 +79,7 @@ def split_merge(c, theta, n, T1, T2, alpha, nu0, psi, kappa0, bandwidth):
                 q += (theta[u, a] - theta[i, a]) ** 2
             kern[u] = math.exp(-0.5 * q / (bandwidth * bandwidth))
             tot += kern[u]
-        x = np.random.random() * tot
+        x = rng.random() * tot
         j = U - 1 if i != U - 1 else U - 2
         acc = 0.0
         for u in range(U):
@@ -104,7 +104,7 @@ def split_merge(c, theta, n, T1, T2, alpha, nu0, psi, kappa0, bandwidth):
         if (c[u] == ki or c[u] == kj) and u != i and u != j:
             members[m] = u
             m += 1
-    members = members[:m][np.random.permutation(m)]
+    members = members[:m][rng.permutation(m)]
     T1s, T2s = np.zeros((2, d)), np.zeros((2, d, d))
     cnt = np.zeros(2, dtype=np.int64)
     _shift(T1s, T2s, cnt, 0, theta[i], 1)
@@ -116,11 +116,11 @@ def split_merge(c, theta, n, T1, T2, alpha, nu0, psi, kappa0, bandwidth):
     log_q = 0.0
     for t in range(m):                 # a split draws each side; a merge's reverse takes the current one
         force = -1 if is_split else (1 if c[members[t]] == kj else 0)
-        side[t], lp = _allocate(theta, members[t], T1s, T2s, cnt, lm, nu0, psi, kappa0, Psi, L, force)
+        side[t], lp = _allocate(rng, theta, members[t], T1s, T2s, cnt, lm, nu0, psi, kappa0, Psi, L, force)
         log_q += lp
     n_new = n.copy()
     if is_split:
-        pick = np.random.randint(empties)
+        pick = rng.integers(0, empties)
         l = -1
         for k in range(K):
             if n[k] == 0:
@@ -133,7 +133,7 @@ def split_merge(c, theta, n, T1, T2, alpha, nu0, psi, kappa0, bandwidth):
         n_new[l] = cnt[1]
         log_acc = (log_assignment_prior(n_new, alpha) - log_assignment_prior(n, alpha) + lm[0] + lm[1] - lm_all
                    - log_q + math.log(empties))
-        if math.log(np.random.random()) >= log_acc:
+        if math.log(rng.random()) >= log_acc:
             return 1
         c[j] = l
         for t in range(m):
@@ -154,7 +154,7 @@ def split_merge(c, theta, n, T1, T2, alpha, nu0, psi, kappa0, bandwidth):
     n_new[kj] = 0
     log_acc = (log_assignment_prior(n_new, alpha) - log_assignment_prior(n, alpha) + lm_all - lmA - lmB + log_q
                - math.log(empties + 1))
-    if math.log(np.random.random()) >= log_acc:
+    if math.log(rng.random()) >= log_acc:
         return 3
     for u in range(U):
         if c[u] == kj:
@@ -169,7 +169,7 @@ def split_merge(c, theta, n, T1, T2, alpha, nu0, psi, kappa0, bandwidth):
 
 
 @njit(cache=True)
-def label_swaps(c, n, T1, T2, alpha, tries):
+def label_swaps(rng, c, n, T1, T2, alpha, tries):
     """`tries` Metropolis moves that swap the labels of two learned slots (the partition unchanged),
     stick fractions integrated out (the stick-breaking prior is not exchangeable); returns the number accepted."""
     K = T1.shape[0]
@@ -178,8 +178,8 @@ def label_swaps(c, n, T1, T2, alpha, tries):
     if K < 2:
         return 0
     for _ in range(tries):
-        k = np.random.randint(K)
-        l = np.random.randint(K - 1)
+        k = rng.integers(0, K)
+        l = rng.integers(0, K - 1)
         if l >= k:
             l += 1
         if n[k] == n[l]:
@@ -188,7 +188,7 @@ def label_swaps(c, n, T1, T2, alpha, tries):
         nk = n[k]
         n[k] = n[l]
         n[l] = nk
-        if math.log(np.random.random()) >= log_assignment_prior(n, alpha) - lp0:
+        if math.log(rng.random()) >= log_assignment_prior(n, alpha) - lp0:
             n[l] = n[k]
             n[k] = nk
             continue

@@ -1,6 +1,5 @@
 import math
 
-import numpy as np
 import pytest
 
 from diagnostics.play_page import play_data, play_in_terminal, session_score

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from diagnostics.population_fit_checks import (co_clustering, compare_population_fits, component_covariances,
-                                               first_pair, predictive_mixture)
+                                               predictive_mixture)
 from diagnostics.posterior_checks import mixture_logpdf
 from inference.mixture_em import EMResult
 from inference.sbc import simulate_clicks

@@ -11,7 +11,6 @@ from scipy import integrate, stats
 from inference.kernels import gibbs_conjugate as conj
 from inference.kernels import gibbs_moves as moves
 from inference.kernels import gibbs_split_merge as sm
-from inference.kernels import population_gibbs as kern
 from inference.model_fits import fit_population, stored_label_invariant
 from inference.population_gibbs import GibbsSettings, sample_population
 from tdmodels.population_model import PopulationHyper, population
@@ -118,11 +117,11 @@ def test_component_draws_follow_the_conjugate_posterior():
     n = np.array([6, 0, 0], np.int64)
     T1 = np.stack([X.sum(0), np.zeros(D)])
     T2 = np.stack([X.T @ X, np.zeros((D, D))])
-    kern.seed(5)
+    gen = np.random.default_rng(5)
     draws = 20000
     mu, chol = np.empty((draws, 2, D)), np.empty((draws, 2, D, D))
     for s in range(draws):
-        conj.draw_components(n, T1, T2, nu0, psi, k0, mu[s], chol[s])
+        conj.draw_components(gen, n, T1, T2, nu0, psi, k0, mu[s], chol[s])
     Sig = chol @ np.swapaxes(chol, -1, -2)
     kn = k0 + 6
     Psi_n = psi * np.eye(D) + T2[0] - np.outer(T1[0], T1[0]) / kn
@@ -295,13 +294,13 @@ def test_split_merge_and_label_moves_leave_the_partition_posterior_invariant():
     c = np.zeros(U, np.int64)
     n = np.zeros(K + 1, np.int64)
     T1, T2 = np.zeros((K, D)), np.zeros((K, D, D))
-    kern.seed(11)
+    gen = np.random.default_rng(11)
     index = {tuple(s): i for i, s in enumerate(states)}
     counts = np.zeros(len(states))
     for t in range(200_000):
         conj.recompute_stats(c, theta, K, n, T1, T2)
-        sm.split_merge(c, theta, n, T1, T2, hyper.alpha, nu0, psi, k0, 1.0)
-        sm.label_swaps(c, n, T1, T2, hyper.alpha, 1)
+        sm.split_merge(gen, c, theta, n, T1, T2, hyper.alpha, nu0, psi, k0, 1.0)
+        sm.label_swaps(gen, c, n, T1, T2, hyper.alpha, 1)
         counts[index[tuple(c)]] += 1
     freq = counts / counts.sum()
     assert np.abs(freq - exact).max() < 0.006, np.abs(freq - exact).max()
@@ -320,12 +319,12 @@ def test_dilation_alone_leaves_the_components_density_invariant():
     c = np.zeros(1, np.int64)
     theta = np.array([[1.0, -0.5, 0.3]])
     n, T1, T2 = np.zeros(2, np.int64), np.zeros((1, D)), np.zeros((1, D, D))
-    kern.seed(5)
+    gen = np.random.default_rng(5)
     radius = np.empty(60_000)
     for t in range(len(radius)):
         conj.recompute_stats(c, theta, 1, n, T1, T2)
         for _ in range(5):
-            moves.dilate_clusters(z, y, c, theta, n, T1, T2, nu0, psi, k0, 0.5)
+            moves.dilate_clusters(gen, z, y, c, theta, n, T1, T2, nu0, psi, k0, 0.5)
         radius[t] = (theta[0] ** 2).sum() / (D * sigma2)
     thinned = radius[::20]
     assert stats.kstest(thinned, stats.f(D, df).cdf).pvalue > 0.001
