@@ -23,3 +23,8 @@ LOOKAHEAD_RTOL = 1e-6        # only means after a hypothetical click are needed
 # The population model's exact sampler: the users' proposals' defensive part, its share and scale.
 WIDE_SHARE = 0.1
 WIDE_SCALE = 3.0
+
+# The kernels' Newton solvers' backtracking (``inference.kernels.line_search``): a step is halved while
+# the objective rises by more than this relative amount, down to this step length.
+BACKTRACK_RTOL = 1e-10
+BACKTRACK_MIN_STEP = 1e-10

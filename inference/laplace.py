@@ -18,6 +18,8 @@ import numpy as np
 from inference.constants import NEWTON_ITERS, NEWTON_RTOL
 from inference.kernels._scalar import click_mode as kernel_click_mode
 from inference.kernels._scalar import click_modes
+from inference.kernels.laplace import laplace_units
+from inference.kernels.linalg import spd_factors
 
 
 def sigmoid(x):
@@ -68,33 +70,11 @@ def laplace_fit(prior_mean: np.ndarray, prior_cov: np.ndarray, Z: np.ndarray, y:
                 iters: int = 50, tol: float = 1e-12) -> tuple[np.ndarray, np.ndarray]:
     """Batch Laplace: mode and inverse Hessian of N(prior) x prod_t Bernoulli(y_t; sigmoid(theta . z_t)).
 
-    Z [n, d], y [n]. Returns (mode [d], cov [d, d]).
+    Z [n, d], y [n]. Returns (mode [d], cov [d, d]); `laplace_fit_batch` on one unit.
     """
-    P0 = np.linalg.inv(prior_cov)
-
-    def neg_log_post(t):
-        eta = Z @ t
-        return 0.5 * (t - prior_mean) @ P0 @ (t - prior_mean) + np.sum(np.logaddexp(0.0, eta) - y * eta)
-
-    theta = np.array(prior_mean, dtype=float)
-    f = neg_log_post(theta)
-    for _ in range(iters):
-        p = sigmoid(Z @ theta)
-        grad = Z.T @ (y - p) - P0 @ (theta - prior_mean)
-        H = Z.T @ (Z * (p * (1 - p))[:, None]) + P0
-        step = np.linalg.solve(H, grad)
-        t = 1.0
-        # backtracking (Newton alone can cycle); near the mode f changes below rounding, so a
-        # step that does not worsen f beyond that is taken
-        while neg_log_post(theta + t * step) > f + 1e-10 * (1.0 + abs(f)) and t > 1e-10:
-            t *= 0.5
-        theta = theta + t * step
-        f = neg_log_post(theta)
-        if np.max(np.abs(t * step)) < tol:
-            break
-    p = sigmoid(Z @ theta)
-    H = Z.T @ (Z * (p * (1 - p))[:, None]) + P0
-    return theta, np.linalg.inv(H)
+    mode, cov, _ = laplace_fit_batch(np.asarray(prior_mean, float)[None], np.asarray(prior_cov, float)[None],
+                                     np.asarray(Z, float)[None], np.asarray(y, float)[None], iters, tol)
+    return mode[0], cov[0]
 
 
 def log_sigmoid(x):
@@ -109,47 +89,18 @@ def laplace_fit_batch(prior_means: np.ndarray, prior_covs: np.ndarray, Z: np.nda
 
     prior_means [B, d], prior_covs [B, d, d], Z [B, S, d], y [B, S]. Returns (modes [B, d],
     covs [B, d, d], log_evidence [B]) with log p(y | unit) ~= log p(y | mode) + log N(mode;
-    prior) + d/2 log 2 pi + 1/2 log det cov. Newton with per-unit backtracking; raises
-    RuntimeError naming the units that did not converge. `init` [B, d] warm-starts Newton
-    (default: the prior means).
+    prior) + d/2 log 2 pi + 1/2 log det cov. Newton with backtracking until a step is under `tol`
+    (the compiled ``inference.kernels.laplace_units``); raises RuntimeError naming the units that did
+    not converge. `init` [B, d] warm-starts Newton (default: the prior means).
     """
-    B, S, d = Z.shape
-    y = np.asarray(y, dtype=float)
-    P0 = np.linalg.inv(prior_covs)
-
-    def neg_log_post(t):
-        eta = np.einsum("bsd,bd->bs", Z, t)
-        r = t - prior_means
-        return 0.5 * np.einsum("bi,bij,bj->b", r, P0, r) + np.sum(np.logaddexp(0.0, eta) - y * eta, -1)
-
-    theta = np.array(prior_means if init is None else init, dtype=float)
-    f = neg_log_post(theta)
-    done = np.zeros(B, dtype=bool)
-    for _ in range(iters):
-        p = sigmoid(np.einsum("bsd,bd->bs", Z, theta))
-        grad = np.einsum("bsd,bs->bd", Z, y - p) - np.einsum("bij,bj->bi", P0, theta - prior_means)
-        H = np.einsum("bsd,bse->bde", Z, Z * (p * (1 - p))[..., None]) + P0
-        step = np.linalg.solve(H, grad[..., None])[..., 0]
-        t = np.ones(B)
-        while True:   # per-unit backtracking: Newton alone can cycle on flat logistic tails
-            f_new = neg_log_post(theta + t[:, None] * step)
-            worse = (f_new > f + 1e-10 * (1.0 + np.abs(f))) & (t > 1e-10)
-            if not worse.any():
-                break
-            t = np.where(worse, 0.5 * t, t)
-        theta = theta + t[:, None] * step
-        f = f_new
-        done = np.max(np.abs(t[:, None] * step), -1) < tol
-        if done.all():
-            break
-    if not done.all():
-        raise RuntimeError(f"batch Laplace: Newton did not converge for unit(s) {np.flatnonzero(~done)[:10].tolist()}")
-    p = sigmoid(np.einsum("bsd,bd->bs", Z, theta))
-    H = np.einsum("bsd,bse->bde", Z, Z * (p * (1 - p))[..., None]) + P0
-    cov = np.linalg.inv(H)
-    eta = np.einsum("bsd,bd->bs", Z, theta)
-    loglik = np.sum(y * log_sigmoid(eta) + (1 - y) * log_sigmoid(-eta), -1)
-    r = theta - prior_means
-    logprior = -0.5 * (np.einsum("bi,bij,bj->b", r, P0, r) + np.linalg.slogdet(prior_covs)[1] + d * np.log(2 * np.pi))
-    log_ev = loglik + logprior + 0.5 * d * np.log(2 * np.pi) + 0.5 * np.linalg.slogdet(cov)[1]
-    return theta, cov, log_ev
+    prior_means = np.ascontiguousarray(prior_means, dtype=float)
+    B = prior_means.shape[0]
+    precs, logdets = spd_factors(np.ascontiguousarray(prior_covs, dtype=float))
+    units = np.arange(B)
+    start = prior_means if init is None else init
+    modes, covs, log_ev, ok = laplace_units(np.ascontiguousarray(Z, dtype=float), np.ascontiguousarray(y, dtype=float),
+                                            units, units, prior_means, precs, logdets,
+                                            np.array(start, dtype=float), iters, tol)
+    if not ok.all():
+        raise RuntimeError(f"batch Laplace: Newton did not converge for unit(s) {np.flatnonzero(~ok)[:10].tolist()}")
+    return modes, covs, log_ev

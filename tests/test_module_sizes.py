@@ -13,9 +13,6 @@ LONG_FUNCTIONS: dict[str, str] = {
     "inference.kernels.gibbs_moves:user_moves": (
         "a compiled kernel: one pass over the users that allocates its twenty work arrays once and shares "
         "them between the proposal fits, the slot draw and the Metropolis step; split, they travel as arguments"),
-    "inference.kernels.gibbs_moves:translate_clusters": (
-        "a compiled kernel: one Metropolis move per component whose Newton-refined proposal and acceptance "
-        "share the component's geometry arrays"),
     "inference.kernels.gibbs_split_merge:split_merge": (
         "a compiled kernel: the split and the merge are reverse moves whose proposal probabilities must be "
         "computed by the same sequential allocation; kept side by side so that they stay each other's reverse"),

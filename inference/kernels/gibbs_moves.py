@@ -4,14 +4,17 @@ user, and translations, scalings and dilations of each learned component.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
+from numba.extending import overload
 
 from inference.kernels.gibbs_conjugate import (LOG_2PI, _add, _log_lik, _logdet_chol, _slot_logpdf, _slot_params,
                                               _surrogate_log_lik, log_marginal, predictive_log_weights)
 from inference.kernels.gibbs_proposals import _newton, _proposal_draw, _proposal_draw_gauss, _proposal_logpdf
 from inference.kernels.laplace import _surrogate_one
+from inference.kernels.line_search import backtrack, objective
 from inference.kernels.linalg import _chol_solve, _cholesky, _inverse_from_chol
 
 
@@ -187,6 +190,30 @@ def _location_target(loc, Z, Y, members, m, dev, Ainv, cc, nun, grad, H, x, deri
     return val
 
 
+class ComponentLocation(NamedTuple):
+    """Minus `_location_target` (the line search minimises), for one component's members."""
+    Z: np.ndarray            # [U, S, d] every user's designs
+    Y: np.ndarray            # [U, S] clicks
+    members: np.ndarray      # the component's members (the first `m` entries)
+    m: int
+    dev: np.ndarray          # [m, d] their deviations from the location
+    Ainv: np.ndarray         # [d, d]
+    cc: float
+    nun: float
+    grad: np.ndarray         # work
+    H: np.ndarray            # work
+    x: np.ndarray            # work
+
+
+@overload(objective)
+def _location_objective(problem, x):
+    if getattr(problem, "instance_class", None) is ComponentLocation:
+        return lambda problem, x: -_location_target(x, problem.Z, problem.Y, problem.members, problem.m, problem.dev,
+                                                    problem.Ainv, problem.cc, problem.nun, problem.grad, problem.H,
+                                                    problem.x, 0)
+    return None
+
+
 @njit(cache=True)
 def _cluster_geometry(k, c, theta, n, T1, T2, psi, members, dev, xbar, A):
     """Members of slot k (count), their mean xbar, deviations dev and A = Psi0 + scatter."""
@@ -260,15 +287,8 @@ def translate_clusters(rng, Z, Y, c, theta, n, T1, T2, lik_prec, lik_lin, nu0, p
                 if not _cholesky(H, LH):
                     break
                 _chol_solve(LH, grad, step)
-                tt = 1.0
-                while True:
-                    for i in range(d):
-                        trial[i] = mode[i] + tt * step[i]
-                    f_new = _location_target(trial, Z, Y, members, m, dev, Ainv, cc, nun, grad, H, x, 0)
-                    if f_new < f - 1e-10 * (1.0 + abs(f)) and tt > 1e-10:
-                        tt *= 0.5
-                    else:
-                        break
+                _, tt = backtrack(ComponentLocation(Z, Y, members, m, dev, Ainv, cc, nun, grad, H, x), mode, step,
+                                  -f, trial)
                 big = 0.0
                 for i in range(d):
                     big = max(big, abs(tt * step[i]))

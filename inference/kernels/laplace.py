@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
+from numba.extending import overload
 
+from inference.kernels.line_search import backtrack, objective
 from inference.kernels.linalg import _chol_solve, _cholesky, _inverse_from_chol
 from inference.constants import RESP_FLOOR
 
@@ -30,6 +33,23 @@ def _objective(Zu, yu, theta, m, P, eta, ex):
         ex[t] = x
         f += max(e, 0.0) + math.log1p(x) - yu[t] * e
     return f
+
+
+class LogisticPosterior(NamedTuple):
+    """One user's negative log posterior under N(m, P^-1), as the line search evaluates it."""
+    Zu: np.ndarray           # [S, d] the user's designs
+    yu: np.ndarray           # [S] clicks
+    m: np.ndarray            # [d] prior mean
+    P: np.ndarray            # [d, d] prior precision
+    eta: np.ndarray          # [S] work: Zu x at the point evaluated
+    ex: np.ndarray           # [S] work: exp(-|eta|)
+
+
+@overload(objective)
+def _posterior_objective(problem, x):
+    if getattr(problem, "instance_class", None) is LogisticPosterior:
+        return lambda problem, x: _objective(problem.Zu, problem.yu, x, problem.m, problem.P, problem.eta, problem.ex)
+    return None
 
 
 @njit(cache=True)
@@ -62,20 +82,13 @@ def newton_mode(Zu, yu, theta, m, P, H, L, grad, step, trial, eta, eta_trial, ex
     ex_trial are work arrays."""
     d = theta.shape[0]
     f = _objective(Zu, yu, theta, m, P, eta, ex)
+    at_trial = LogisticPosterior(Zu, yu, m, P, eta_trial, ex_trial)
     for _ in range(iters):
         _grad_hessian(Zu, yu, theta, m, P, eta, ex, grad, H)
         if not _cholesky(H, L):
             break
         _chol_solve(L, grad, step)
-        tt = 1.0
-        while True:      # backtracking: Newton alone can cycle on flat logistic tails
-            for i in range(d):
-                trial[i] = theta[i] + tt * step[i]
-            f_new = _objective(Zu, yu, trial, m, P, eta_trial, ex_trial)
-            if f_new > f + 1e-10 * (1.0 + abs(f)) and tt > 1e-10:
-                tt *= 0.5
-            else:
-                break
+        f_new, tt = backtrack(at_trial, theta, step, f, trial)
         big = 0.0
         for i in range(d):
             big = max(big, abs(tt * step[i]))

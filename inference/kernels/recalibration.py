@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
+from numba.extending import overload
 
+from inference.kernels.line_search import backtrack, objective
 from inference.kernels.linalg import _chol_solve, _cholesky
 
 
@@ -24,6 +27,26 @@ def _recal_objective(w, off, idx, val, y, pen, target, eta, ex):
         ex[u] = x
         f += max(e, 0.0) + math.log1p(x) - y[u] * e
     return f
+
+
+class RecalibrationLoss(NamedTuple):
+    """The recalibration map's penalised negative log likelihood, as the line search evaluates it."""
+    off: np.ndarray          # [n] each click's offset theta_first - theta_second
+    idx: np.ndarray          # [n, nz] where each click's Jacobian row is nonzero
+    val: np.ndarray          # [n, nz] its values there
+    y: np.ndarray            # [n] clicks
+    pen: np.ndarray          # [D] the ridge on each parameter
+    target: np.ndarray       # [D] where the ridge pulls (a = 1, A' = 0)
+    eta: np.ndarray          # [n] work: each click's logit at the point evaluated
+    ex: np.ndarray           # [n] work: exp(-|eta|)
+
+
+@overload(objective)
+def _recalibration_objective(problem, x):
+    if getattr(problem, "instance_class", None) is RecalibrationLoss:
+        return lambda problem, x: _recal_objective(x, problem.off, problem.idx, problem.val, problem.y, problem.pen,
+                                                   problem.target, problem.eta, problem.ex)
+    return None
 
 
 @njit(cache=True)
@@ -64,6 +87,7 @@ def recalibration_newton(first, second, rater, theta, y, ridge, ridge_a, w0, ite
     eta, ex = np.empty(n), np.empty(n)
     eta_t, ex_t = np.empty(n), np.empty(n)
     f = _recal_objective(w, off, idx, val, y, pen, target, eta, ex)
+    at_trial = RecalibrationLoss(off, idx, val, y, pen, target, eta_t, ex_t)
     for it in range(1, iters + 1):
         for k in range(D):
             grad[k] = pen[k] * (w[k] - target[k])
@@ -84,15 +108,9 @@ def recalibration_newton(first, second, rater, theta, y, ridge, ridge_a, w0, ite
         if not _cholesky(H, L):
             return w, -1
         _chol_solve(L, grad, step)
-        tt = 1.0
-        while True:
-            for k in range(D):
-                trial[k] = w[k] - tt * step[k]
-            f_new = _recal_objective(trial, off, idx, val, y, pen, target, eta_t, ex_t)
-            if f_new > f + 1e-10 * (1.0 + abs(f)) and tt > 1e-10:
-                tt *= 0.5
-            else:
-                break
+        for k in range(D):                  # grad is the loss's gradient here: descend
+            step[k] = -step[k]
+        f_new, tt = backtrack(at_trial, w, step, f, trial)
         big = 0.0
         for k in range(D):
             big = max(big, abs(tt * step[k]))
