@@ -49,12 +49,19 @@ def main(argv=None) -> int:
 
         previous = signal.signal(signal.SIGINT, InterruptFlag())
         sys.unraisablehook = quiet_unraisable(hook)
+    status = None
     try:
-        return _run(argv)
+        status = _run(argv)
     finally:
         if previous is not None:
-            signal.signal(signal.SIGINT, previous)
+            try:
+                signal.signal(signal.SIGINT, previous)
+                sys.unraisablehook = hook       # (a SIGINT left pending by the run is handled by now)
+            except KeyboardInterrupt:           # a Ctrl-C the run already answered (or one landing as it
+                if status not in (None, 130):   # fails): not a second one to die of
+                    raise
         sys.unraisablehook = hook
+    return status
 
 
 def _run(argv) -> int:
