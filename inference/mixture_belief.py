@@ -7,11 +7,13 @@ State (a pytree of arrays, pure functions, no hidden mutation):
 
 Inside every component k the belief is a Gaussian N(m_k, S_k), updated by the same
 one-click Laplace step as the no-transfer learner (``inference.laplace.click_mode`` on
-eta = z . theta, rank-one covariance downdate), vectorised over components. The log weights are
+eta = z . theta, rank-one covariance downdate), in every component. The log weights are
 reweighted by each component's predictive probability of the click,
 p(y | k, past) ~= sigmoid(+-a_k / sqrt(1 + pi s_k / 8)) (probit approximation of the
 logistic-normal integral, a_k = z . m_k, s_k = z' S_k z), so after the session the
-weights are each component's share of the user's Laplace-approximated evidence.
+weights are each component's share of the user's Laplace-approximated evidence. The update runs
+the compiled ``inference.kernels.mixture_update`` (CODuel's own); ``inference.reference`` states it
+in NumPy.
 """
 from __future__ import annotations
 
@@ -20,8 +22,10 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import logsumexp
 
-from inference.laplace import NEWTON_RTOL, click_mode, log_sigmoid, sigmoid
+from inference.kernels.belief import mixture_update
+from inference.laplace import log_sigmoid
 from tdmodels.priors import MixturePrior
+
 
 class MixtureBelief(NamedTuple):
     """One user's posterior: a Gaussian (Laplace) posterior inside every prior component, with the
@@ -55,22 +59,14 @@ def probit_log_predictive(a, s, y: int):
     return log_sigmoid((a if y else -a) / np.sqrt(1.0 + np.pi * s / 8.0))
 
 
-def update_belief(belief: MixtureBelief, z: np.ndarray, y: int, rtol: float = NEWTON_RTOL) -> tuple[MixtureBelief, float]:
+def update_belief(belief: MixtureBelief, z: np.ndarray, y: int) -> tuple[MixtureBelief, float]:
     """Fold one click (z = phi_first - phi_second, y in {0, 1}) in; returns (belief, log p(y | belief)).
-    `rtol` is the one-click Newton's tolerance (looser in the lookahead, which needs means only)."""
-    Sz = belief.covs @ z                           # [C, d]
-    s = np.maximum(Sz @ z, 0.0)                    # [C] prior variance of eta
-    a = belief.means @ z                           # [C] prior mean of eta
-    log_pred_k = probit_log_predictive(a, s, y)
-    log_pred = float(logsumexp(belief.log_w + log_pred_k))
-    log_w = belief.log_w + log_pred_k - log_pred
-    eta = click_mode(a, s, int(y), rtol=rtol)
-    safe_s = np.where(s > 0, s, 1.0)
-    p = sigmoid(eta)
-    w = p * (1.0 - p)
-    means = belief.means + Sz * np.where(s > 0, (eta - a) / safe_s, 0.0)[:, None]
-    covs = belief.covs - np.einsum("ci,cj->cij", Sz, Sz) * (w / (1.0 + w * s))[:, None, None]
-    return MixtureBelief(log_w, means, covs), log_pred
+    Slots with log weight -inf stay empty. Runs the compiled ``inference.kernels.mixture_update``."""
+    log_w = np.asarray(belief.log_w, dtype=float)
+    w, m, S, log_pred = mixture_update(log_w, np.ascontiguousarray(belief.means, dtype=float),
+                                       np.ascontiguousarray(belief.covs, dtype=float), np.isfinite(log_w),
+                                       np.asarray(z, dtype=float), int(y))
+    return MixtureBelief(w, m, S), float(log_pred)
 
 
 def expected_utilities(belief: MixtureBelief, Phi: np.ndarray) -> np.ndarray:

@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from inference.kernels.recalibration import recalibration_newton
 from tdmodels.population_model import RIDGE
 
 RIDGE_A = 1e-3
@@ -32,49 +33,20 @@ class Recalibration(NamedTuple):
         return self.a * np.eye(len(self.A_dev)) + self.A_dev
 
 
-def _design(first, second, rater, theta):
-    """Offsets [n] (persona part of the logit) and the Jacobian [n, 1 + K*K] in (a, vec A')."""
-    K = rater.shape[-1]
-    n = first.shape[0]
-    ind = np.eye(K)[first] - np.eye(K)[second]                    # [n, K]
-    offset = np.sum(theta[:, :K] * ind, -1)
-    w = theta[:, K]
-    g_diff = rater[np.arange(n), first] - rater[np.arange(n), second]
-    J_a = w * g_diff
-    J_dev = (w[:, None, None] * ind[:, :, None] * rater[:, None, :]).reshape(n, K * K)
-    return offset, np.concatenate([J_a[:, None], J_dev], 1)
-
-
 def fit_recalibration_map(first, second, rater, theta, y, ridge: float = RIDGE, ridge_a: float = RIDGE_A,
                           iters: int = 50, tol: float = 1e-10, init: np.ndarray | None = None) -> Recalibration:
     """MAP (a, A') from clicks. first, second [n] persona indices; rater [n, K] the question's g for
     every persona; theta [n, K + 1] the clicking user's weights; y [n] in {0, 1}; init [1 + K*K]
-    a starting (a, vec A') for Newton (default a = 1, A' = 0)."""
-    first, second = np.asarray(first).ravel(), np.asarray(second).ravel()
+    a starting (a, vec A') for Newton (default a = 1, A' = 0). Newton with backtracking in the compiled
+    ``inference.kernels.recalibration_newton``; RuntimeError if it does not converge in `iters`."""
+    first = np.ascontiguousarray(np.asarray(first).ravel(), dtype=np.int64)
+    second = np.ascontiguousarray(np.asarray(second).ravel(), dtype=np.int64)
     K = rater.shape[-1]
-    rater = np.asarray(rater, dtype=float).reshape(-1, K)
-    theta = np.asarray(theta, dtype=float).reshape(-1, K + 1)
-    y = np.asarray(y, dtype=float).ravel()
-    offset, J = _design(first, second, rater, theta)
-    pen = np.concatenate([[ridge_a], np.full(K * K, ridge)])
-    target = np.concatenate([[1.0], np.zeros(K * K)])
-    w = target.copy() if init is None else np.array(init, dtype=float)
-
-    def objective(w):
-        eta = offset + J @ w
-        return np.sum(np.logaddexp(0.0, eta) - y * eta) + 0.5 * np.sum(pen * (w - target) ** 2)
-
-    f = objective(w)
-    for it in range(1, iters + 1):
-        p = 1.0 / (1.0 + np.exp(-(offset + J @ w)))
-        grad = J.T @ (p - y) + pen * (w - target)
-        H = J.T @ (J * (p * (1 - p))[:, None]) + np.diag(pen)
-        step = np.linalg.solve(H, grad)
-        t = 1.0
-        while objective(w - t * step) > f + 1e-10 * (1.0 + abs(f)) and t > 1e-10:
-            t *= 0.5
-        w = w - t * step
-        f = objective(w)
-        if np.max(np.abs(t * step)) < tol:
-            return Recalibration(float(w[0]), w[1:].reshape(K, K), it)
-    raise RuntimeError(f"recalibration fit: Newton did not converge in {iters} iterations")
+    rater = np.ascontiguousarray(np.asarray(rater, dtype=float).reshape(-1, K))
+    theta = np.ascontiguousarray(np.asarray(theta, dtype=float).reshape(-1, K + 1))
+    y = np.ascontiguousarray(np.asarray(y, dtype=float).ravel())
+    w0 = np.r_[1.0, np.zeros(K * K)] if init is None else np.array(init, dtype=float)
+    w, it = recalibration_newton(first, second, rater, theta, y, float(ridge), float(ridge_a), w0, iters, tol)
+    if it < 0:
+        raise RuntimeError(f"recalibration fit: Newton did not converge in {iters} iterations")
+    return Recalibration(float(w[0]), w[1:].reshape(K, K), int(it))

@@ -33,7 +33,8 @@ from itertools import combinations
 import numpy as np
 
 from inference.constants import LOOKAHEAD_RTOL, PRUNE_NATS
-from inference.mixture_belief import MixtureBelief, expected_utilities, update_belief
+from inference.mixture_belief import MixtureBelief, expected_utilities
+from inference.reference import update_belief_reference
 from online.pair_rules import greedy_pair
 
 
@@ -65,8 +66,8 @@ def lookahead_scores(belief: MixtureBelief, Phi: np.ndarray, bank: np.ndarray, r
             scores[(i, j)] = now
             continue
         z = Phi[i] - Phi[j]
-        b1, lp1 = update_belief(sub, z, 1, LOOKAHEAD_RTOL)
-        b0, _ = update_belief(sub, z, 0, LOOKAHEAD_RTOL)
+        b1, lp1 = update_belief_reference(sub, z, 1, LOOKAHEAD_RTOL)
+        b0, _ = update_belief_reference(sub, z, 0, LOOKAHEAD_RTOL)
         p1 = np.exp(lp1)
         u1 = bank @ (np.exp(b1.log_w) @ b1.means)          # [B, K] utilities after a click for i
         u0 = bank @ (np.exp(b0.log_w) @ b0.means)

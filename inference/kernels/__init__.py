@@ -2,11 +2,11 @@
 rules, batches of Laplace fits, and the recalibration fit.
 
 The kernels are the implementation every policy runs; nothing switches to another at run time.
-Each is checked against a plain NumPy oracle that states the same computation
-(``inference.mixture_belief.update_belief``, ``online.lookahead_reference``,
-``inference.laplace.laplace_fit_batch``, ``inference.recalibration_fit.fit_recalibration_map``, and
-closed forms in tests/inference/test_population.py): same Newton iterations, same tolerances, same
-tie-breaks, agreeing to rounding (tests/inference/test_kernels.py). Kernels allocate and
+The library's own functions over them (``inference.mixture_belief.update_belief``,
+``inference.laplace.laplace_fit_batch``, ``inference.recalibration_fit.fit_recalibration_map``) run
+them. Each is checked against a plain NumPy statement of the same computation (``inference.reference``,
+``online.lookahead_reference``, closed forms in tests/inference/test_population.py): same Newton
+iterations, same tolerances, same tie-breaks, agreeing to rounding (tests/inference/test_kernels.py). Kernels allocate and
 return new arrays and never write to their inputs, except `surrogate_estep`, which updates
 the per-session buffers of a population its caller has just copied (so the functional core
 stays pure).

@@ -4,10 +4,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inference.laplace import click_mode, laplace_update
-from tests.inference.laplace_reference import laplace_fit_batch_reference
-from inference.recalibration_fit import fit_recalibration_map
+from inference.reference import fit_recalibration_map_reference, laplace_fit_batch_reference, update_belief_reference
 from inference import kernels as kn
-from inference.mixture_belief import MixtureBelief, update_belief
+from inference.mixture_belief import MixtureBelief
 from online.lookahead_reference import lookahead_pair, lookahead_scores
 from online.pair_rules import greedy_pair
 
@@ -34,7 +33,7 @@ def test_mixture_update_matches_numpy(seed, y):
     rng = np.random.default_rng(seed)
     log_w, m, S, active = _mixture(rng)
     z = rng.standard_normal(D) * 2
-    ref, lp = update_belief(MixtureBelief(log_w, m, S), z, y)
+    ref, lp = update_belief_reference(MixtureBelief(log_w, m, S), z, y)
     w2, m2, S2, lp2 = kn.mixture_update(log_w, m, S, active, z, y)
     assert np.isclose(lp, lp2, atol=1e-12)
     np.testing.assert_allclose(w2[active], ref.log_w[active], atol=1e-12)
@@ -109,7 +108,7 @@ def test_recalibration_newton_matches_numpy():
     second = (first + 1 + rng.integers(0, K - 1, n)) % K
     rater, theta = rng.random((n, K)), rng.standard_normal((n, K + 1))
     y = (rng.random(n) < 0.5).astype(float)
-    ref = fit_recalibration_map(first, second, rater, theta, y)
+    ref = fit_recalibration_map_reference(first, second, rater, theta, y)
     w, it = kn.recalibration_newton(first, second, rater, theta, y, 10.0, 1e-3, np.r_[1.0, np.zeros(K * K)])
     assert it > 0
     assert np.isclose(w[0], ref.a, atol=1e-10)

@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.inference.laplace_reference import laplace_fit_batch_reference
+from inference.reference import laplace_fit_batch_reference
 from inference.sbc import simulate_clicks
 from inference import population as pp
 from inference.population import init_population, refit_population

@@ -1,0 +1,140 @@
+"""Plain NumPy statements of what the compiled kernels compute: the test oracles, run by no policy or fit.
+
+Each states the computation of one kernel of ``inference.kernels`` as readably as NumPy allows; the
+tests check the kernel against it (tests/inference/test_kernels.py), and the library runs the kernel.
+
+    update_belief_reference          ``kernels.mixture_update`` (``inference.mixture_belief.update_belief``)
+    laplace_fit_batch_reference      ``kernels.laplace_units`` (``inference.laplace.laplace_fit_batch``)
+    fit_recalibration_map_reference  ``kernels.recalibration_newton`` (``inference.recalibration_fit``)
+
+The lookahead pair rule's statement is ``online.lookahead_reference``.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import logsumexp
+
+from inference.constants import NEWTON_RTOL
+from inference.laplace import click_mode, log_sigmoid, sigmoid
+from inference.mixture_belief import MixtureBelief, probit_log_predictive
+from inference.recalibration_fit import RIDGE_A, Recalibration
+from tdmodels.population_model import RIDGE
+
+
+def update_belief_reference(belief: MixtureBelief, z: np.ndarray, y: int, rtol: float = NEWTON_RTOL) -> tuple[MixtureBelief, float]:
+    """Fold one click (z = phi_first - phi_second, y in {0, 1}) in; returns (belief, log p(y | belief)).
+    `rtol` is the one-click Newton's tolerance (looser in the lookahead, which needs means only)."""
+    Sz = belief.covs @ z                           # [C, d]
+    s = np.maximum(Sz @ z, 0.0)                    # [C] prior variance of eta
+    a = belief.means @ z                           # [C] prior mean of eta
+    log_pred_k = probit_log_predictive(a, s, y)
+    log_pred = float(logsumexp(belief.log_w + log_pred_k))
+    log_w = belief.log_w + log_pred_k - log_pred
+    eta = click_mode(a, s, int(y), rtol=rtol)
+    safe_s = np.where(s > 0, s, 1.0)
+    p = sigmoid(eta)
+    w = p * (1.0 - p)
+    means = belief.means + Sz * np.where(s > 0, (eta - a) / safe_s, 0.0)[:, None]
+    covs = belief.covs - np.einsum("ci,cj->cij", Sz, Sz) * (w / (1.0 + w * s))[:, None, None]
+    return MixtureBelief(log_w, means, covs), log_pred
+
+
+def laplace_fit_batch_reference(prior_means: np.ndarray, prior_covs: np.ndarray, Z: np.ndarray, y: np.ndarray,
+                      iters: int = 50, tol: float = 1e-10, init: np.ndarray | None = None
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`laplace_fit` for B independent units at once, plus the Laplace log evidence of each.
+
+    prior_means [B, d], prior_covs [B, d, d], Z [B, S, d], y [B, S]. Returns (modes [B, d],
+    covs [B, d, d], log_evidence [B]) with log p(y | unit) ~= log p(y | mode) + log N(mode;
+    prior) + d/2 log 2 pi + 1/2 log det cov. Newton with per-unit backtracking; raises
+    RuntimeError naming the units that did not converge. `init` [B, d] warm-starts Newton
+    (default: the prior means).
+    """
+    B, S, d = Z.shape
+    y = np.asarray(y, dtype=float)
+    P0 = np.linalg.inv(prior_covs)
+
+    def neg_log_post(t):
+        eta = np.einsum("bsd,bd->bs", Z, t)
+        r = t - prior_means
+        return 0.5 * np.einsum("bi,bij,bj->b", r, P0, r) + np.sum(np.logaddexp(0.0, eta) - y * eta, -1)
+
+    theta = np.array(prior_means if init is None else init, dtype=float)
+    f = neg_log_post(theta)
+    done = np.zeros(B, dtype=bool)
+    for _ in range(iters):
+        p = sigmoid(np.einsum("bsd,bd->bs", Z, theta))
+        grad = np.einsum("bsd,bs->bd", Z, y - p) - np.einsum("bij,bj->bi", P0, theta - prior_means)
+        H = np.einsum("bsd,bse->bde", Z, Z * (p * (1 - p))[..., None]) + P0
+        step = np.linalg.solve(H, grad[..., None])[..., 0]
+        t = np.ones(B)
+        while True:   # per-unit backtracking: Newton alone can cycle on flat logistic tails
+            f_new = neg_log_post(theta + t[:, None] * step)
+            worse = (f_new > f + 1e-10 * (1.0 + np.abs(f))) & (t > 1e-10)
+            if not worse.any():
+                break
+            t = np.where(worse, 0.5 * t, t)
+        theta = theta + t[:, None] * step
+        f = f_new
+        done = np.max(np.abs(t[:, None] * step), -1) < tol
+        if done.all():
+            break
+    if not done.all():
+        raise RuntimeError(f"batch Laplace: Newton did not converge for unit(s) {np.flatnonzero(~done)[:10].tolist()}")
+    p = sigmoid(np.einsum("bsd,bd->bs", Z, theta))
+    H = np.einsum("bsd,bse->bde", Z, Z * (p * (1 - p))[..., None]) + P0
+    cov = np.linalg.inv(H)
+    eta = np.einsum("bsd,bd->bs", Z, theta)
+    loglik = np.sum(y * log_sigmoid(eta) + (1 - y) * log_sigmoid(-eta), -1)
+    r = theta - prior_means
+    logprior = -0.5 * (np.einsum("bi,bij,bj->b", r, P0, r) + np.linalg.slogdet(prior_covs)[1] + d * np.log(2 * np.pi))
+    log_ev = loglik + logprior + 0.5 * d * np.log(2 * np.pi) + 0.5 * np.linalg.slogdet(cov)[1]
+    return theta, cov, log_ev
+
+
+def _design(first, second, rater, theta):
+    """Offsets [n] (persona part of the logit) and the Jacobian [n, 1 + K*K] in (a, vec A')."""
+    K = rater.shape[-1]
+    n = first.shape[0]
+    ind = np.eye(K)[first] - np.eye(K)[second]                    # [n, K]
+    offset = np.sum(theta[:, :K] * ind, -1)
+    w = theta[:, K]
+    g_diff = rater[np.arange(n), first] - rater[np.arange(n), second]
+    J_a = w * g_diff
+    J_dev = (w[:, None, None] * ind[:, :, None] * rater[:, None, :]).reshape(n, K * K)
+    return offset, np.concatenate([J_a[:, None], J_dev], 1)
+
+
+def fit_recalibration_map_reference(first, second, rater, theta, y, ridge: float = RIDGE, ridge_a: float = RIDGE_A,
+                          iters: int = 50, tol: float = 1e-10, init: np.ndarray | None = None) -> Recalibration:
+    """MAP (a, A') from clicks. first, second [n] persona indices; rater [n, K] the question's g for
+    every persona; theta [n, K + 1] the clicking user's weights; y [n] in {0, 1}; init [1 + K*K]
+    a starting (a, vec A') for Newton (default a = 1, A' = 0)."""
+    first, second = np.asarray(first).ravel(), np.asarray(second).ravel()
+    K = rater.shape[-1]
+    rater = np.asarray(rater, dtype=float).reshape(-1, K)
+    theta = np.asarray(theta, dtype=float).reshape(-1, K + 1)
+    y = np.asarray(y, dtype=float).ravel()
+    offset, J = _design(first, second, rater, theta)
+    pen = np.concatenate([[ridge_a], np.full(K * K, ridge)])
+    target = np.concatenate([[1.0], np.zeros(K * K)])
+    w = target.copy() if init is None else np.array(init, dtype=float)
+
+    def objective(w):
+        eta = offset + J @ w
+        return np.sum(np.logaddexp(0.0, eta) - y * eta) + 0.5 * np.sum(pen * (w - target) ** 2)
+
+    f = objective(w)
+    for it in range(1, iters + 1):
+        p = 1.0 / (1.0 + np.exp(-(offset + J @ w)))
+        grad = J.T @ (p - y) + pen * (w - target)
+        H = J.T @ (J * (p * (1 - p))[:, None]) + np.diag(pen)
+        step = np.linalg.solve(H, grad)
+        t = 1.0
+        while objective(w - t * step) > f + 1e-10 * (1.0 + abs(f)) and t > 1e-10:
+            t *= 0.5
+        w = w - t * step
+        f = objective(w)
+        if np.max(np.abs(t * step)) < tol:
+            return Recalibration(float(w[0]), w[1:].reshape(K, K), it)
+    raise RuntimeError(f"recalibration fit: Newton did not converge in {iters} iterations")
