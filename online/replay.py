@@ -157,38 +157,47 @@ def play(run: RunSetup, answer: Callable[[int, int], float] | None = None,
     state = learner.init(run.ctx)
     for a in range(N):
         s = sched.student[a]
-        state, info = learner.start_session(state, rng)
+        state, info = _pair_of(learner.start_session(state, rng), "start_session", spec, a, -1)
         seen("start_session", a, -1, info)
         for t in range(S):
             q = sched.question[a, t]
             Phi = feats[q]
             if asks:
-                k, info = learner.ask(state, Phi, rng)
+                k, info = _pair_of(learner.ask(state, Phi, rng), "ask", spec, a, t)
                 seen("ask", a, t, info)
                 if k is not None:
                     if type(k) not in (int, np.int64) or not 0 <= k < K:
                         raise PolicyOutputError(f"policy {spec!r} at arrival {a}, round {t}: ask returned {k!r}, "
                                                 f"expected None or a persona index in 0..{K - 1}")
                     value = float(answer(a, int(k)))
-                    state, info = learner.answer(state, Phi, int(k), value)
+                    state, info = _pair_of(learner.answer(state, Phi, int(k), value), "answer", spec, a, t)
                     seen("answer", a, t, info)
                     asked[a, t], answers[a, t] = k, value
                     continue
-            out, info = learner.select(state, Phi, rng)
+            out, info = _pair_of(learner.select(state, Phi, rng), "select", spec, a, t)
             seen("select", a, t, info)
             i, j = check_pair(out, K, spec, a, t)
             y = int(sched.uniform[a, t] < probs[s, q, i, j])
-            state, info = learner.update(state, Phi, (i, j), y)
+            state, info = _pair_of(learner.update(state, Phi, (i, j), y), "update", spec, a, t)
             seen("update", a, t, info)
             pairs[a, t] = i, j
             clicks[a, t] = y
-        state, info = learner.end_session(state)
+        state, info = _pair_of(learner.end_session(state), "end_session", spec, a, -1)
         seen("end_session", a, -1, info)
     return Played(pairs, clicks, asked, answers, time.perf_counter() - t0)
 
 
 def _ignore(kind, arrival, round_, info):
     pass
+
+
+def _pair_of(out, fn: str, spec: str, arrival: int, round_: int):
+    """A learner function's (state or pair, info), or one PolicyOutputError naming what it returned."""
+    if type(out) is tuple and len(out) == 2:
+        return out
+    first = "the pair" if fn == "select" else "k or None" if fn == "ask" else "the state"
+    where = f"arrival {arrival}" + (f", round {round_}" if round_ >= 0 else "")
+    raise PolicyOutputError(f"policy {spec!r} at {where}: {fn} returned {repr(out)[:80]}, expected ({first}, info)")
 
 
 def _play(world: xr.Dataset, seed: int, spec: str, arrivals: int | None, keep_log: bool) -> tuple[dict, ClickLog | None]:

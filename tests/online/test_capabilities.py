@@ -176,3 +176,13 @@ def test_the_adapter_resets_a_plugin_once_per_run_with_the_runs_generator():
         learner.select(state, np.zeros((6, 7)), rng)
         state, _ = learner.end_session(state)
     assert pol.resets == 1 and pol.rng is rng and pol.context == CTX._asdict()
+
+
+def update_returns_nothing():
+    base = resolve("random")()
+    return base._replace(update=lambda state, Phi, pair, y: None)
+
+
+def test_a_learner_function_that_returns_no_info_pair_is_one_clear_error(dev_world):
+    with pytest.raises(PolicyOutputError, match=r"update returned None, expected \(the state, info\)"):
+        replay(dev_world, 0, "tests.online.test_capabilities:update_returns_nothing", 2)
