@@ -35,8 +35,10 @@ else:
 
 def peak_mib(world: str, spec: str, arrivals: int | None) -> float:
     """The maximum resident set size, in MiB, of a new Python process that replays `spec` once."""
-    out = subprocess.run([sys.executable, "-c", _CHILD, json.dumps([world, spec, arrivals])], check=True,
+    out = subprocess.run([sys.executable, "-c", _CHILD, json.dumps([world, spec, arrivals])],
                          capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"memory benchmark: the replay of {spec!r} failed:\n{out.stderr[-2000:]}")
     return float(out.stdout.split()[-1])
 
 

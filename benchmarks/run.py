@@ -28,12 +28,16 @@ def parse(argv=None) -> argparse.Namespace:
     ap.add_argument("--policies", default=POLICIES, help="the replays' policies (random is the reference)")
     ap.add_argument("--json", help="also write the table here")
     a = ap.parse_args(argv)
-    groups = a.only.split(",") if a.only else list(GROUPS if a.long else SHORT)
-    unknown = sorted(set(groups) - set(GROUPS))
+    groups = [g.strip() for g in a.only.split(",")] if a.only else list(GROUPS if a.long else SHORT)
+    unknown = sorted(repr(g) for g in set(groups) - set(GROUPS))
     if unknown:
         ap.error(f"unknown group(s) {', '.join(unknown)}; known: {', '.join(GROUPS)}")
     if a.repeats < 1:
         ap.error("--repeats must be at least 1")
+    from tdmodels.rosters import ROSTERS
+
+    if a.world not in ROSTERS:
+        ap.error(f"unknown world {a.world!r}; the rosters: {', '.join(ROSTERS)}")
     a.groups = groups
     return a
 
@@ -56,7 +60,8 @@ def main(argv=None) -> int:
         elif group == "sweep":
             from benchmarks.sweep_overhead import measure_sweep
 
-            rows += measure_sweep([0, 1] if quick else list(range(16)), ["random", "no-transfer"], 6 if quick else 30)
+            rows += measure_sweep(a.world, [0, 1] if quick else list(range(16)), ["random", "no-transfer"],
+                                  6 if quick else 30)
         elif group == "memory":
             from benchmarks.memory import measure_memory
 

@@ -11,15 +11,15 @@ from online.sweep import run_sweep
 from tdmodels.rosters import open_world
 
 
-def measure_sweep(seeds: list[int], policies: list[str], arrivals: int) -> list[Ratio]:
-    """One sweep of len(seeds) x len(policies) cells of `arrivals` arrivals on dev, each into a fresh store."""
+def measure_sweep(world: str, seeds: list[int], policies: list[str], arrivals: int) -> list[Ratio]:
+    """One sweep of len(seeds) x len(policies) cells of `arrivals` arrivals on `world`, each into a fresh store."""
     times = {}
     with tempfile.TemporaryDirectory() as tmp:
         worlds = Path(tmp) / "worlds"
-        open_world("dev", directory=worlds)
+        open_world(world, directory=worlds)
         for label, kw in (("inline", {"inline": True}), ("1 worker", {"jobs": 1}), ("2 workers", {"jobs": 2})):
             t0 = time.perf_counter()
-            res = run_sweep(["dev"], seeds, policies, RunStore(Path(tmp) / label.replace(" ", "-")),
+            res = run_sweep([world], seeds, policies, RunStore(Path(tmp) / label.replace(" ", "-")),
                             worlds_dir=worlds, arrivals=arrivals, progress=False, **kw)
             times[label] = time.perf_counter() - t0
             if len(res.done) != len(seeds) * len(policies) or res.failed:

@@ -20,6 +20,7 @@ from inference.kernels._scalar import click_mode as kernel_click_mode
 from inference.kernels._scalar import click_modes
 from inference.kernels.laplace import laplace_units
 from inference.kernels.linalg import spd_factors
+from tdmodels.errors import InputError
 
 
 def sigmoid(x):
@@ -94,12 +95,25 @@ def laplace_fit_batch(prior_means: np.ndarray, prior_covs: np.ndarray, Z: np.nda
     not converge. `init` [B, d] warm-starts Newton (default: the prior means).
     """
     prior_means = np.ascontiguousarray(prior_means, dtype=float)
-    B = prior_means.shape[0]
-    precs, logdets = spd_factors(np.ascontiguousarray(prior_covs, dtype=float))
+    prior_covs = np.ascontiguousarray(prior_covs, dtype=float)
+    Z, y = np.ascontiguousarray(Z, dtype=float), np.ascontiguousarray(y, dtype=float)
+    start = prior_means if init is None else np.asarray(init, dtype=float)
+    if Z.ndim != 3 or prior_means.ndim != 2:
+        raise InputError(f"batch Laplace: Z must be [B, S, d] and prior_means [B, d], got {Z.shape} and {prior_means.shape}")
+    B, S, d = Z.shape
+    for name, a, shape in (("prior_means", prior_means, (B, d)), ("prior_covs", prior_covs, (B, d, d)),
+                           ("y", y, (B, S)), ("init", start, (B, d))):
+        if a.shape != shape:
+            raise InputError(f"batch Laplace: {name} has shape {a.shape}, expected {shape} for Z {Z.shape}")
+        if not np.isfinite(a).all():
+            raise InputError(f"batch Laplace: {name} has non-finite entries")
+    if not np.isfinite(Z).all():
+        raise InputError("batch Laplace: Z has non-finite entries")
+    precs, logdets = spd_factors(prior_covs)
+    if not (np.isfinite(precs).all() and np.isfinite(logdets).all()):
+        raise InputError("batch Laplace: a prior covariance is not symmetric positive definite")
     units = np.arange(B)
-    start = prior_means if init is None else init
-    modes, covs, log_ev, ok = laplace_units(np.ascontiguousarray(Z, dtype=float), np.ascontiguousarray(y, dtype=float),
-                                            units, units, prior_means, precs, logdets,
+    modes, covs, log_ev, ok = laplace_units(Z, y, units, units, prior_means, precs, logdets,
                                             np.array(start, dtype=float), iters, tol)
     if not ok.all():
         raise RuntimeError(f"batch Laplace: Newton did not converge for unit(s) {np.flatnonzero(~ok)[:10].tolist()}")

@@ -24,6 +24,7 @@ from scipy.special import logsumexp
 
 from inference.kernels.belief import mixture_update
 from inference.laplace import log_sigmoid
+from tdmodels.errors import InputError
 from tdmodels.priors import MixturePrior
 
 
@@ -63,9 +64,15 @@ def update_belief(belief: MixtureBelief, z: np.ndarray, y: int) -> tuple[Mixture
     """Fold one click (z = phi_first - phi_second, y in {0, 1}) in; returns (belief, log p(y | belief)).
     Slots with log weight -inf stay empty. Runs the compiled ``inference.kernels.mixture_update``."""
     log_w = np.asarray(belief.log_w, dtype=float)
-    w, m, S, log_pred = mixture_update(log_w, np.ascontiguousarray(belief.means, dtype=float),
-                                       np.ascontiguousarray(belief.covs, dtype=float), np.isfinite(log_w),
-                                       np.asarray(z, dtype=float), int(y))
+    means, covs = np.ascontiguousarray(belief.means, dtype=float), np.ascontiguousarray(belief.covs, dtype=float)
+    z = np.ascontiguousarray(z, dtype=float)
+    C, d = means.shape
+    if log_w.shape != (C,) or covs.shape != (C, d, d) or z.shape != (d,):
+        raise InputError(f"update_belief: log_w {log_w.shape}, means {means.shape}, covs {covs.shape} and z {z.shape} "
+                         f"do not fit one belief of {C} components in {d} dimensions")
+    if int(y) not in (0, 1) or not np.isfinite(z).all():
+        raise InputError(f"update_belief: y must be 0 or 1 and z finite, got y={y!r}")
+    w, m, S, log_pred = mixture_update(log_w, means, covs, np.isfinite(log_w), z, int(y))
     return MixtureBelief(w, m, S), float(log_pred)
 
 

@@ -17,6 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from inference.kernels.recalibration import recalibration_newton
+from tdmodels.errors import InputError
 from tdmodels.population_model import RIDGE
 
 RIDGE_A = 1e-3
@@ -45,7 +46,17 @@ def fit_recalibration_map(first, second, rater, theta, y, ridge: float = RIDGE, 
     rater = np.ascontiguousarray(np.asarray(rater, dtype=float).reshape(-1, K))
     theta = np.ascontiguousarray(np.asarray(theta, dtype=float).reshape(-1, K + 1))
     y = np.ascontiguousarray(np.asarray(y, dtype=float).ravel())
-    w0 = np.r_[1.0, np.zeros(K * K)] if init is None else np.array(init, dtype=float)
+    w0 = np.r_[1.0, np.zeros(K * K)] if init is None else np.array(init, dtype=float).ravel()
+    n = len(first)
+    if not (len(second) == len(rater) == len(theta) == len(y) == n):
+        raise InputError(f"recalibration fit: first, second, rater, theta and y must have one row per click, got "
+                         f"{len(first)}, {len(second)}, {len(rater)}, {len(theta)}, {len(y)}")
+    if n and not (0 <= min(first.min(), second.min()) and max(first.max(), second.max()) < K):
+        raise InputError(f"recalibration fit: persona indices must lie in 0..{K - 1}")
+    if w0.shape != (1 + K * K,):
+        raise InputError(f"recalibration fit: init must have {1 + K * K} entries, got {w0.shape}")
+    if not all(np.isfinite(a).all() for a in (rater, theta, y, w0)):
+        raise InputError("recalibration fit: non-finite input")
     w, it = recalibration_newton(first, second, rater, theta, y, float(ridge), float(ridge_a), w0, iters, tol)
     if it < 0:
         raise RuntimeError(f"recalibration fit: Newton did not converge in {iters} iterations")

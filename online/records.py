@@ -46,8 +46,8 @@ def checked_records(records, name: str) -> frozenset:
 class Recorder:
     """Keeps the declared records from the infos a replay passes it (``online.replay.play``'s `observe`)."""
 
-    def __init__(self, records, name: str):
-        self.name = name
+    def __init__(self, records, name: str, K: int, d: int):
+        self.name, self.K, self.d = name, K, d
         self.records = checked_records(records, name)
         self.kept = {r: [] for r in self.records}
         self.by_kind = {}
@@ -62,7 +62,32 @@ class Recorder:
             except AttributeError:
                 raise PolicyOutputError(f"policy {self.name!r} declares records {record!r} but its {kind} info "
                                         f"({type(info).__name__}) has no field {field!r}") from None
+            problem = self._problem(record, value)
+            if problem:
+                raise PolicyOutputError(f"policy {self.name!r} at arrival {arrival}: its {kind} info's {field} "
+                                        f"{problem} (record {record!r})")
             self.kept[record].append(value)
+
+    def _problem(self, record: str, value) -> str | None:
+        """What is wrong with a recorded value, or None."""
+        if record in ("arrival_priors", "session_beliefs"):
+            if not isinstance(value, MixturePrior):
+                return f"is a {type(value).__name__}, not a tdmodels.priors.MixturePrior"
+            w, m, S = (np.asarray(x) for x in value)
+            C = w.shape[0] if w.ndim == 1 else -1
+            if C < 1 or m.shape != (C, self.d) or S.shape != (C, self.d, self.d):
+                return f"has weights {w.shape}, means {m.shape}, covs {S.shape}: not a mixture in {self.d} dimensions"
+            if not (np.isfinite(w).all() and np.isfinite(m).all() and np.isfinite(S).all()):
+                return "has non-finite entries"
+        elif record == "arrival_recalibrations":
+            A = np.asarray(value)
+            if A.shape != (self.K, self.K) or not np.issubdtype(A.dtype, np.number) or not np.isfinite(A).all():
+                return f"is not a finite [{self.K}, {self.K}] array"
+        else:
+            if not (isinstance(value, tuple) and hasattr(value, "_fields") and value
+                    and all(isinstance(p, (float, int)) and 0.0 <= p <= 1.0 for p in value)):
+                return "is not a NamedTuple of probabilities, one per learner"
+        return None
 
     def fields(self, N: int, S: int) -> dict:
         """The click log's fields: {priors, recalibration, beliefs, predictions} for what was declared."""

@@ -315,11 +315,19 @@ def make_learner(spec: str) -> Learner:
         raise PolicySpecError(f"policy {ps.target!r} refused its settings ({shown}): {exc}") from None
     except (Exception, SystemExit) as exc:  # a researcher's constructor can raise (or exit with) anything
         raise PolicySpecError(f"policy {ps.target!r}: constructing it raised {type(exc).__name__}: {exc}") from None
+    if inspect.isclass(made):
+        raise PolicySpecError(f"policy {ps.target!r} returned a class ({made.__name__}), not a learner or a policy object")
+    if isinstance(made, tuple) and not isinstance(made, Learner):
+        raise PolicySpecError(f"policy {ps.target!r} returned a {type(made).__name__}: neither an online.learner.Learner "
+                              "nor a plug-in policy object")
     if not isinstance(made, Learner):
         missing = [m for m in PROTOCOL if not callable(getattr(made, m, None))]
         if missing:
             raise PolicySpecError(f"policy {ps.target!r} lacks protocol method(s) {', '.join(missing)}")
         return plugin_learner(made, ps.target)
+    broken = [f for f in Learner._fields[:5] if not callable(getattr(made, f))]
+    if broken:
+        raise PolicySpecError(f"policy {ps.target!r}: the learner's {', '.join(broken)} is not a function")
     checked_records(made.records, ps.target)
     if (made.ask is None) != (made.answer is None) or not all(
             f is None or callable(f) for f in (made.ask, made.answer)):

@@ -204,7 +204,7 @@ def _play(world: xr.Dataset, seed: int, spec: str, arrivals: int | None, keep_lo
     run = prepare_run(world, seed, spec, arrivals)
     arrivals, ps, sched = run.arrivals, run.spec, run.sched
     spec, target, settings = ps.canonical, ps.target, ps.settings
-    recorder = Recorder(run.learner.records, spec) if keep_log else None
+    recorder = Recorder(run.learner.records, spec, run.ctx.K, run.ctx.d) if keep_log else None
     played = play(run, observe=recorder)
     pairs, clicks, wall = played.pairs, played.clicks, played.wall_s
     N, S = sched.question.shape

@@ -44,4 +44,4 @@ def test_the_long_benchmarks_run(tmp_path):
 
 def test_an_unknown_group_is_one_clear_error(tmp_path):
     out = run("--only", "replay,speed", cwd=tmp_path)
-    assert out.returncode == 2 and "unknown group(s) speed" in out.stderr
+    assert out.returncode == 2 and "unknown group(s) 'speed'" in out.stderr

@@ -25,8 +25,8 @@ def objective(problem, x):
     raise NotImplementedError("objective is compiled into the kernels' Newton solvers")
 
 
-@njit(cache=True)
-def backtrack(problem, x, step, f, trial):
+@njit    # not cached itself: each solver's cached code holds its own compiled copy, so an edit to a
+def backtrack(problem, x, step, f, trial):    # solver's objective, in the solver's file, reaches its search
     """x + t step for t = 1, 1/2, 1/4, ... until the objective there does not exceed f by more than
     rounding (Newton alone can cycle on flat logistic tails), or t reaches its floor. Writes the point
     to `trial`; returns (the objective there, t)."""

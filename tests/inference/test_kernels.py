@@ -1,5 +1,6 @@
 """The compiled kernels compute what their NumPy counterparts compute (to rounding)."""
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -116,3 +117,26 @@ def test_recalibration_newton_matches_numpy():
     # warm-started at the answer it stops at once
     _, it2 = kn.recalibration_newton(first, second, rater, theta, y, 10.0, 1e-3, w)
     assert it2 == 1
+
+
+def test_the_library_wrappers_refuse_input_the_kernels_cannot_take():
+    """The kernels index without bounds checks: the functions over them check shapes, ranges and finiteness."""
+    from inference.laplace import laplace_fit_batch
+    from inference.mixture_belief import update_belief
+    from inference.recalibration_fit import fit_recalibration_map
+    from tdmodels.errors import InputError
+
+    rng = np.random.default_rng(0)
+    Z, y = rng.standard_normal((3, 5, D)), np.ones((3, 5))
+    m, S = np.zeros((3, D)), np.stack([np.eye(D)] * 3)
+    with pytest.raises(InputError, match="y has shape"):
+        laplace_fit_batch(m, S, Z, y[:2])
+    with pytest.raises(InputError, match="not symmetric positive definite"):
+        laplace_fit_batch(m, -S, Z, y)
+    first, second = np.array([0, 50]), np.array([1, 2])
+    with pytest.raises(InputError, match="persona indices"):
+        fit_recalibration_map(first, second, rng.random((2, K)), rng.standard_normal((2, K + 1)), np.ones(2))
+    with pytest.raises(InputError, match="one row per click"):
+        fit_recalibration_map(first[:1], second, rng.random((2, K)), rng.standard_normal((2, K + 1)), np.ones(2))
+    with pytest.raises(InputError, match="do not fit one belief"):
+        update_belief(MixtureBelief(np.zeros(1), np.zeros((1, D)), np.eye(D)[None]), np.ones(D + 1), 1)

@@ -94,7 +94,7 @@ def test_an_unknown_or_malformed_record_is_one_clear_error():
 
 
 def test_a_record_the_infos_lack_is_one_clear_error():
-    rec = Recorder(frozenset({"session_beliefs"}), "mine")
+    rec = Recorder(frozenset({"session_beliefs"}), "mine", 6, 7)
     with pytest.raises(PolicyOutputError, match="declares records 'session_beliefs' but its end_session info"):
         rec("end_session", 0, -1, None)
 
@@ -186,3 +186,33 @@ def update_returns_nothing():
 def test_a_learner_function_that_returns_no_info_pair_is_one_clear_error(dev_world):
     with pytest.raises(PolicyOutputError, match=r"update returned None, expected \(the state, info\)"):
         replay(dev_world, 0, "tests.online.test_capabilities:update_returns_nothing", 2)
+
+
+@pytest.mark.parametrize("record, kind, info, words", [
+    ("click_predictions", "update", type("I", (), {"predictions": 0.7})(), "not a NamedTuple of probabilities"),
+    ("session_beliefs", "end_session", type("I", (), {"belief": 3.0})(), "not a tdmodels.priors.MixturePrior"),
+    ("arrival_recalibrations", "start_session", type("I", (), {"A": np.eye(2)})(), r"not a finite \[6, 6\] array"),
+])
+def test_a_recorded_value_of_the_wrong_kind_is_one_clear_error(record, kind, info, words):
+    with pytest.raises(PolicyOutputError, match=words):
+        Recorder(frozenset({record}), "mine", 6, 7)(kind, 3, -1, info)
+
+
+def learner_without_select():
+    return resolve("random")()._replace(select=None)
+
+
+def five_functions_in_a_tuple():
+    return tuple(resolve("random")())[:5]
+
+
+@pytest.mark.parametrize("target, words", [("learner_without_select", "select is not a function"),
+                                           ("five_functions_in_a_tuple", "neither an online.learner.Learner"),
+                                           ("CountsResets", None)])
+def test_what_a_factory_returns_is_checked(target, words):
+    spec = f"tests.online.test_capabilities:{target}"
+    if words is None:
+        assert isinstance(make_learner(spec), Learner)          # a plug-in class: its instance, adapted
+        return
+    with pytest.raises(PolicySpecError, match=words):
+        make_learner(spec)
