@@ -38,6 +38,8 @@ def parse(argv=None) -> argparse.Namespace:
 
     if a.world not in ROSTERS:
         ap.error(f"unknown world {a.world!r}; the rosters: {', '.join(ROSTERS)}")
+    if a.json and (os.path.isdir(a.json) or not os.path.isdir(os.path.dirname(os.path.abspath(a.json)))):
+        ap.error(f"--json {a.json!r}: not a file in an existing folder")
     a.groups = groups
     return a
 

@@ -28,7 +28,6 @@ import numpy as np
 from online.learner import Learner
 from tdmodels.errors import InputError
 
-CONTEXT_KEYS = ("K", "d", "S", "beta", "b", "N")
 PROTOCOL = ("reset", "start_student", "select", "update", "end_student")
 
 
@@ -90,7 +89,7 @@ def plugin_learner(policy, name: str) -> Learner:
                                 "log; write a Learner whose infos carry them (online.records)")
 
     def init(context):
-        return PluginState(policy, {k: context[i] for i, k in enumerate(CONTEXT_KEYS)}, False)
+        return PluginState(policy, context._asdict(), False)
 
     def start_session(state, rng):
         if not state.started:

@@ -11,7 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run(*args, cwd):
+def run(*args):
     return subprocess.run([sys.executable, "-m", "benchmarks.run", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=900)
 
@@ -26,7 +26,7 @@ def check_table(path, groups):
 
 def test_the_short_benchmarks_run_in_one_process_and_print_ratios(tmp_path):
     out = run("--quick", "--only", "replay,sweep,memory", "--policies", "no-transfer,coduel,tempered-kg",
-              "--json", str(tmp_path / "t.json"), cwd=tmp_path)
+              "--json", str(tmp_path / "t.json"))
     assert out.returncode == 0, out.stderr[-3000:]
     rows = check_table(tmp_path / "t.json", ("replay", "sweep", "memory"))
     names = {(r["group"], r["name"], r["reference"]) for r in rows}
@@ -37,11 +37,11 @@ def test_the_short_benchmarks_run_in_one_process_and_print_ratios(tmp_path):
 
 @pytest.mark.slow
 def test_the_long_benchmarks_run(tmp_path):
-    out = run("--quick", "--only", "nuts,population", "--json", str(tmp_path / "t.json"), cwd=tmp_path)
+    out = run("--quick", "--only", "nuts,population", "--json", str(tmp_path / "t.json"))
     assert out.returncode == 0, out.stderr[-3000:]
     check_table(tmp_path / "t.json", ("nuts", "population"))
 
 
 def test_an_unknown_group_is_one_clear_error(tmp_path):
-    out = run("--only", "replay,speed", cwd=tmp_path)
+    out = run("--only", "replay,speed")
     assert out.returncode == 2 and "unknown group(s) 'speed'" in out.stderr

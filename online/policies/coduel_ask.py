@@ -29,7 +29,7 @@ import numpy as np
 from inference import population as pp
 from online.direct_questions import observe_linear, pair_cost, persona_contrast, question_gains
 from online.learner import Learner
-from online.policies.coduel import CODuelState, Settings, _recalibrated, coduel_learner, record_round
+from online.policies.coduel import CODuelState, _recalibrated, coduel, record_round
 from online.setting_range import Range, ranged
 from tdmodels.errors import InputError
 
@@ -93,9 +93,7 @@ def coduel_ask(max_questions: Annotated[int, Range(0, 1000)] = 1,
     if int(max_questions) < 0 or not float(answer_sd) > 0 or int(horizon) < 0:
         raise InputError(f"max_questions >= 0, answer_sd > 0 and horizon >= 0 are required, "
                          f"got {max_questions}, {answer_sd}, {horizon}")
-    base = coduel_learner(Settings(population=bool(population), recalibration=bool(recalibration),
-                                   lookahead=bool(lookahead), gate=bool(gate),
-                                   em_iters=int(em_iters), refresh=int(refresh), exact_estep=bool(exact_estep)))
+    base = coduel(population, recalibration, lookahead, gate, em_iters, refresh, exact_estep)
     max_questions, noise_var, horizon = int(max_questions), float(answer_sd) ** 2, int(horizon)
 
     def ask(state, Phi, rng):

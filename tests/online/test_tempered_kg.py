@@ -112,9 +112,7 @@ def test_select_leaves_the_state_as_it_was_and_update_returns_a_new_one(dev_worl
 
 def test_runs_are_deterministic(dev_world):
     a, b = replay(dev_world, 7, "tempered-kg", arrivals=ARR), replay(dev_world, 7, "tempered-kg", arrivals=ARR)
-    assert a["per_user"] == b["per_user"]
-    np.testing.assert_array_equal(_pairs(dev_world, 7, "tempered-kg", arrivals=16),
-                                  _pairs(dev_world, 7, "tempered-kg", arrivals=16))
+    assert a["per_user"] == b["per_user"] and a["played"] == b["played"]
 
 
 def test_names_and_defaults():
