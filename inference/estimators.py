@@ -22,17 +22,21 @@ def ridge_logistic(Z: np.ndarray, y: np.ndarray, lam: float, init: np.ndarray | 
     theta = np.zeros(d) if init is None else np.array(init, dtype=float)
     if len(Z) == 0:
         return np.zeros(d)
+    ridge = lam * np.eye(d)
     f = _objective(theta, Z, y, lam)
     for _ in range(iters):
         p = 1.0 / (1.0 + np.exp(-(Z @ theta)))
         grad = Z.T @ (p - y) + lam * theta
-        H = Z.T @ (Z * (p * (1 - p))[:, None]) + lam * np.eye(d)
+        H = Z.T @ (Z * (p * (1 - p))[:, None]) + ridge
         step = np.linalg.solve(H, grad)
         t = 1.0
-        while _objective(theta - t * step, Z, y, lam) > f + 1e-12 * (1.0 + abs(f)) and t > 1e-8:
+        while True:                    # halve while the objective rises; f ends at the accepted point
+            trial = theta - t * step
+            f_trial = _objective(trial, Z, y, lam)
+            if not (f_trial > f + 1e-12 * (1.0 + abs(f)) and t > 1e-8):
+                break
             t *= 0.5
-        theta = theta - t * step
-        f = _objective(theta, Z, y, lam)
+        theta, f = trial, f_trial
         if np.max(np.abs(t * step)) < tol:
             break
     return theta

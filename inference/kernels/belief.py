@@ -283,3 +283,39 @@ def lookahead_pair(log_w, means, covs, active, P, bank, remaining):
     if mu[bj] > mu[bi]:
         return bj, bi
     return bi, bj
+
+
+@njit(cache=True)
+def lookahead_bank(bank, n_bank, P):
+    """The lookahead's bank [min(n_bank, B - 1) + 1, K, d]: the newest min(n_bank, B - 1) rows of
+    bank [B, K, d] (its newest last), then this question P [K, d]."""
+    B = bank.shape[0]
+    keep = min(n_bank, B - 1)
+    out = np.empty((keep + 1,) + P.shape)
+    out[:keep] = bank[B - keep:]
+    out[keep] = P
+    return out
+
+
+@njit(cache=True)
+def coduel_pair(log_w, means, covs, active, Phi, A, bank_P, n_bank, remaining, lookahead):
+    """CODuel's pair for the question Phi [K, d] under recalibration A [K, K]: the lookahead pair over
+    the bank of recalibrated recent questions with this one last (`lookahead_bank`), or the greedy
+    pair. One call from Python for `recalibrated`, `lookahead_bank` and `lookahead_pair` /
+    `mixture_greedy`."""
+    P = recalibrated(Phi, A)
+    if lookahead:
+        return lookahead_pair(log_w, means, covs, active, P, lookahead_bank(bank_P, n_bank, P), remaining)
+    return mixture_greedy(log_w, means, active, P)
+
+
+@njit(cache=True)
+def coduel_click(log_w, means, covs, active, alone_log_w, alone_means, alone_covs, Phi, A, i, j, y):
+    """One click on the question Phi [K, d] under recalibration A into both beliefs (`update_both` on
+    z = P_i - P_j, P = `recalibrated`); returns (P, the population belief and log p(y), the
+    no-transfer belief and log p(y))."""
+    P = recalibrated(Phi, A)
+    z = P[i] - P[j]
+    w1, m1, S1, lp1, w2, m2, S2, lp2 = update_both(log_w, means, covs, active, alone_log_w, alone_means,
+                                                   alone_covs, z, y)
+    return P, w1, m1, S1, lp1, w2, m2, S2, lp2

@@ -137,8 +137,12 @@ def recalibrate(Phi: np.ndarray, A: np.ndarray) -> np.ndarray:
     return out
 
 
+def _float(Phi):
+    return Phi if Phi.dtype == np.float64 else Phi.astype(float)
+
+
 def _recalibrated(Phi, A):
-    return kn.recalibrated(Phi if Phi.dtype == np.float64 else Phi.astype(float), A)
+    return kn.recalibrated(_float(Phi), A)
 
 
 def _belief_from(pop: Population) -> MixtureBelief:
@@ -203,17 +207,11 @@ def arrival(state: CODuelState) -> tuple[CODuelState, ArrivalInfo]:
 def select(state: CODuelState, Phi: np.ndarray, settings: Settings = Settings()) -> tuple[int, int]:
     """The pair to show for the question Phi [K, d]; the lookahead's bank is the state's with Phi added."""
     s = settings
-    P = _recalibrated(Phi, state.A)
     b = state.belief if state.transfer else state.alone
     active = state.pop.active if state.transfer else _ONE
-    if state.transfer and s.lookahead:
-        B = len(state.bank_P)
-        keep = min(state.n_bank, B - 1)
-        bank_P = np.concatenate([state.bank_P[B - keep:], P[None]])
-        remaining = s.lookahead_weight * (len(state.session.y) - state.t - 1)
-        pair = kn.lookahead_pair(b.log_w, b.means, b.covs, active, P, bank_P, remaining)
-    else:
-        pair = kn.mixture_greedy(b.log_w, b.means, active, P)
+    remaining = s.lookahead_weight * (len(state.session.y) - state.t - 1)
+    pair = kn.coduel_pair(b.log_w, b.means, b.covs, active, _float(Phi), state.A, state.bank_P, state.n_bank,
+                          remaining, state.transfer and s.lookahead)
     return int(pair[0]), int(pair[1])
 
 
@@ -221,11 +219,10 @@ def update(state: CODuelState, Phi: np.ndarray, pair: tuple[int, int], y: int,
            settings: Settings = Settings()) -> tuple[CODuelState, UpdateInfo]:
     """Fold the click y (1 if pair[0] won) on the question Phi into both beliefs; Phi joins the bank."""
     i, j = pair
-    P = _recalibrated(Phi, state.A)
-    z = P[i] - P[j]
+    Phi = _float(Phi)
     b, a = state.belief, state.alone
-    w1, m1, S1, lp_pop, w2, m2, S2, lp_alone = kn.update_both(b.log_w, b.means, b.covs, state.pop.active,
-                                                              a.log_w, a.means, a.covs, z, int(y))
+    P, w1, m1, S1, lp_pop, w2, m2, S2, lp_alone = kn.coduel_click(b.log_w, b.means, b.covs, state.pop.active,
+                                                                 a.log_w, a.means, a.covs, Phi, state.A, i, j, int(y))
     belief, alone = MixtureBelief(w1, m1, S1), MixtureBelief(w2, m2, S2)
     state = state._replace(belief=belief, alone=alone, gate=gt.observe(state.gate, lp_pop, lp_alone),
                            t=state.t + 1, session=record_round(state.session, state.t, i, j, Phi[:, -1], float(y)))

@@ -20,6 +20,7 @@ from typing import Annotated, NamedTuple
 import numpy as np
 
 from inference.estimators import ridge_least_squares, ridge_logistic
+from online import append_only
 from online.learner import Learner, no_session_info
 from online.setting_range import Range, ranged
 from tdmodels.errors import InputError
@@ -29,26 +30,42 @@ ALPHA = 1.0
 ESTIMATORS = ("logistic", "least-squares")
 
 
-class COLDBState(NamedTuple):
-    """Every user's clicks and own estimate, the user graph, and the current user's cluster with its pooled estimate."""
-    Z: np.ndarray          # [N, S, d] every user's design rows (filled up to counts)
+class Users(NamedTuple):
+    """The users whose sessions are over, in [N, ...] buffers shared between states (``online.append_only``):
+    a state reads rows [:user] alone."""
+    Z: np.ndarray          # [N, S, d] design rows (filled up to counts)
     y: np.ndarray          # [N, S] clicks
     counts: np.ndarray     # [N] T_i
-    theta: np.ndarray      # [N, d] each user's own estimate
-    gram: np.ndarray       # [N, d, d] sum z z^T per user
-    moment: np.ndarray     # [N, d] sum z (2y - 1) per user
-    adjacency: np.ndarray  # [N, N] bool user graph
+    theta: np.ndarray      # [N, d] own estimates
+    gram: np.ndarray       # [N, d, d] sum z z^T
+    moment: np.ndarray     # [N, d] sum z (2y - 1)
+    adjacency: np.ndarray  # [N, N] bool user graph (symmetric on [:user, :user])
+    mark: np.ndarray       # [1] rows written (``online.append_only``)
+
+
+class COLDBState(NamedTuple):
+    """The earlier users, the current user's own clicks and estimate and its graph edges, and the current
+    user's cluster with its pooled estimate."""
+    users: Users
     user: int              # current user, -1 before the first
-    cluster: np.ndarray    # [n_V] users in the current user's component
+    Z: np.ndarray          # [S, d] the current user's design rows (the first `count` filled)
+    y: np.ndarray          # [S] its clicks
+    count: int             # T_user
+    theta: np.ndarray      # [d] its own estimate
+    gram: np.ndarray       # [d, d] sum z z^T over its clicks
+    moment: np.ndarray     # [d] sum z (2y - 1)
+    edges: np.ndarray      # [N] bool its edges to earlier users
+    cluster: np.ndarray    # [n_V] users in the current user's component, itself last
     theta_cluster: np.ndarray  # [d] the pooled estimate of the current cluster (also the next fit's warm start)
     M_cluster: np.ndarray  # [d, d] lam I + sum z z^T over the current cluster
 
 
 def init(N: int, S: int, d: int) -> COLDBState:
     """No users yet: buffers for N users of S rounds in d features."""
-    return COLDBState(np.zeros((N, S, d)), np.zeros((N, S)), np.zeros(N, dtype=int), np.zeros((N, d)),
-                      np.zeros((N, d, d)), np.zeros((N, d)), np.zeros((N, N), dtype=bool), -1,
-                      np.zeros(0, dtype=int), np.zeros(d), np.eye(d))
+    users = Users(np.zeros((N, S, d)), np.zeros((N, S)), np.zeros(N, dtype=int), np.zeros((N, d)),
+                  np.zeros((N, d, d)), np.zeros((N, d)), np.zeros((N, N), dtype=bool), append_only.new_mark())
+    return COLDBState(users, -1, np.zeros((S, d)), np.zeros(S), 0, np.zeros(d), np.zeros((d, d)), np.zeros(d),
+                      np.zeros(N, dtype=bool), np.zeros(0, dtype=int), np.zeros(d), np.eye(d))
 
 
 def component(adjacency: np.ndarray, u: int, n: int) -> np.ndarray:
@@ -63,23 +80,68 @@ def component(adjacency: np.ndarray, u: int, n: int) -> np.ndarray:
     return np.flatnonzero(seen)
 
 
+def current_component(state: COLDBState) -> np.ndarray:
+    """`component` of the current user u among users [:u + 1]: the earlier users' graph with u's own edges
+    (read in place, never assembled into a new [N, N] matrix)."""
+    u = state.user
+    earlier, edges = state.users.adjacency[:u, :u], state.edges[:u]
+    seen = np.zeros(u + 1, dtype=bool)
+    seen[u] = True
+    frontier = seen.copy()
+    while frontier.any():
+        reach = np.zeros(u + 1, dtype=bool)
+        reach[:u] = earlier[frontier[:u]].any(0)
+        if frontier[u]:
+            reach[:u] |= edges
+        reach[u] = (edges & frontier[:u]).any()
+        reach &= ~seen
+        seen |= reach
+        frontier = reach
+    return np.flatnonzero(seen)
+
+
+def _freeze(state: COLDBState) -> Users:
+    """The users with the current one's session added at row `user` (and column, in the graph)."""
+    u = state.user
+    if u < 0:
+        return state.users
+    users, mark = state.users, state.users.mark
+    (Z, y, counts, theta, gram, moment, adj), mark = append_only.writable_at(u, mark, users[:-1])
+    Z[u], y[u], counts[u], theta[u], gram[u], moment[u] = state.Z, state.y, state.count, state.theta, state.gram, \
+        state.moment
+    adj[u, :u] = adj[:u, u] = state.edges[:u]
+    return Users(Z, y, counts, theta, gram, moment, adj, mark)
+
+
 def start_session(state: COLDBState) -> COLDBState:
     """The next user joins the graph connected to every earlier user; its cluster is its connected component."""
+    users = _freeze(state)
     u = state.user + 1
-    adj = state.adjacency.copy()
-    adj[u, :u] = adj[:u, u] = True
-    return state._replace(user=u, adjacency=adj, cluster=component(adj, u, u + 1))
+    edges = np.zeros_like(state.edges)
+    edges[:u] = True
+    state = state._replace(users=users, user=u, Z=np.zeros_like(state.Z), y=np.zeros_like(state.y), count=0,
+                           theta=np.zeros_like(state.theta), gram=np.zeros_like(state.gram),
+                           moment=np.zeros_like(state.moment), edges=edges)
+    return state._replace(cluster=current_component(state))
+
+
+def _with_current(frozen: np.ndarray, V: np.ndarray, current) -> np.ndarray:
+    """frozen[V] with the current user's row (V's last) in place of its unwritten one."""
+    out = frozen[V]
+    out[-1] = current
+    return out
 
 
 def cluster_estimate(state: COLDBState, lam: float, estimator: str) -> tuple[np.ndarray, np.ndarray]:
     """(theta_V [d], M_V [d, d]) pooled over the current cluster."""
-    V = state.cluster
-    d = state.theta.shape[1]
-    M = lam * np.eye(d) + state.gram[V].sum(0)
+    V, users = state.cluster, state.users
+    d = state.theta.shape[0]
+    M = lam * np.eye(d) + _with_current(users.gram, V, state.gram).sum(0)
     if estimator == "least-squares":
-        return ridge_least_squares(M - lam * np.eye(d), state.moment[V].sum(0), lam), M
-    seen = (np.arange(state.y.shape[1]) < state.counts[V][:, None]).ravel()
-    rows, ys = state.Z[V].reshape(-1, d)[seen], state.y[V].ravel()[seen]
+        return ridge_least_squares(M - lam * np.eye(d), _with_current(users.moment, V, state.moment).sum(0), lam), M
+    seen = (np.arange(state.y.shape[0]) < _with_current(users.counts, V, state.count)[:, None]).ravel()
+    rows = _with_current(users.Z, V, state.Z).reshape(-1, d)[seen]
+    ys = _with_current(users.y, V, state.y).ravel()[seen]
     return ridge_logistic(rows, ys, lam, init=state.theta_cluster, iters=8), M
 
 
@@ -99,24 +161,23 @@ def _f(T, alpha):
 
 def update(state: COLDBState, z: np.ndarray, y: int, lam: float, alpha: float, estimator: str) -> COLDBState:
     """Fold the click (design z, y) into the current user's estimate, cut graph edges to users whose estimates are now too far apart, and refit the cluster's pooled estimate."""
-    i, t = state.user, int(state.counts[state.user])
-    Z, Y, counts = state.Z.copy(), state.y.copy(), state.counts.copy()
-    gram, moment, theta = state.gram.copy(), state.moment.copy(), state.theta.copy()
-    Z[i, t], Y[i, t] = z, y
-    counts[i] = t + 1
-    gram[i] += np.outer(z, z)
-    moment[i] += z * (2.0 * y - 1.0)
+    i, t = state.user, state.count
+    Z, Y = state.Z.copy(), state.y.copy()
+    Z[t], Y[t] = z, y
+    count = t + 1
+    gram = state.gram + np.outer(z, z)
+    moment = state.moment + z * (2.0 * y - 1.0)
     if estimator == "least-squares":
-        theta[i] = ridge_least_squares(gram[i], moment[i], lam)
+        theta = ridge_least_squares(gram, moment, lam)
     else:
-        theta[i] = ridge_logistic(Z[i, :t + 1], Y[i, :t + 1], lam, init=theta[i])
-    n = i + 1
-    adj = state.adjacency.copy()
-    nb = np.flatnonzero(adj[i, :n])
-    cut = nb[np.linalg.norm(theta[nb] - theta[i], axis=1) > _f(counts[i], alpha) + _f(counts[nb], alpha)]
-    adj[i, cut] = adj[cut, i] = False
-    return state._replace(Z=Z, y=Y, counts=counts, gram=gram, moment=moment, theta=theta, adjacency=adj,
-                          cluster=component(adj, i, n))
+        theta = ridge_logistic(Z[:t + 1], Y[:t + 1], lam, init=state.theta)
+    users = state.users
+    edges = state.edges.copy()
+    nb = np.flatnonzero(edges[:i])
+    cut = nb[np.linalg.norm(users.theta[nb] - theta, axis=1) > _f(count, alpha) + _f(users.counts[nb], alpha)]
+    edges[cut] = False
+    state = state._replace(Z=Z, y=Y, count=count, gram=gram, moment=moment, theta=theta, edges=edges)
+    return state._replace(cluster=current_component(state))
 
 
 @ranged
@@ -150,13 +211,13 @@ def coldb(estimator: str = "logistic", lam: Annotated[float, Range(0, 1e6, lo_op
         return state._replace(theta_cluster=theta, M_cluster=M)
 
     def select(state, Phi, rng):
-        N, S, d = state.Z.shape
+        S, d = state.Z.shape
         width = float(beta) if beta is not None else float(np.sqrt(d * np.log(S)))
         return choose(state.theta_cluster, state.M_cluster, Phi, width), None
 
     def click(state, Phi, pair, y):
         state = update(state, Phi[pair[0]] - Phi[pair[1]], y, lam, alpha, estimator)
-        last = state.counts[state.user] == state.Z.shape[1]       # no select follows in this session
+        last = state.count == state.Z.shape[0]                    # no select follows in this session
         return (state if last else estimated(state)), None
 
     return Learner(lambda context: init(context.N, context.S, context.d),

@@ -80,6 +80,31 @@ def test_lookahead_matches_numpy(seed):
     assert kn.lookahead_pair(log_w, m, S, active, P, bank, R) == lookahead_pair(MixtureBelief(log_w, m, S), P, bank, R)
 
 
+@given(st.integers(0, 10_000), st.integers(0, 20), st.booleans())
+@settings(max_examples=25, deadline=None)
+def test_coduel_pair_and_click_are_the_kernels_they_fuse(seed, n_bank, lookahead):
+    """CODuel's one-call kernels give bit for bit what the kernels they call give on the bank CODuel
+    assembled before (the newest min(n_bank, B - 1) rows, then this question)."""
+    rng = np.random.default_rng(seed)
+    log_w, m, S, active = _mixture(rng)
+    Phi, A = _phi(rng), np.eye(K) + 0.1 * rng.standard_normal((K, K))
+    bank = np.stack([_phi(rng) for _ in range(8)])
+    P = kn.recalibrated(Phi, A)
+    keep = min(n_bank, len(bank) - 1)
+    full = np.concatenate([bank[len(bank) - keep:], P[None]])
+    np.testing.assert_array_equal(kn.lookahead_bank(bank, n_bank, P), full)
+    R = float(rng.integers(0, 20))
+    want = kn.lookahead_pair(log_w, m, S, active, P, full, R) if lookahead else kn.mixture_greedy(log_w, m, active, P)
+    assert kn.coduel_pair(log_w, m, S, active, Phi, A, bank, n_bank, R, lookahead) == want
+    i, j = rng.choice(K, 2, replace=False)
+    y = int(rng.integers(2))
+    got = kn.coduel_click(log_w, m, S, active, np.zeros(1), m[:1], S[:1], Phi, A, i, j, y)
+    ref = kn.update_both(log_w, m, S, active, np.zeros(1), m[:1], S[:1], P[i] - P[j], y)
+    np.testing.assert_array_equal(got[0], P)
+    for g, r in zip(got[1:], ref):
+        np.testing.assert_array_equal(g, r)
+
+
 @given(st.lists(st.sampled_from([0.0, 1.0, 2.0]), min_size=K, max_size=K))
 @settings(deadline=None)          # the first example may pay for compiling the kernel
 def test_greedy_ties_break_like_a_stable_sort(u):

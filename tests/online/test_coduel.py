@@ -140,16 +140,10 @@ def test_the_log_reads_each_users_clicks_with_the_recalibration_in_force(dev_wor
     np.testing.assert_array_equal(back.recalibration, A)
 
 
-def test_the_lookahead_bank_holds_the_bank_size_most_recent_questions(dev_world, monkeypatch):
+def test_the_lookahead_bank_holds_the_bank_size_most_recent_questions(dev_world):
     """Bug: the bank was cut with a negative index while it filled up (bank[len - 15:]), so it never
     held more than 8 questions instead of the world's 16. It holds the b most recent, this one last."""
     seen = []
-
-    def spy(log_w, means, covs, active, P, bank, remaining):
-        seen.append(bank.copy())
-        return (0, 1)
-
-    monkeypatch.setattr(cd.kn, "lookahead_pair", spy)
     feats = dev_world["features"].values
     learner, rng = cd.coduel(gate=False, recalibration=False), np.random.default_rng(0)
     state = learner.init(Context(6, 7, 24, 1.0, 16, 3))
@@ -160,6 +154,8 @@ def test_the_lookahead_bank_holds_the_bank_size_most_recent_questions(dev_world,
             Phi = feats[(a * 24 + t) % len(feats)]
             pair, _ = learner.select(state, Phi, rng)
             shown.append(Phi)
+            if state.transfer:                                # the bank coduel_pair hands the lookahead
+                seen.append(cd.kn.lookahead_bank(state.bank, state.n_bank, Phi))
             state, _ = learner.update(state, Phi, pair, t % 2)
         state, _ = learner.end_session(state)
     assert len(seen) == 24                                    # the second session transfers (gate off)

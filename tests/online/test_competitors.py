@@ -47,16 +47,72 @@ def test_coldb_graph_clusters_and_pooled_estimate():
     for y in (1, 1, 1, 1):
         s = coldb.update(s, np.array([1.0, 0.0]), y, lam=1.0, alpha=1.0, estimator="logistic")
     s = coldb.start_session(s)
-    assert s.user == 1 and list(s.cluster) == [0, 1] and s.adjacency[0, 1]
+    assert s.user == 1 and list(s.cluster) == [0, 1] and s.edges[0]
     for y in (0, 0, 0, 0):                                     # the opposite user: the edge is cut
         s = coldb.update(s, np.array([1.0, 0.0]), y, lam=0.1, alpha=0.2, estimator="logistic")
-    assert not s.adjacency[0, 1] and list(s.cluster) == [1]
+    assert not s.edges[0] and list(s.cluster) == [1]
     theta, M = coldb.cluster_estimate(s, lam=0.1, estimator="logistic")
     np.testing.assert_allclose(theta, ridge_logistic(np.tile([1.0, 0.0], (4, 1)), np.zeros(4), 0.1), atol=1e-8)
     np.testing.assert_allclose(M, 0.1 * np.eye(2) + 4 * np.outer([1.0, 0.0], [1.0, 0.0]))
     adj = np.zeros((5, 5), dtype=bool)
     adj[0, 1] = adj[1, 0] = adj[1, 2] = adj[2, 1] = adj[3, 4] = adj[4, 3] = True
     assert list(coldb.component(adj, 2, 5)) == [0, 1, 2] and list(coldb.component(adj, 4, 5)) == [3, 4]
+
+
+def _coldb_run(learner, state, feats, users, seed):
+    rng = np.random.default_rng(seed)
+    pairs = []
+    for _ in range(users):
+        state, _ = learner.start_session(state, rng)
+        for t in range(4):
+            Phi = feats[rng.integers(len(feats))]
+            pair, _ = learner.select(state, Phi, rng)
+            pairs.append(pair)
+            state, _ = learner.update(state, Phi, pair, int(rng.integers(2)))
+        state, _ = learner.end_session(state)
+    return state, pairs
+
+
+def test_coldb_states_stay_as_they_were_when_a_caller_branches(dev_world):
+    """COLDB's earlier users live in buffers its states share (no [N, N] copy a click); a state reused
+    after a later one appended (two branches from one past) still plays as a fresh run would, and
+    neither branch sees the other's users."""
+    from online.learner import Context
+    from online.policies.coldb import coldb as make
+
+    feats = dev_world["features"].values
+    learner = make()
+    ctx = Context(6, 7, 4, 1.0, 16, 9)
+    past, _ = _coldb_run(learner, learner.init(ctx), feats, 3, 0)
+    def seen(users, n):                                             # what a state with n users over reads
+        return [x[:n, :n] if name == "adjacency" else x[:n] for name, x in zip(users._fields[:-1], users)]
+
+    past_rows = [x.copy() for x in seen(past.users, 2)]             # users 0-1 are over, user 2 is current
+    a, pairs_a = _coldb_run(learner, past, feats, 3, 1)
+    a_rows = [x.copy() for x in seen(a.users, 5)]
+    b, pairs_b = _coldb_run(learner, past, feats, 3, 2)             # a second branch from the same past
+    for x, want in zip(seen(a.users, 5), a_rows):                   # the first branch's users are its own
+        np.testing.assert_array_equal(x, want)
+    for x, want in zip(seen(past.users, 2), past_rows):
+        np.testing.assert_array_equal(x, want)
+    assert _coldb_run(learner, past, feats, 3, 1)[1] == pairs_a
+    fresh, _ = _coldb_run(learner, learner.init(ctx), feats, 3, 0)
+    assert _coldb_run(learner, fresh, feats, 3, 2)[1] == pairs_b
+
+
+@given(st.integers(0, 10_000), st.integers(1, 12))
+@settings(max_examples=40, deadline=None)
+def test_current_component_is_the_component_of_the_whole_graph(seed, u):
+    rng = np.random.default_rng(seed)
+    full = np.triu(rng.random((u + 1, u + 1)) < 0.25, 1)
+    full = full | full.T
+    N = u + 3
+    users = coldb.init(N=N, S=2, d=2).users
+    users.adjacency[:u, :u] = full[:u, :u]
+    edges = np.zeros(N, dtype=bool)
+    edges[:u] = full[u, :u]
+    s = coldb.init(N=N, S=2, d=2)._replace(users=users, user=u, edges=edges)
+    assert list(coldb.current_component(s)) == list(coldb.component(full, u, u + 1))
 
 
 def test_least_squares_estimate_from_sufficient_statistics():
