@@ -1,7 +1,9 @@
 """Run the benchmarks and print one table of ratios (see ``benchmarks``).
 
     python -m benchmarks.run [--world dev] [--only replay,sweep,memory,nuts,population] [--long] [--quick]
-        [--repeats 3] [--json table.json]
+        [--repeats 3] [--arrivals N] [--json table.json]
+    python -m benchmarks.run --short [--json benchmarks/baseline.json]   # the replays CI checks
+    python -m benchmarks.run --check benchmarks/baseline.json            # exit 1 on a regression
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import sys
 from datetime import datetime, timezone
 
 from benchmarks.measure import table, to_json
+from benchmarks.regression import ALLOWANCE
 
 GROUPS = ("replay", "sweep", "memory", "nuts", "population")
 SHORT = ("replay", "sweep", "memory")
@@ -26,8 +29,33 @@ def parse(argv=None) -> argparse.Namespace:
     ap.add_argument("--quick", action="store_true", help="small sizes: that every benchmark runs, not its figures")
     ap.add_argument("--repeats", type=int, default=3, help="best of this many replays")
     ap.add_argument("--policies", default=POLICIES, help="the replays' policies (random is the reference)")
+    ap.add_argument("--arrivals", type=int, help="replays on the first N arrivals (default: all)")
     ap.add_argument("--json", help="also write the table here")
+    ap.add_argument("--short", action="store_true",
+                    help="the short form CI checks: replays of a few policies on the first arrivals of dev")
+    ap.add_argument("--check", metavar="TABLE",
+                    help="measure what the committed TABLE (written with --short --json) measured; exit 1 if a "
+                         f"ratio is more than {(ALLOWANCE - 1) * 100:.0f}%% above the committed one")
     a = ap.parse_args(argv)
+    if a.check:
+        from benchmarks.regression import load_baseline
+
+        try:
+            meta, a.committed = load_baseline(a.check)
+        except ValueError as exc:
+            ap.error(str(exc))
+        a.short, a.world, a.policies = True, meta["world"], meta["policies"]
+        a.arrivals, a.repeats = meta.get("arrivals"), int(meta.get("repeats", 3))
+    elif a.short:
+        from benchmarks.regression import SHORT_ARRIVALS, SHORT_POLICIES, SHORT_REPEATS
+
+        a.policies = SHORT_POLICIES
+        a.arrivals = a.arrivals or SHORT_ARRIVALS
+        a.repeats = SHORT_REPEATS if a.repeats == 3 else a.repeats
+    if a.short:
+        a.only = "replay"
+    if a.arrivals is not None and a.arrivals < 1:
+        ap.error("--arrivals must be at least 1")
     groups = [g.strip() for g in a.only.split(",")] if a.only else list(GROUPS if a.long else SHORT)
     unknown = sorted(repr(g) for g in set(groups) - set(GROUPS))
     if unknown:
@@ -58,7 +86,8 @@ def main(argv=None) -> int:
             from benchmarks.replay_speed import measure_replays
             from tdmodels.simulator import build_roster
 
-            rows += measure_replays(build_roster(a.world), policies, 1 if quick else a.repeats, 12 if quick else None)
+            rows += measure_replays(build_roster(a.world), policies, 1 if quick else a.repeats,
+                                    12 if quick else a.arrivals)
         elif group == "sweep":
             from benchmarks.sweep_overhead import measure_sweep
 
@@ -80,12 +109,22 @@ def main(argv=None) -> int:
         print(table([r for r in rows if r.group == group]), flush=True)
     meta = {"when": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": platform.machine(),
             "processor": platform.processor(), "cores": os.cpu_count(), "python": platform.python_version(),
-            "world": a.world, "quick": quick, "repeats": a.repeats}
+            "world": a.world, "quick": quick, "repeats": a.repeats, "arrivals": a.arrivals, "policies": a.policies,
+            "short": a.short}
     print(f"\n{meta['cores']} cores, {meta['machine']}; every ratio against a reference measured in this run")
     print(table(rows))
     if a.json:
         with open(a.json, "w") as fh:
             fh.write(to_json(rows, meta))
+    if a.check:
+        from benchmarks.regression import compare
+
+        lines, bad = compare(rows, a.committed)
+        print(f"\nagainst {a.check} (a ratio over {ALLOWANCE:.1f}x the committed one is a regression):")
+        print("\n".join(lines))
+        if bad:
+            print(f"{len(bad)} regression(s)", file=sys.stderr)
+            return 1
     return 0
 
 

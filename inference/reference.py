@@ -6,6 +6,7 @@ tests check the kernel against it (tests/inference/test_kernels.py), and the lib
     update_belief_reference          ``kernels.mixture_update`` (``inference.mixture_belief.update_belief``)
     laplace_fit_batch_reference      ``kernels.laplace_units`` (``inference.laplace.laplace_fit_batch``)
     fit_recalibration_map_reference  ``kernels.recalibration_newton`` (``inference.recalibration_fit``)
+    ridge_logistic_reference         ``kernels.ridge_logistic_mode`` (``inference.estimators.ridge_logistic``)
 
 The lookahead pair rule's statement is ``online.lookahead_reference``.
 """
@@ -138,3 +139,29 @@ def fit_recalibration_map_reference(first, second, rater, theta, y, ridge: float
         if np.max(np.abs(t * step)) < tol:
             return Recalibration(float(w[0]), w[1:].reshape(K, K), it)
     raise RuntimeError(f"recalibration fit: Newton did not converge in {iters} iterations")
+
+
+def ridge_logistic_reference(Z: np.ndarray, y: np.ndarray, lam: float, init: np.ndarray | None = None,
+                             iters: int = 25, tol: float = 1e-8) -> np.ndarray:
+    """argmin_theta sum_t [log(1 + e^eta_t) - y_t eta_t] + lam/2 ||theta||^2, eta = Z theta: Newton from
+    `init` (zeros), halving a step while the objective rises, stopping at a step under `tol`."""
+    def objective(theta):
+        eta = Z @ theta
+        return float(np.sum(np.logaddexp(0.0, eta) - y * eta) + 0.5 * lam * theta @ theta)
+
+    d = Z.shape[1]
+    theta = np.zeros(d) if init is None else np.array(init, dtype=float)
+    if len(Z) == 0:
+        return theta * 0.0
+    f = objective(theta)
+    for _ in range(iters):
+        p = 1.0 / (1.0 + np.exp(-(Z @ theta)))
+        step = np.linalg.solve(Z.T @ (Z * (p * (1 - p))[:, None]) + lam * np.eye(d), Z.T @ (p - y) + lam * theta)
+        t = 1.0
+        while objective(theta - t * step) > f + 1e-12 * (1.0 + abs(f)) and t > 1e-8:
+            t *= 0.5
+        theta = theta - t * step
+        f = objective(theta)
+        if np.max(np.abs(t * step)) < tol:
+            break
+    return theta

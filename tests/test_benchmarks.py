@@ -45,3 +45,46 @@ def test_the_long_benchmarks_run(tmp_path):
 def test_an_unknown_group_is_one_clear_error(tmp_path):
     out = run("--only", "replay,speed")
     assert out.returncode == 2 and "unknown group(s) 'speed'" in out.stderr
+
+
+def _committed(path, ratio, policies="no-transfer"):
+    meta = {"world": "dev", "policies": policies, "arrivals": 6, "repeats": 1, "short": True}
+    rows = [{"group": "replay", "name": p, "reference": "random", "ratio": ratio} for p in policies.split(",")]
+    path.write_text(json.dumps({"meta": meta, "rows": rows}))
+    return path
+
+
+def test_the_regression_check_fails_on_a_slower_ratio_and_passes_within_the_allowance(tmp_path):
+    """CI's check measures what the committed table measured and fails (exit 1) on a ratio over 1.5x the
+    committed one; one far above every plausible ratio passes."""
+    slow = run("--check", str(_committed(tmp_path / "tight.json", 0.01)))
+    assert slow.returncode == 1, slow.stderr[-2000:]
+    assert "replay no-transfer / random" in slow.stdout and "REGRESSION" in slow.stdout
+    ok = run("--check", str(_committed(tmp_path / "loose.json", 1000.0)))
+    assert ok.returncode == 0, ok.stderr[-2000:]
+    assert "committed 1000.00x, limit 1500.00x" in ok.stdout
+
+
+def test_a_committed_figure_that_is_not_measured_fails_the_check(tmp_path):
+    from benchmarks.measure import Ratio
+    from benchmarks.regression import compare
+
+    lines, bad = compare([Ratio("replay", "coduel", 1.0, "random", 0.1)],
+                         {("replay", "coduel", "random"): 10.0, ("replay", "coldb", "random"): 5.0})
+    assert len(bad) == 1 and "coldb" in bad[0] and "not measured" in bad[0]
+    assert any("committed 10.00x" in x for x in lines)
+
+
+def test_a_table_that_is_not_one_is_a_clear_error(tmp_path):
+    bad = tmp_path / "t.json"
+    bad.write_text("{not json")
+    out = run("--check", str(bad))
+    assert out.returncode == 2 and "not a benchmark table" in out.stderr
+
+
+def test_the_committed_table_is_a_short_table_of_every_short_policy():
+    from benchmarks.regression import SHORT_POLICIES, load_baseline
+
+    meta, ratios = load_baseline(ROOT / "benchmarks" / "baseline.json")
+    assert meta["short"] and meta["policies"] == SHORT_POLICIES and meta["world"] == "dev"
+    assert {name for _, name, ref in ratios if ref == "random"} == set(SHORT_POLICIES.split(","))

@@ -2,6 +2,8 @@
 the markdown table, the learning curves and the HTML page."""
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 from diagnostics.leaderboard_report import POLICIES, PUBLISHED_ROSTERS, SEEDS, fidelity_table, findings, write_page
@@ -40,16 +42,22 @@ def run_leaderboard(store: RunStore, out, rosters: list[str] | None = None, seed
     check_output_path(out / "leaderboard.md")
     out.mkdir(parents=True, exist_ok=True)
     lines_by_roster, figures, curves, failed, codes = {}, {}, {}, 0, {}
+    started, computed, stored, spent = time.perf_counter(), 0, 0, {}
     for roster in rosters:
         roster_seeds = seeds or list(range(SEEDS.get(roster, 32)))
         res = run_sweep([roster], roster_seeds, specs, store, allow_test=allow_test, worlds_dir=worlds_dir,
                         **sweep_options)
         failed += len(res.failed)
+        computed, stored = computed + len(res.done), stored + len(res.cached)
+        fresh = {(c.seed, c.policy) for c in res.done}
         print(f"{roster}: {len(res.done)} cells computed, {len(res.cached)} already stored, {len(res.failed)} failed")
         report_sweep_notes(res)
         world = open_world(roster, allow_test=allow_test, directory=worlds_dir)
         rows = [r for r in shown_rows(store, world, roster, specs=specs) if int(r["seed"]) in set(roster_seeds)]
         codes.update({r["policy"]: r["code"]["digest"] for r in rows})
+        for r in rows:
+            if (int(r["seed"]), r["policy"]) in fresh:
+                spent[r["policy"]] = spent.get(r["policy"], 0.0) + float(r["wall_s"])
         if not rows:
             continue
         lines_by_roster[roster] = leaderboard(rows, world)
@@ -74,4 +82,20 @@ def run_leaderboard(store: RunStore, out, rosters: list[str] | None = None, seed
     for x in found:
         print(f"- {x}")
     print(f"\nwrote {out / 'leaderboard.md'}, {page} and {len(figures)} curve plot(s)")
+    where = (f"the Dask scheduler {sweep_options['scheduler']}" if sweep_options.get("scheduler") else
+             f"{sweep_options.get('jobs') or 1} worker process(es), {os.cpu_count()} cores")
+    print(time_summary(time.perf_counter() - started, computed, stored, spent, where))
     return 1 if failed else 0
+
+
+def time_summary(wall: float, computed: int, stored: int, spent: dict, where: str) -> str:
+    """The leaderboard's closing line on time: its wall time, and each policy's replay time summed over the
+    cells computed in this run (the policy's own functions and the click draws, from the rows), largest
+    first."""
+    head = (f"time: {wall:.0f} s wall for {computed + stored} cells ({computed} computed, {stored} already stored; "
+            f"{where})")
+    if not spent:
+        return head
+    total = sum(spent.values())
+    parts = ", ".join(f"{p} {t:.0f} s ({100 * t / total:.0f}%)" for p, t in sorted(spent.items(), key=lambda x: -x[1]))
+    return f"{head}; replay time of the computed cells, {total:.0f} s in all: {parts}"

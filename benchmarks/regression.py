@@ -1,0 +1,61 @@
+"""The short benchmark and its regression check against a committed table.
+
+    python -m benchmarks.run --short --json benchmarks/baseline.json   # measure and commit the table
+    python -m benchmarks.run --check benchmarks/baseline.json          # CI: fail on a regression
+
+The short form replays `SHORT_POLICIES` on the first `SHORT_ARRIVALS` arrivals of dev, best of
+`SHORT_REPEATS`, each against random pairs in the same process. A check measures the same
+replays (the table's own settings) and fails when a ratio exceeds the committed one by more than
+`ALLOWANCE` (50%): repeated short runs on one quiet machine stayed within about 25% of each other,
+and a faster or slower machine moves the policy and its reference together, so what is left over is
+a policy that became slower for itself.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from benchmarks.measure import Ratio
+
+SHORT_POLICIES = "no-transfer,hierts,coduel,coduel-greedy,tempered-kg,colstim,coldb,coldb-lr"
+SHORT_ARRIVALS = 150
+SHORT_REPEATS = 5
+ALLOWANCE = 1.5
+
+
+def load_baseline(path: str | Path) -> tuple[dict, dict]:
+    """(meta, ratios) of a table written by ``--json``; ValueError naming what is missing."""
+    try:
+        data = json.loads(Path(path).read_text())
+        meta = data["meta"]
+        ratios = {(r["group"], r["name"], r["reference"]): float(r["ratio"]) for r in data["rows"]}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{path}: not a benchmark table written by --json ({type(exc).__name__}: {exc})") from None
+    if not ratios or not meta.get("policies") or not meta.get("world"):
+        raise ValueError(f"{path}: a table without rows, policies or world")
+    return meta, ratios
+
+
+def compare(measured: list[Ratio], committed: dict, allowance: float = ALLOWANCE) -> tuple[list[str], list[str]]:
+    """(lines of the comparison, the regressions among them): a measured ratio over allowance x the
+    committed one is a regression; a figure the table lacks, or lacks here, is named."""
+    lines, bad = [], []
+    seen = set()
+    for r in measured:
+        key = (r.group, r.name, r.reference)
+        seen.add(key)
+        if key not in committed:
+            lines.append(f"{r.group} {r.name} / {r.reference}: {r.ratio:.2f}x, not in the committed table")
+            continue
+        limit = allowance * committed[key]
+        line = (f"{r.group} {r.name} / {r.reference}: {r.ratio:.2f}x, committed {committed[key]:.2f}x, "
+                f"limit {limit:.2f}x")
+        if r.ratio > limit:
+            line += "  REGRESSION"
+            bad.append(line)
+        lines.append(line)
+    for key in sorted(set(committed) - seen):
+        line = f"{key[0]} {key[1]} / {key[2]}: in the committed table, not measured"
+        lines.append(line)
+        bad.append(line)
+    return lines, bad
