@@ -24,6 +24,11 @@ LOOKAHEAD_RTOL = 1e-6        # only means after a hypothetical click are needed
 WIDE_SHARE = 0.1
 WIDE_SCALE = 3.0
 
+# The competitors' ridge logistic estimate (``inference.estimators.ridge_logistic``, CoLSTIM, COLDB): Newton stops
+# at a step under this in every coordinate, or after this many steps.
+RIDGE_LOGISTIC_TOL = 1e-8
+RIDGE_LOGISTIC_ITERS = 25
+
 # The kernels' Newton solvers' backtracking (``inference.kernels.line_search``): a step is halved while
 # the objective rises by more than this relative amount, down to this step length.
 BACKTRACK_RTOL = 1e-10

@@ -11,12 +11,13 @@ import math
 
 import numpy as np
 
+from inference.constants import RIDGE_LOGISTIC_ITERS, RIDGE_LOGISTIC_TOL
 from inference.kernels.laplace import ridge_logistic_mode
 from tdmodels.errors import InputError
 
 
 def ridge_logistic(Z: np.ndarray, y: np.ndarray, lam: float, init: np.ndarray | None = None,
-                   iters: int = 25, tol: float = 1e-8) -> np.ndarray:
+                   iters: int = RIDGE_LOGISTIC_ITERS, tol: float = RIDGE_LOGISTIC_TOL) -> np.ndarray:
     """Ridge-regularised logistic MLE.
 
     Parameters

@@ -18,8 +18,11 @@ from __future__ import annotations
 from typing import Annotated, NamedTuple
 
 import numpy as np
+from numba import njit
 
-from inference.estimators import ridge_least_squares, ridge_logistic
+from inference.constants import RIDGE_LOGISTIC_ITERS, RIDGE_LOGISTIC_TOL
+from inference.estimators import ridge_least_squares
+from inference.kernels.laplace import ridge_logistic_mode
 from online import append_only
 from online.learner import Learner, no_session_info
 from online.setting_range import Range, ranged
@@ -27,6 +30,7 @@ from tdmodels.errors import InputError
 
 RIDGE = 1.0
 ALPHA = 1.0
+CLUSTER_ITERS = 8           # Newton steps of the pooled estimate, refitted every click from the last (a cap)
 ESTIMATORS = ("logistic", "least-squares")
 
 
@@ -83,20 +87,27 @@ def component(adjacency: np.ndarray, u: int, n: int) -> np.ndarray:
 def current_component(state: COLDBState) -> np.ndarray:
     """`component` of the current user u among users [:u + 1]: the earlier users' graph with u's own edges
     (read in place, never assembled into a new [N, N] matrix)."""
-    u = state.user
-    earlier, edges = state.users.adjacency[:u, :u], state.edges[:u]
-    seen = np.zeros(u + 1, dtype=bool)
+    return _component_of_last(state.users.adjacency, state.edges, state.user)
+
+
+@njit(cache=True)
+def _component_of_last(earlier, edges, u):
+    """Breadth-first search from u over the graph of users [:u + 1] whose edges among [:u] are earlier[:u, :u]
+    and whose edges from u are edges[:u]; the component's users, sorted."""
+    seen = np.zeros(u + 1, dtype=np.bool_)
     seen[u] = True
-    frontier = seen.copy()
-    while frontier.any():
-        reach = np.zeros(u + 1, dtype=bool)
-        reach[:u] = earlier[frontier[:u]].any(0)
-        if frontier[u]:
-            reach[:u] |= edges
-        reach[u] = (edges & frontier[:u]).any()
-        reach &= ~seen
-        seen |= reach
-        frontier = reach
+    queue = np.empty(u + 1, dtype=np.int64)
+    queue[0] = u
+    head, tail = 0, 1
+    while head < tail:
+        v = queue[head]
+        head += 1
+        for w in range(u):
+            linked = edges[w] if v == u else earlier[v, w]
+            if linked and not seen[w]:
+                seen[w] = True
+                queue[tail] = w
+                tail += 1
     return np.flatnonzero(seen)
 
 
@@ -142,7 +153,7 @@ def cluster_estimate(state: COLDBState, lam: float, estimator: str) -> tuple[np.
     seen = (np.arange(state.y.shape[0]) < _with_current(users.counts, V, state.count)[:, None]).ravel()
     rows = _with_current(users.Z, V, state.Z).reshape(-1, d)[seen]
     ys = _with_current(users.y, V, state.y).ravel()[seen]
-    return ridge_logistic(rows, ys, lam, init=state.theta_cluster, iters=8), M
+    return _fit(rows, ys, lam, state.theta_cluster, CLUSTER_ITERS), M
 
 
 def choose(theta: np.ndarray, M: np.ndarray, Phi: np.ndarray, beta: float) -> tuple[int, int]:
@@ -153,6 +164,12 @@ def choose(theta: np.ndarray, M: np.ndarray, Phi: np.ndarray, beta: float) -> tu
     score = u + beta * np.sqrt(np.maximum(np.einsum("kd,de,ke->k", D, np.linalg.inv(M), D), 0.0))
     score[first] = -np.inf
     return first, int(np.argmax(score))
+
+
+def _fit(Z, y, lam, init, iters):
+    """The ridge logistic estimate (``inference.estimators.ridge_logistic``) of rows the policy built
+    itself, without the public function's input checks."""
+    return ridge_logistic_mode(Z, y, lam, init, iters, RIDGE_LOGISTIC_TOL)[0]
 
 
 def _f(T, alpha):
@@ -170,13 +187,15 @@ def update(state: COLDBState, z: np.ndarray, y: int, lam: float, alpha: float, e
     if estimator == "least-squares":
         theta = ridge_least_squares(gram, moment, lam)
     else:
-        theta = ridge_logistic(Z[:t + 1], Y[:t + 1], lam, init=state.theta)
+        theta = _fit(Z[:t + 1], Y[:t + 1], lam, state.theta, RIDGE_LOGISTIC_ITERS)
     users = state.users
     edges = state.edges.copy()
     nb = np.flatnonzero(edges[:i])
     cut = nb[np.linalg.norm(users.theta[nb] - theta, axis=1) > _f(count, alpha) + _f(users.counts[nb], alpha)]
     edges[cut] = False
     state = state._replace(Z=Z, y=Y, count=count, gram=gram, moment=moment, theta=theta, edges=edges)
+    if len(cut) == 0:           # edges are only ever cut: with none cut the component is the one it was
+        return state
     return state._replace(cluster=current_component(state))
 
 

@@ -1,7 +1,7 @@
 """CoLSTIM (Bengs, Saha, Huellermeier, ICML 2022), each user alone.
 
 Linear stochastic transitivity with the logistic link. Per user: theta_hat, the ridge
-logistic MLE of the clicks so far (``inference.estimators.ridge_logistic``), and
+logistic MLE of the clicks so far (``inference.estimators.ridge_logistic``, its kernel called directly), and
 M = lam I + sum z z^T over the user's design rows z = x_first - x_second.
 
     first  = argmax_i  theta_hat . x_i + eps_i ||x_i||_{M^-1},  eps_i ~ Gumbel clipped to [-C, C]
@@ -17,7 +17,8 @@ from typing import Annotated, NamedTuple
 
 import numpy as np
 
-from inference.estimators import ridge_logistic
+from inference.constants import RIDGE_LOGISTIC_ITERS, RIDGE_LOGISTIC_TOL
+from inference.kernels.laplace import ridge_logistic_mode
 from online.learner import Learner, no_session_info
 from online.setting_range import Range, ranged
 
@@ -60,7 +61,7 @@ def update(state: CoLSTIMState, z: np.ndarray, y: int, lam: float = RIDGE) -> Co
     n = state.n + 1
     Z, Y = state.Z.copy(), state.y.copy()
     Z[n - 1], Y[n - 1] = z, float(y)
-    theta = ridge_logistic(Z[:n], Y[:n], lam, init=state.theta)
+    theta = ridge_logistic_mode(Z[:n], Y[:n], float(lam), state.theta, RIDGE_LOGISTIC_ITERS, RIDGE_LOGISTIC_TOL)[0]
     return state._replace(theta=theta, M=state.M + np.outer(z, z), Z=Z, y=Y, n=n)
 
 
