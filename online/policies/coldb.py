@@ -59,6 +59,7 @@ class COLDBState(NamedTuple):
     gram: np.ndarray       # [d, d] sum z z^T over its clicks
     moment: np.ndarray     # [d] sum z (2y - 1)
     edges: np.ndarray      # [N] bool its edges to earlier users
+    labels: np.ndarray     # [user] the earlier users' components (``component_labels``; fixed during the session)
     cluster: np.ndarray    # [n_V] users in the current user's component, itself last
     theta_cluster: np.ndarray  # [d] the pooled estimate of the current cluster (also the next fit's warm start)
     M_cluster: np.ndarray  # [d, d] lam I + sum z z^T over the current cluster
@@ -69,7 +70,8 @@ def init(N: int, S: int, d: int) -> COLDBState:
     users = Users(np.zeros((N, S, d)), np.zeros((N, S)), np.zeros(N, dtype=int), np.zeros((N, d)),
                   np.zeros((N, d, d)), np.zeros((N, d)), np.zeros((N, N), dtype=bool), append_only.new_mark())
     return COLDBState(users, -1, np.zeros((S, d)), np.zeros(S), 0, np.zeros(d), np.zeros((d, d)), np.zeros(d),
-                      np.zeros(N, dtype=bool), np.zeros(0, dtype=int), np.zeros(d), np.eye(d))
+                      np.zeros(N, dtype=bool), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=int), np.zeros(d),
+                      np.eye(d))
 
 
 def component(adjacency: np.ndarray, u: int, n: int) -> np.ndarray:
@@ -85,30 +87,48 @@ def component(adjacency: np.ndarray, u: int, n: int) -> np.ndarray:
 
 
 def current_component(state: COLDBState) -> np.ndarray:
-    """`component` of the current user u among users [:u + 1]: the earlier users' graph with u's own edges
-    (read in place, never assembled into a new [N, N] matrix)."""
-    return _component_of_last(state.users.adjacency, state.edges, state.user)
+    """`component` of the current user u among users [:u + 1]: the earlier users' components (fixed during
+    u's session, `component_labels`) that u still has an edge into, and u."""
+    return _component_of_last(state.labels, state.edges, state.user)
 
 
 @njit(cache=True)
-def _component_of_last(earlier, edges, u):
-    """Breadth-first search from u over the graph of users [:u + 1] whose edges among [:u] are earlier[:u, :u]
-    and whose edges from u are edges[:u]; the component's users, sorted."""
-    seen = np.zeros(u + 1, dtype=np.bool_)
-    seen[u] = True
-    queue = np.empty(u + 1, dtype=np.int64)
-    queue[0] = u
-    head, tail = 0, 1
-    while head < tail:
-        v = queue[head]
-        head += 1
-        for w in range(u):
-            linked = edges[w] if v == u else earlier[v, w]
-            if linked and not seen[w]:
-                seen[w] = True
-                queue[tail] = w
-                tail += 1
-    return np.flatnonzero(seen)
+def component_labels(adjacency, u):
+    """Connected-component labels [u] of users [:u] in the graph adjacency[:u, :u]: each user's label is the
+    smallest index in its component (breadth-first)."""
+    labels = np.full(u, -1, dtype=np.int64)
+    queue = np.empty(max(u, 1), dtype=np.int64)
+    for s in range(u):
+        if labels[s] >= 0:
+            continue
+        labels[s] = s
+        queue[0] = s
+        head, tail = 0, 1
+        while head < tail:
+            v = queue[head]
+            head += 1
+            for w in range(u):
+                if adjacency[v, w] and labels[w] < 0:
+                    labels[w] = s
+                    queue[tail] = w
+                    tail += 1
+    return labels
+
+
+@njit(cache=True)
+def _component_of_last(labels, edges, u):
+    hit = np.zeros(u + 1, dtype=np.bool_)
+    for w in range(u):
+        if edges[w]:
+            hit[labels[w]] = True
+    out = np.empty(u + 1, dtype=np.int64)
+    k = 0
+    for w in range(u):
+        if hit[labels[w]]:
+            out[k] = w
+            k += 1
+    out[k] = u
+    return out[:k + 1]
 
 
 def _freeze(state: COLDBState) -> Users:
@@ -132,7 +152,8 @@ def start_session(state: COLDBState) -> COLDBState:
     edges[:u] = True
     state = state._replace(users=users, user=u, Z=np.zeros_like(state.Z), y=np.zeros_like(state.y), count=0,
                            theta=np.zeros_like(state.theta), gram=np.zeros_like(state.gram),
-                           moment=np.zeros_like(state.moment), edges=edges)
+                           moment=np.zeros_like(state.moment), edges=edges,
+                           labels=component_labels(users.adjacency, u))
     return state._replace(cluster=current_component(state))
 
 

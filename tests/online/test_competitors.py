@@ -111,8 +111,11 @@ def test_current_component_is_the_component_of_the_whole_graph(seed, u):
     users.adjacency[:u, :u] = full[:u, :u]
     edges = np.zeros(N, dtype=bool)
     edges[:u] = full[u, :u]
-    s = coldb.init(N=N, S=2, d=2)._replace(users=users, user=u, edges=edges)
+    s = coldb.init(N=N, S=2, d=2)._replace(users=users, user=u, edges=edges,
+                                           labels=coldb.component_labels(users.adjacency, u))
     assert list(coldb.current_component(s)) == list(coldb.component(full, u, u + 1))
+    for v in range(u):                                           # each earlier user's label: its component's least
+        assert s.labels[v] == coldb.component(full[:u, :u], v, u).min()
 
 
 def test_least_squares_estimate_from_sufficient_statistics():
