@@ -44,6 +44,7 @@ from inference import population as pp
 from inference.mixture_belief import MixtureBelief
 from inference.population import Population, fit_units, init_population, rebase, refit_population
 from inference.recalibration_fit import RIDGE_A
+from online import append_only
 from online import gate as gt
 from online.learner import Context, Learner
 from online.setting_range import Range, ranged
@@ -85,10 +86,11 @@ class Rounds(NamedTuple):
 
 
 class Completed(NamedTuple):
-    """The completed sessions: rows [:n] of [N, ...] arrays."""
+    """The completed sessions: rows [:n] of [N, ...] arrays, shared between states (``online.append_only``)."""
     rounds: Rounds           # [N, S, ...]
     Z: np.ndarray            # [N, S, d] click designs under the current A
     n: int
+    mark: np.ndarray         # [1] rows written to the buffers (``online.append_only``)
 
 
 class CODuelState(NamedTuple):
@@ -155,10 +157,15 @@ def _broad(pop: Population) -> MixtureBelief:
     return MixtureBelief(np.zeros(1), pop.means[-1:].copy(), pop.covs[-1:].copy())
 
 
-def _with_row(a: np.ndarray, i: int, value) -> np.ndarray:
-    out = a.copy()
-    out[i] = value
-    return out
+def _appended(done: Completed, session: Rounds, z: np.ndarray) -> Completed:
+    """The completed sessions with one more: row n of the shared buffers (copied first if another state
+    has written there)."""
+    n = done.n
+    (*rounds, Z), mark = append_only.writable_at(n, done.mark, (*done.rounds, done.Z))
+    for a, x in zip(rounds, session):
+        a[n] = x
+    Z[n] = z
+    return Completed(Rounds(*rounds), Z, n + 1, mark)
 
 
 def record_round(session: Rounds, t: int, i: int, j: int, g: np.ndarray, y: float) -> Rounds:
@@ -177,7 +184,7 @@ def init(context: Context, settings: Settings = Settings()) -> CODuelState:
     K, d, S, N = context.K, context.d, context.S, context.N
     B = settings.bank_size if settings.bank_size is not None else context.b
     pop = init_population(d, settings.prior_var, settings.max_learned)
-    done = Completed(_empty_rounds((N, S), K), np.zeros((N, S, d)), 0)
+    done = Completed(_empty_rounds((N, S), K), np.zeros((N, S, d)), 0, append_only.new_mark())
     return CODuelState(pop, np.eye(K), np.r_[1.0, np.zeros(K * K)], gt.GateState(), False, _belief_from(pop),
                        _broad(pop), np.zeros((B, K, d)), np.zeros((B, K, d)), 0, 0, _empty_rounds((S,), K), done)
 
@@ -224,15 +231,21 @@ def update(state: CODuelState, Phi: np.ndarray, pair: tuple[int, int], y: int,
     P, w1, m1, S1, lp_pop, w2, m2, S2, lp_alone = kn.coduel_click(b.log_w, b.means, b.covs, state.pop.active,
                                                                  a.log_w, a.means, a.covs, Phi, state.A, i, j, int(y))
     belief, alone = MixtureBelief(w1, m1, S1), MixtureBelief(w2, m2, S2)
-    state = state._replace(belief=belief, alone=alone, gate=gt.observe(state.gate, lp_pop, lp_alone),
-                           t=state.t + 1, session=record_round(state.session, state.t, i, j, Phi[:, -1], float(y)))
+    gate = gt.observe(state.gate, lp_pop, lp_alone)
+    session = record_round(state.session, state.t, i, j, Phi[:, -1], float(y))
     if settings.lookahead:              # greedy play needs no bank
-        state = state._replace(bank=np.concatenate([state.bank[1:], Phi[None]]),
+        state = state._replace(belief=belief, alone=alone, gate=gate, t=state.t + 1, session=session,
+                               bank=np.concatenate([state.bank[1:], Phi[None]]),
                                bank_P=np.concatenate([state.bank_P[1:], P[None]]),
                                n_bank=min(state.n_bank + 1, len(state.bank)))
+    else:
+        state = state._replace(belief=belief, alone=alone, gate=gate, t=state.t + 1, session=session)
     lp_pop, lp_alone = float(lp_pop), float(lp_alone)
-    first_wins = Predictions(*(math.exp(x) if y else -math.expm1(x) for x in (lp_pop, lp_alone)))
-    return state, UpdateInfo(lp_pop, lp_alone, first_wins, belief, state.gate.current)
+    if y:
+        first_wins = Predictions(math.exp(lp_pop), math.exp(lp_alone))
+    else:
+        first_wins = Predictions(-math.expm1(lp_pop), -math.expm1(lp_alone))
+    return state, UpdateInfo(lp_pop, lp_alone, first_wins, belief, gate.current)
 
 
 def _refit_A(state: CODuelState, done: Completed, s: Settings) -> np.ndarray:
@@ -267,8 +280,7 @@ def end_session(state: CODuelState, settings: Settings = Settings()) -> tuple[CO
     final = MixturePrior(np.exp(b.log_w[active]), b.means[active], b.covs[active])
     new = state.session
     z_new = recalibrated_design(state.A, new.first[None], new.second[None], new.rater[None])[0]
-    done = Completed(Rounds(*(_with_row(a, n, x) for a, x in zip(state.done.rounds, new))),
-                     _with_row(state.done.Z, n, z_new), n + 1)
+    done = _appended(state.done, new, z_new)
     n += 1
     A, recal_w, bank_P = state.A, state.recal_w, state.bank_P
     recalibrated = s.recalibration and n >= s.recal_start and (n - s.recal_start) % s.recal_every == 0
