@@ -2,8 +2,7 @@
 from __future__ import annotations
 
 import json
-import time
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 
 class Ratio(NamedTuple):
@@ -19,16 +18,6 @@ class Ratio(NamedTuple):
     @property
     def ratio(self) -> float:
         return self.value / self.reference_value
-
-
-def best_of(fn: Callable[[int], object], repeats: int) -> float:
-    """The smallest wall time of fn(r) over r = 0 .. repeats - 1, in seconds."""
-    times = []
-    for r in range(repeats):
-        t0 = time.perf_counter()
-        fn(r)
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def table(rows: list[Ratio]) -> str:
