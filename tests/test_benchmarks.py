@@ -62,7 +62,7 @@ def test_the_regression_check_fails_on_a_slower_ratio_and_passes_within_the_allo
     assert "replay no-transfer / random" in slow.stdout and "REGRESSION" in slow.stdout
     ok = run("--check", str(_committed(tmp_path / "loose.json", 1000.0)))
     assert ok.returncode == 0, ok.stderr[-2000:]
-    assert "committed 1000.00x, limit 1500.00x" in ok.stdout
+    assert "committed 1000.00x, limit 1500.00x" in ok.stdout and "machine factor" in ok.stdout
 
 
 def test_a_committed_figure_that_is_not_measured_fails_the_check(tmp_path):
@@ -73,6 +73,22 @@ def test_a_committed_figure_that_is_not_measured_fails_the_check(tmp_path):
                          {("replay", "coduel", "random"): 10.0, ("replay", "coldb", "random"): 5.0})
     assert len(bad) == 1 and "coldb" in bad[0] and "not measured" in bad[0]
     assert any("committed 10.00x" in x for x in lines)
+
+
+def test_a_machine_that_runs_everything_slower_is_not_a_regression_but_one_policy_is():
+    """Another processor that runs every policy 1.4x slower against random pairs fails nothing; on it, a
+    policy 1.4 x 1.6 slower than committed does."""
+    from benchmarks.measure import Ratio
+    from benchmarks.regression import compare
+
+    committed = {("replay", p, "random"): 10.0 for p in "abcde"}
+    slower = [Ratio("replay", p, 14.0, "random", 1.0) for p in "abcde"]
+    assert compare(slower, committed)[1] == []
+    one = slower[:4] + [Ratio("replay", "e", 14.0 * 1.6, "random", 1.0)]
+    lines, bad = compare(one, committed)
+    assert len(bad) == 1 and "replay e / random" in bad[0] and "machine factor 1.40" in lines[0]
+    faster = [Ratio("replay", p, 7.0, "random", 1.0) for p in "abcd"] + [Ratio("replay", "e", 16.0, "random", 1.0)]
+    assert len(compare(faster, committed)[1]) == 1          # a faster machine does not loosen the limits
 
 
 def test_a_table_that_is_not_one_is_a_clear_error(tmp_path):
