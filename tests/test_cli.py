@@ -220,7 +220,7 @@ def test_leaderboard_runs_resumes_and_compares_with_the_published_scores(env_dir
     out = capsys.readouterr().out
     assert "dev: 6 cells computed, 0 already stored" in out
     timing = [x for x in out.splitlines() if x.startswith("time: ")]
-    assert len(timing) == 1 and "for 6 cells (6 computed, 0 already stored; 1 worker process(es)" in timing[0]
+    assert len(timing) == 1 and "for 6 cells (6 computed, 0 already stored, 0 failed; 1 worker process(es)" in timing[0]
     parts = timing[0].split("in all: ")[1].split(", ")                 # every computed policy, with its time
     assert sorted(x.split()[0] for x in parts) == ["no-transfer", "random", "rucb"]
     md = (out_dir / "leaderboard.md").read_text()
@@ -233,7 +233,7 @@ def test_leaderboard_runs_resumes_and_compares_with_the_published_scores(env_dir
     assert main(argv) == 0                                              # resumes: nothing recomputed
     out = capsys.readouterr().out
     assert "dev: 0 cells computed, 6 already stored" in out
-    assert "time: " in out and "(0 computed, 6 already stored;" in out and "in all" not in out
+    assert "time: " in out and "(0 computed, 6 already stored, 0 failed;" in out and "in all" not in out
     rc = main(["leaderboard", "--rosters", "dev,composite", "--seeds", "0", "--out", str(out_dir)])
     assert rc != 0 and "need --allow-test" in capsys.readouterr().err
 

@@ -84,16 +84,16 @@ def run_leaderboard(store: RunStore, out, rosters: list[str] | None = None, seed
     print(f"\nwrote {out / 'leaderboard.md'}, {page} and {len(figures)} curve plot(s)")
     where = (f"the Dask scheduler {sweep_options['scheduler']}" if sweep_options.get("scheduler") else
              f"{sweep_options.get('jobs') or 1} worker process(es), {os.cpu_count()} cores")
-    print(time_summary(time.perf_counter() - started, computed, stored, spent, where))
+    print(time_summary(time.perf_counter() - started, computed, stored, failed, spent, where))
     return 1 if failed else 0
 
 
-def time_summary(wall: float, computed: int, stored: int, spent: dict, where: str) -> str:
+def time_summary(wall: float, computed: int, stored: int, failed: int, spent: dict, where: str) -> str:
     """The leaderboard's closing line on time: its wall time, and each policy's replay time summed over the
     cells computed in this run (the policy's own functions and the click draws, from the rows), largest
     first."""
-    head = (f"time: {wall:.0f} s wall for {computed + stored} cells ({computed} computed, {stored} already stored; "
-            f"{where})")
+    head = (f"time: {wall:.0f} s wall for {computed + stored + failed} cells ({computed} computed, {stored} already "
+            f"stored, {failed} failed; {where})")
     if not spent:
         return head
     total = sum(spent.values())

@@ -75,7 +75,8 @@ def init(N: int, S: int, d: int) -> COLDBState:
 
 
 def component(adjacency: np.ndarray, u: int, n: int) -> np.ndarray:
-    """Users in u's connected component among the first n users (breadth-first, dense)."""
+    """Users in u's connected component among the first n users (breadth-first, dense): the plain statement
+    the policy's `current_component` is tested against."""
     seen = np.zeros(n, dtype=bool)
     seen[u] = True
     frontier = seen.copy()
