@@ -8,6 +8,8 @@ tests check the kernel against it (tests/inference/test_kernels.py), and the lib
     fit_recalibration_map_reference  ``kernels.recalibration_newton`` (``inference.recalibration_fit``)
     ridge_logistic_reference         ``kernels.ridge_logistic_mode`` (``inference.estimators.ridge_logistic``)
 
+the last two through one penalised logistic Newton (`penalised_logistic_newton`).
+
 The lookahead pair rule's statement is ``online.lookahead_reference``.
 """
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-from inference.constants import NEWTON_RTOL
+from inference.constants import BACKTRACK_MIN_STEP, BACKTRACK_RTOL, NEWTON_RTOL
 from inference.laplace import click_mode, log_sigmoid, sigmoid
 from inference.mixture_belief import MixtureBelief, probit_log_predictive
 from inference.recalibration_fit import RIDGE_A, Recalibration
@@ -71,7 +73,7 @@ def laplace_fit_batch_reference(prior_means: np.ndarray, prior_covs: np.ndarray,
         t = np.ones(B)
         while True:   # per-unit backtracking: Newton alone can cycle on flat logistic tails
             f_new = neg_log_post(theta + t[:, None] * step)
-            worse = (f_new > f + 1e-10 * (1.0 + np.abs(f))) & (t > 1e-10)
+            worse = (f_new > f + BACKTRACK_RTOL * (1.0 + np.abs(f))) & (t > BACKTRACK_MIN_STEP)
             if not worse.any():
                 break
             t = np.where(worse, 0.5 * t, t)
@@ -119,8 +121,18 @@ def fit_recalibration_map_reference(first, second, rater, theta, y, ridge: float
     offset, J = _design(first, second, rater, theta)
     pen = np.concatenate([[ridge_a], np.full(K * K, ridge)])
     target = np.concatenate([[1.0], np.zeros(K * K)])
-    w = target.copy() if init is None else np.array(init, dtype=float)
+    w0 = target.copy() if init is None else np.array(init, dtype=float)
+    w, it = penalised_logistic_newton(J, y, offset, pen, target, w0, iters, tol)
+    if it < 0:
+        raise RuntimeError(f"recalibration fit: Newton did not converge in {iters} iterations")
+    return Recalibration(float(w[0]), w[1:].reshape(K, K), it)
 
+
+def penalised_logistic_newton(J, y, offset, pen, target, w, iters, tol):
+    """argmin_w sum_t [log(1 + e^eta_t) - y_t eta_t] + 1/2 sum_i pen_i (w_i - target_i)^2, eta = offset + J w:
+    Newton from w, halving a step while the objective rises beyond rounding (the kernels' rule,
+    ``inference.kernels.line_search``). Returns (w, the steps taken, or -1 if no step fell under `tol`
+    in every coordinate within `iters`)."""
     def objective(w):
         eta = offset + J @ w
         return np.sum(np.logaddexp(0.0, eta) - y * eta) + 0.5 * np.sum(pen * (w - target) ** 2)
@@ -132,36 +144,19 @@ def fit_recalibration_map_reference(first, second, rater, theta, y, ridge: float
         H = J.T @ (J * (p * (1 - p))[:, None]) + np.diag(pen)
         step = np.linalg.solve(H, grad)
         t = 1.0
-        while objective(w - t * step) > f + 1e-10 * (1.0 + abs(f)) and t > 1e-10:
+        while objective(w - t * step) > f + BACKTRACK_RTOL * (1.0 + abs(f)) and t > BACKTRACK_MIN_STEP:
             t *= 0.5
         w = w - t * step
         f = objective(w)
         if np.max(np.abs(t * step)) < tol:
-            return Recalibration(float(w[0]), w[1:].reshape(K, K), it)
-    raise RuntimeError(f"recalibration fit: Newton did not converge in {iters} iterations")
+            return w, it
+    return w, -1
 
 
 def ridge_logistic_reference(Z: np.ndarray, y: np.ndarray, lam: float, init: np.ndarray | None = None,
                              iters: int = 25, tol: float = 1e-8) -> np.ndarray:
-    """argmin_theta sum_t [log(1 + e^eta_t) - y_t eta_t] + lam/2 ||theta||^2, eta = Z theta: Newton from
-    `init` (zeros), halving a step while the objective rises, stopping at a step under `tol`."""
-    def objective(theta):
-        eta = Z @ theta
-        return float(np.sum(np.logaddexp(0.0, eta) - y * eta) + 0.5 * lam * theta @ theta)
-
+    """argmin_theta sum_t [log(1 + e^eta_t) - y_t eta_t] + lam/2 ||theta||^2, eta = Z theta, by Newton from
+    `init` (zeros); the estimate after `iters` steps if none fell under `tol`."""
     d = Z.shape[1]
-    theta = np.zeros(d) if init is None else np.array(init, dtype=float)
-    if len(Z) == 0:
-        return theta * 0.0
-    f = objective(theta)
-    for _ in range(iters):
-        p = 1.0 / (1.0 + np.exp(-(Z @ theta)))
-        step = np.linalg.solve(Z.T @ (Z * (p * (1 - p))[:, None]) + lam * np.eye(d), Z.T @ (p - y) + lam * theta)
-        t = 1.0
-        while objective(theta - t * step) > f + 1e-12 * (1.0 + abs(f)) and t > 1e-8:
-            t *= 0.5
-        theta = theta - t * step
-        f = objective(theta)
-        if np.max(np.abs(t * step)) < tol:
-            break
-    return theta
+    w0 = np.zeros(d) if init is None else np.array(init, dtype=float)
+    return penalised_logistic_newton(Z, y, np.zeros(len(y)), np.full(d, float(lam)), np.zeros(d), w0, iters, tol)[0]

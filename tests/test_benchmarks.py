@@ -47,20 +47,21 @@ def test_an_unknown_group_is_one_clear_error(tmp_path):
     assert out.returncode == 2 and "unknown group(s) 'speed'" in out.stderr
 
 
-def _committed(path, ratio, policies="no-transfer"):
-    meta = {"world": "dev", "policies": policies, "arrivals": 6, "repeats": 1, "short": True}
-    rows = [{"group": "replay", "name": p, "reference": "random", "ratio": ratio} for p in policies.split(",")]
+def _committed(path, ratios: dict):
+    meta = {"world": "dev", "policies": ",".join(ratios), "arrivals": 6, "repeats": 1, "short": True}
+    rows = [{"group": "replay", "name": p, "reference": "random", "ratio": r} for p, r in ratios.items()]
     path.write_text(json.dumps({"meta": meta, "rows": rows}))
     return path
 
 
 def test_the_regression_check_fails_on_a_slower_ratio_and_passes_within_the_allowance(tmp_path):
     """CI's check measures what the committed table measured and fails (exit 1) on a ratio over 1.5x the
-    committed one; one far above every plausible ratio passes."""
-    slow = run("--check", str(_committed(tmp_path / "tight.json", 0.01)))
+    committed one (the others far above theirs, so the machine factor stays under 1); ratios far above
+    every plausible one pass."""
+    slow = run("--check", str(_committed(tmp_path / "tight.json", {"no-transfer": 0.01, "rucb": 1000.0, "pooled": 1000.0})))
     assert slow.returncode == 1, slow.stderr[-2000:]
     assert "replay no-transfer / random" in slow.stdout and "REGRESSION" in slow.stdout
-    ok = run("--check", str(_committed(tmp_path / "loose.json", 1000.0)))
+    ok = run("--check", str(_committed(tmp_path / "loose.json", {"no-transfer": 1000.0, "rucb": 1000.0})))
     assert ok.returncode == 0, ok.stderr[-2000:]
     assert "committed 1000.00x, limit 1500.00x" in ok.stdout and "machine factor" in ok.stdout
 

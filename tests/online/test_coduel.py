@@ -6,6 +6,7 @@ from online.policies import coduel as cd
 from online.registry import make_learner
 from online.replay import replay, replay_logged
 from online.schedule import make_schedule
+from tests.online.driving import play_sessions
 
 ARR = 12
 
@@ -163,20 +164,6 @@ def test_the_lookahead_bank_holds_the_bank_size_most_recent_questions(dev_world)
         np.testing.assert_array_equal(bank, np.stack(shown[24 + t - 15:24 + t + 1]))   # 16, this one last
 
 
-def _sessions(learner, state, feats, users, seed):
-    rng = np.random.default_rng(seed)
-    pairs = []
-    for _ in range(users):
-        state, _ = learner.start_session(state, rng)
-        for t in range(24):
-            Phi = feats[rng.integers(len(feats))]
-            pair, _ = learner.select(state, Phi, rng)
-            pairs.append(pair)
-            state, _ = learner.update(state, Phi, pair, int(rng.integers(2)))
-        state, _ = learner.end_session(state)
-    return state, pairs
-
-
 def test_completed_sessions_are_shared_yet_states_stay_as_they_were_when_a_caller_branches(dev_world):
     """CODuel appends each finished session to buffers its states share (no [N, S, ...] copy a session);
     a second branch from one past neither changes the first branch's sessions nor plays differently from a
@@ -184,15 +171,15 @@ def test_completed_sessions_are_shared_yet_states_stay_as_they_were_when_a_calle
     feats = dev_world["features"].values
     learner = cd.coduel_learner(cd.Settings(recal_start=3, recal_every=2))
     ctx = Context(6, 7, 24, 1.0, 16, 8)
-    past, _ = _sessions(learner, learner.init(ctx), feats, 3, 0)
-    a, pairs_a = _sessions(learner, past, feats, 3, 1)
+    past, _ = play_sessions(learner, learner.init(ctx), feats, 3, 0, 24)
+    a, pairs_a = play_sessions(learner, past, feats, 3, 1, 24)
     a_rows = [x[:6].copy() for x in (*a.done.rounds, a.done.Z)]
     past_rows = [x[:3].copy() for x in (*past.done.rounds, past.done.Z)]
-    b, pairs_b = _sessions(learner, past, feats, 3, 2)              # a second branch from the same past
+    b, pairs_b = play_sessions(learner, past, feats, 3, 2, 24)              # a second branch from the same past
     for x, want in zip((*a.done.rounds, a.done.Z), a_rows):
         np.testing.assert_array_equal(x[:6], want)
     for x, want in zip((*past.done.rounds, past.done.Z), past_rows):
         np.testing.assert_array_equal(x[:3], want)
-    assert _sessions(learner, past, feats, 3, 1)[1] == pairs_a
-    fresh, _ = _sessions(learner, learner.init(ctx), feats, 3, 0)
-    assert _sessions(learner, fresh, feats, 3, 2)[1] == pairs_b
+    assert play_sessions(learner, past, feats, 3, 1, 24)[1] == pairs_a
+    fresh, _ = play_sessions(learner, learner.init(ctx), feats, 3, 0, 24)
+    assert play_sessions(learner, fresh, feats, 3, 2, 24)[1] == pairs_b

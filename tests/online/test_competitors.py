@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 
 from inference.estimators import ridge_least_squares, ridge_logistic
 from online.policies import coldb, colstim, hierarchical_ts, rucb
+from tests.online.driving import play_sessions
 
 PHI = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.5, 0.5]])
 
@@ -59,20 +60,6 @@ def test_coldb_graph_clusters_and_pooled_estimate():
     assert list(coldb.component(adj, 2, 5)) == [0, 1, 2] and list(coldb.component(adj, 4, 5)) == [3, 4]
 
 
-def _coldb_run(learner, state, feats, users, seed):
-    rng = np.random.default_rng(seed)
-    pairs = []
-    for _ in range(users):
-        state, _ = learner.start_session(state, rng)
-        for t in range(4):
-            Phi = feats[rng.integers(len(feats))]
-            pair, _ = learner.select(state, Phi, rng)
-            pairs.append(pair)
-            state, _ = learner.update(state, Phi, pair, int(rng.integers(2)))
-        state, _ = learner.end_session(state)
-    return state, pairs
-
-
 def test_coldb_states_stay_as_they_were_when_a_caller_branches(dev_world):
     """COLDB's earlier users live in buffers its states share (no [N, N] copy a click); a state reused
     after a later one appended (two branches from one past) still plays as a fresh run would, and
@@ -83,21 +70,21 @@ def test_coldb_states_stay_as_they_were_when_a_caller_branches(dev_world):
     feats = dev_world["features"].values
     learner = make()
     ctx = Context(6, 7, 4, 1.0, 16, 9)
-    past, _ = _coldb_run(learner, learner.init(ctx), feats, 3, 0)
+    past, _ = play_sessions(learner, learner.init(ctx), feats, 3, 0, 4)
     def seen(users, n):                                             # what a state with n users over reads
         return [x[:n, :n] if name == "adjacency" else x[:n] for name, x in zip(users._fields[:-1], users)]
 
     past_rows = [x.copy() for x in seen(past.users, 2)]             # users 0-1 are over, user 2 is current
-    a, pairs_a = _coldb_run(learner, past, feats, 3, 1)
+    a, pairs_a = play_sessions(learner, past, feats, 3, 1, 4)
     a_rows = [x.copy() for x in seen(a.users, 5)]
-    b, pairs_b = _coldb_run(learner, past, feats, 3, 2)             # a second branch from the same past
+    b, pairs_b = play_sessions(learner, past, feats, 3, 2, 4)             # a second branch from the same past
     for x, want in zip(seen(a.users, 5), a_rows):                   # the first branch's users are its own
         np.testing.assert_array_equal(x, want)
     for x, want in zip(seen(past.users, 2), past_rows):
         np.testing.assert_array_equal(x, want)
-    assert _coldb_run(learner, past, feats, 3, 1)[1] == pairs_a
-    fresh, _ = _coldb_run(learner, learner.init(ctx), feats, 3, 0)
-    assert _coldb_run(learner, fresh, feats, 3, 2)[1] == pairs_b
+    assert play_sessions(learner, past, feats, 3, 1, 4)[1] == pairs_a
+    fresh, _ = play_sessions(learner, learner.init(ctx), feats, 3, 0, 4)
+    assert play_sessions(learner, fresh, feats, 3, 2, 4)[1] == pairs_b
 
 
 @given(st.integers(0, 10_000), st.integers(1, 12))
