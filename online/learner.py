@@ -8,7 +8,8 @@
     state, info = learner.end_session(state)           # the session joins what the learner knows
 
 The same five signatures for every learner, after blackjax's ``SamplingAlgorithm``: the state is
-carried by the caller and never changed in place, and every function but `init` returns it (or, for
+carried by the caller and never changed in place (a state may share append-only buffers with the
+states before it, ``online.append_only``, which no earlier state can see change), and every function but `init` returns it (or, for
 `select`, the pair) with an info beside it; what a caller may want to record (predicted
 probabilities, beliefs, a gate's state) comes back in the info, never in the state; randomness
 comes in as the `rng` argument (a ``numpy.random.Generator``).
