@@ -18,6 +18,8 @@ from online.replay import replay
 from tdmodels.simulator import build_roster
 name, spec, arrivals = json.loads(sys.argv[1])
 world = build_roster(name)
+if arrivals is not None and arrivals > int(world.attrs["arrivals"]):
+    world.attrs["arrivals"] = arrivals            # the roster's students arriving for longer
 try:
     with open("/proc/self/clear_refs", "w") as fh:
         fh.write("5")
@@ -34,7 +36,8 @@ else:
 
 
 def peak_mib(world: str, spec: str, arrivals: int | None) -> float:
-    """The maximum resident set size, in MiB, of a new Python process that replays `spec` once."""
+    """The maximum resident set size, in MiB, of a new Python process that replays `spec` once, on the
+    roster's first `arrivals` arrivals, or on more than it has (its students keep arriving)."""
     out = subprocess.run([sys.executable, "-c", _CHILD, json.dumps([world, spec, arrivals])],
                          capture_output=True, text=True)
     if out.returncode != 0:
@@ -46,3 +49,11 @@ def measure_memory(world: str, policies: list[str], arrivals: int | None = None)
     ref = peak_mib(world, "random", arrivals)
     return [Ratio("memory", spec, peak_mib(world, spec, arrivals), "random", ref, unit="MiB",
                   note="peak resident set while one replay runs") for spec in policies]
+
+
+def measure_memory_growth(world: str, spec: str, arrivals: list[int]) -> list[Ratio]:
+    """Peak memory of `spec` on each number of arrivals against its peak on the first (the roster's
+    students arriving for as long as asked): how the memory grows with the run."""
+    base = peak_mib(world, spec, arrivals[0])
+    return [Ratio("memory", f"{spec}, {n} arrivals", peak_mib(world, spec, n), f"{spec}, {arrivals[0]} arrivals",
+                  base, unit="MiB", note="peak resident set while one replay runs") for n in arrivals[1:]]

@@ -1,6 +1,6 @@
 """Run the benchmarks and print one table of ratios (see ``benchmarks``).
 
-    python -m benchmarks.run [--world dev] [--only replay,sweep,memory,nuts,population] [--long] [--quick]
+    python -m benchmarks.run [--world dev] [--only replay,sweep,memory,nuts,population,leaderboard] [--long] [--quick]
         [--repeats 3] [--arrivals N] [--json table.json]
     python -m benchmarks.run --short [--json benchmarks/baseline.json]   # the replays CI checks
     python -m benchmarks.run --check benchmarks/baseline.json            # exit 1 on a regression
@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from benchmarks.measure import table, to_json
 from benchmarks.regression import ALLOWANCE
 
-GROUPS = ("replay", "sweep", "memory", "nuts", "population")
+GROUPS = ("replay", "sweep", "memory", "nuts", "population", "leaderboard")
 SHORT = ("replay", "sweep", "memory")
 POLICIES = "no-transfer,pooled,rucb,colstim,coldb,coldb-lr,meta-ts,hierts,coduel,coduel-greedy,tempered-kg"
 
@@ -25,7 +25,9 @@ def parse(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.splitlines()[0])
     ap.add_argument("--world", default="dev", help="the roster the replays run on")
     ap.add_argument("--only", help=f"comma-separated groups of {', '.join(GROUPS)}")
-    ap.add_argument("--long", action="store_true", help="also the exact references (tens of minutes)")
+    ap.add_argument("--long", action="store_true",
+                    help="also the exact references, memory up to 35,000 arrivals and the leaderboard at the paper's "
+                         "seed counts (an hour or more)")
     ap.add_argument("--quick", action="store_true", help="small sizes: that every benchmark runs, not its figures")
     ap.add_argument("--repeats", type=int, default=3, help="best of this many replays")
     ap.add_argument("--policies", default=POLICIES, help="the replays' policies (random is the reference)")
@@ -97,6 +99,16 @@ def main(argv=None) -> int:
             from benchmarks.memory import measure_memory
 
             rows += measure_memory(a.world, ["coduel"] if quick else ["coduel", "tempered-kg"], 12 if quick else None)
+            if a.long or quick:                    # how a run's memory grows with its arrivals
+                from benchmarks.memory import measure_memory_growth
+
+                rows += measure_memory_growth(a.world, "no-transfer", [6, 12] if quick else [350, 3500, 35000])
+                rows += measure_memory_growth(a.world, "coduel", [6, 12] if quick else [350, 3500])
+        elif group == "leaderboard":
+            from benchmarks.leaderboard_time import measure_leaderboard
+
+            rows += (measure_leaderboard(jobs=2, rosters=["dev"], seeds=[0], policies=["random", "no-transfer"])
+                     if quick else measure_leaderboard(jobs=2))
         elif group == "nuts":
             from benchmarks.nuts_references import measure_nuts
 
