@@ -9,11 +9,13 @@ replays (the table's own settings) and fails when a ratio exceeds the committed 
 `ALLOWANCE` (50%). The noise allowance: repeated short runs on one machine stayed within about 10%
 of each other (replays interleaved with their reference); another processor may run every policy
 faster or slower against random pairs, so the limits scale by the median shift over all figures when
-it is above 1 (`machine_factor`), and what stands out is a policy that became slower for itself.
+it is above 1 (`machine_factor`, at most `MAX_MACHINE_FACTOR`), and what stands out is a policy that
+became slower for itself; a slowdown shared by most policies fails once it passes 1.5 x 1.5.
 """
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from benchmarks.measure import Ratio
@@ -22,18 +24,30 @@ SHORT_POLICIES = "no-transfer,hierts,coduel,coduel-greedy,tempered-kg,colstim,co
 SHORT_ARRIVALS = 150
 SHORT_REPEATS = 5
 ALLOWANCE = 1.5
+MAX_MACHINE_FACTOR = 1.5    # however slow a machine looks, a ratio over ALLOWANCE x this x committed fails
 
 
 def load_baseline(path: str | Path) -> tuple[dict, dict]:
-    """(meta, ratios) of a table written by ``--json``; ValueError naming what is missing."""
+    """(meta, ratios) of a table written by ``--short --json``; ValueError naming what is wrong with it."""
     try:
         data = json.loads(Path(path).read_text())
-        meta = data["meta"]
-        ratios = {(r["group"], r["name"], r["reference"]): float(r["ratio"]) for r in data["rows"]}
+        meta, rows = data["meta"], data["rows"]
+        if not isinstance(meta, dict) or not isinstance(rows, list):
+            raise TypeError("meta must be an object and rows a list")
+        ratios = {(r["group"], r["name"], r["reference"]): float(r["ratio"]) for r in rows}
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"{path}: not a benchmark table written by --json ({type(exc).__name__}: {exc})") from None
-    if not ratios or not meta.get("policies") or not meta.get("world"):
-        raise ValueError(f"{path}: a table without rows, policies or world")
+    if not meta.get("short"):
+        raise ValueError(f"{path}: not a short table (write one with --short --json)")
+    if not ratios or not isinstance(meta.get("policies"), str) or not isinstance(meta.get("world"), str):
+        raise ValueError(f"{path}: a table without rows, or without its policies or world as text")
+    arrivals, repeats = meta.get("arrivals"), meta.get("repeats")
+    for what, v in (("arrivals", arrivals), ("repeats", repeats)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{path}: meta {what} must be a positive integer, got {v!r}")
+    bad = [f"{k[1]} / {k[2]}" for k, v in ratios.items() if not (math.isfinite(v) and v > 0)]
+    if bad:
+        raise ValueError(f"{path}: ratios must be finite and positive; not so for {', '.join(bad)}")
     return meta, ratios
 
 
@@ -55,7 +69,8 @@ def compare(measured: list[Ratio], committed: dict, allowance: float = ALLOWANCE
     regression; a figure the table lacks, or lacks here, is named."""
     lines, bad = [], []
     factor = machine_factor(measured, committed)
-    lines.append(f"machine factor {factor:.2f} (median measured / committed ratio; limits scale by it when above 1)")
+    lines.append(f"machine factor {factor:.2f} (median measured / committed ratio; limits scale by it when above 1, "
+                 f"by at most {MAX_MACHINE_FACTOR})")
     seen = set()
     for r in measured:
         key = (r.group, r.name, r.reference)
@@ -63,7 +78,7 @@ def compare(measured: list[Ratio], committed: dict, allowance: float = ALLOWANCE
         if key not in committed:
             lines.append(f"{r.group} {r.name} / {r.reference}: {r.ratio:.2f}x, not in the committed table")
             continue
-        limit = allowance * committed[key] * max(1.0, factor)
+        limit = allowance * committed[key] * min(max(1.0, factor), MAX_MACHINE_FACTOR)
         line = (f"{r.group} {r.name} / {r.reference}: {r.ratio:.2f}x, committed {committed[key]:.2f}x, "
                 f"limit {limit:.2f}x")
         if r.ratio > limit:

@@ -23,14 +23,15 @@ POLICIES = "no-transfer,pooled,rucb,colstim,coldb,coldb-lr,meta-ts,hierts,coduel
 
 def parse(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.splitlines()[0])
-    ap.add_argument("--world", default="dev", help="the roster the replays run on")
+    ap.add_argument("--world", help="the roster the replays run on (default dev)")
     ap.add_argument("--only", help=f"comma-separated groups of {', '.join(GROUPS)}")
     ap.add_argument("--long", action="store_true",
                     help="also the exact references, memory up to 35,000 arrivals and the leaderboard at the paper's "
                          "seed counts (an hour or more)")
     ap.add_argument("--quick", action="store_true", help="small sizes: that every benchmark runs, not its figures")
-    ap.add_argument("--repeats", type=int, default=3, help="best of this many replays")
-    ap.add_argument("--policies", default=POLICIES, help="the replays' policies (random is the reference)")
+    ap.add_argument("--repeats", type=int, help="best of this many replays (default 3; 5 with --short)")
+    ap.add_argument("--policies", help="the replays' policies (random is the reference; default: every built-in "
+                                       "policy, or the short form's with --short)")
     ap.add_argument("--arrivals", type=int, help="replays on the first N arrivals (default: all)")
     ap.add_argument("--json", help="also write the table here")
     ap.add_argument("--short", action="store_true",
@@ -39,35 +40,50 @@ def parse(argv=None) -> argparse.Namespace:
                     help="measure what the committed TABLE (written with --short --json) measured; exit 1 if a "
                          f"ratio is more than {(ALLOWANCE - 1) * 100:.0f}%% above the committed one")
     a = ap.parse_args(argv)
+    if a.arrivals is not None and a.arrivals < 1:
+        ap.error("--arrivals must be at least 1")
+    if a.repeats is not None and a.repeats < 1:
+        ap.error("--repeats must be at least 1")
     if a.check:
         from benchmarks.regression import load_baseline
 
+        given = [f"--{k}" for k in ("world", "policies", "arrivals", "repeats", "only") if getattr(a, k) is not None]
+        if given or a.short or a.long or a.quick:
+            ap.error(f"--check measures what its table measured; it takes no {', '.join(given) or 'other sizes'}")
         try:
             meta, a.committed = load_baseline(a.check)
         except ValueError as exc:
             ap.error(str(exc))
         a.short, a.world, a.policies = True, meta["world"], meta["policies"]
-        a.arrivals, a.repeats = meta.get("arrivals"), int(meta.get("repeats", 3))
+        a.arrivals, a.repeats = meta["arrivals"], meta["repeats"]
     elif a.short:
         from benchmarks.regression import SHORT_ARRIVALS, SHORT_POLICIES, SHORT_REPEATS
 
+        if a.policies is not None or a.only is not None:
+            ap.error("--short runs its own replays; give no --policies or --only with it")
         a.policies = SHORT_POLICIES
         a.arrivals = a.arrivals or SHORT_ARRIVALS
-        a.repeats = SHORT_REPEATS if a.repeats == 3 else a.repeats
+        a.repeats = a.repeats or SHORT_REPEATS
+    a.world = a.world or "dev"
+    a.policies = a.policies or POLICIES
+    a.repeats = a.repeats or 3
     if a.short:
         a.only = "replay"
-    if a.arrivals is not None and a.arrivals < 1:
-        ap.error("--arrivals must be at least 1")
     groups = [g.strip() for g in a.only.split(",")] if a.only else list(GROUPS if a.long else SHORT)
     unknown = sorted(repr(g) for g in set(groups) - set(GROUPS))
     if unknown:
         ap.error(f"unknown group(s) {', '.join(unknown)}; known: {', '.join(GROUPS)}")
-    if a.repeats < 1:
-        ap.error("--repeats must be at least 1")
     from tdmodels.rosters import ROSTERS
 
     if a.world not in ROSTERS:
         ap.error(f"unknown world {a.world!r}; the rosters: {', '.join(ROSTERS)}")
+    from online.registry import PolicySpecError, policy_spec, split_specs
+
+    try:
+        for spec in split_specs(a.policies):
+            policy_spec(spec)
+    except PolicySpecError as exc:
+        ap.error(f"policies {a.policies!r}: {exc}")
     if a.json and (os.path.isdir(a.json) or not os.path.isdir(os.path.dirname(os.path.abspath(a.json)))):
         ap.error(f"--json {a.json!r}: not a file in an existing folder")
     a.groups = groups

@@ -47,12 +47,16 @@ def ridge_logistic(Z: np.ndarray, y: np.ndarray, lam: float, init: np.ndarray | 
         raise InputError(f"ridge_logistic: Z [n, d] and y [n] are required, got shapes {Z.shape} and {y.shape}")
     if not (math.isfinite(lam) and lam > 0):
         raise InputError(f"ridge_logistic: lam must be a finite number > 0, got {lam!r}")
+    if isinstance(iters, bool) or not isinstance(iters, (int, np.integer)) or iters < 1 or not (math.isfinite(tol) and tol > 0):
+        raise InputError(f"ridge_logistic: iters must be an integer >= 1 and tol a finite number > 0, got {iters!r}, {tol!r}")
     d = Z.shape[1]
-    theta = np.zeros(d) if init is None else np.array(init, dtype=float).reshape(d)
-    if len(Z) == 0:
-        return np.zeros(d)
+    theta = np.zeros(d) if init is None else np.array(init, dtype=float)
+    if theta.shape != (d,):
+        raise InputError(f"ridge_logistic: init must have shape ({d},), got {theta.shape}")
     if not (np.isfinite(Z).all() and np.isfinite(theta).all() and ((y == 0.0) | (y == 1.0)).all()):
         raise InputError("ridge_logistic: Z and init must be finite and y in {0, 1}")
+    if len(Z) == 0:
+        return np.zeros(d)
     return ridge_logistic_mode(Z, y, float(lam), theta, int(iters), float(tol))[0]
 
 

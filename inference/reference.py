@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-from inference.constants import BACKTRACK_MIN_STEP, BACKTRACK_RTOL, NEWTON_RTOL
+from inference.constants import (BACKTRACK_MIN_STEP, BACKTRACK_RTOL, NEWTON_RTOL, RIDGE_LOGISTIC_ITERS,
+                                 RIDGE_LOGISTIC_TOL)
 from inference.laplace import click_mode, log_sigmoid, sigmoid
 from inference.mixture_belief import MixtureBelief, probit_log_predictive
 from inference.recalibration_fit import RIDGE_A, Recalibration
@@ -154,7 +155,7 @@ def penalised_logistic_newton(J, y, offset, pen, target, w, iters, tol):
 
 
 def ridge_logistic_reference(Z: np.ndarray, y: np.ndarray, lam: float, init: np.ndarray | None = None,
-                             iters: int = 25, tol: float = 1e-8) -> np.ndarray:
+                             iters: int = RIDGE_LOGISTIC_ITERS, tol: float = RIDGE_LOGISTIC_TOL) -> np.ndarray:
     """argmin_theta sum_t [log(1 + e^eta_t) - y_t eta_t] + lam/2 ||theta||^2, eta = Z theta, by Newton from
     `init` (zeros); the estimate after `iters` steps if none fell under `tol`."""
     d = Z.shape[1]

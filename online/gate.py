@@ -27,7 +27,8 @@ class GateState(NamedTuple):
 
 def observe(state: GateState, logp_population: float, logp_alone: float) -> GateState:
     """One click's predictive log probabilities under both learners (computed before the reveal)."""
-    return GateState(state.n, state.mean, state.m2, state.current + float(logp_population) - float(logp_alone))
+    return GateState(n=state.n, mean=state.mean, m2=state.m2,
+                     current=state.current + float(logp_population) - float(logp_alone))
 
 
 def end_session(state: GateState) -> GateState:

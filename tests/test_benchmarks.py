@@ -107,3 +107,49 @@ def test_the_committed_table_is_a_short_table_of_every_short_policy():
     meta, ratios = load_baseline(ROOT / "benchmarks" / "baseline.json")
     assert meta["short"] and meta["policies"] == SHORT_POLICIES and meta["world"] == "dev"
     assert {name for _, name, ref in ratios if ref == "random"} == set(SHORT_POLICIES.split(","))
+
+
+@pytest.mark.parametrize("change, argv, says", [
+    ({"rows": [{"group": "replay", "name": "no-transfer", "reference": "random", "ratio": float("nan")}]}, [],
+     "finite and positive"),
+    ({"rows": [{"group": "replay", "name": "no-transfer", "reference": "random", "ratio": 0.0}]}, [],
+     "finite and positive"),
+    ({"meta": {"world": "dev", "policies": "no-transfer", "arrivals": 6, "repeats": 1}}, [], "not a short table"),
+    ({"meta": {"world": "dev", "policies": "no-transfer", "arrivals": "x", "repeats": 1, "short": True}}, [],
+     "arrivals must be a positive integer"),
+    ({"meta": {"world": "dev", "policies": ["no-transfer"], "arrivals": 6, "repeats": 1, "short": True}}, [],
+     "policies or world as text"),
+    ({"meta": {"world": "dev", "policies": "no-such-policy", "arrivals": 6, "repeats": 1, "short": True}}, [],
+     "unknown policy"),
+    ({"meta": []}, [], "not a benchmark table"),
+    ({}, ["--world", "quirky"], "takes no --world"),
+])
+def test_a_bad_committed_table_or_option_is_one_clear_error_before_measuring(tmp_path, capsys, change, argv, says):
+    from benchmarks.run import parse
+
+    table = json.loads(_committed(tmp_path / "t.json", {"no-transfer": 2.0}).read_text())
+    table.update(change)
+    (tmp_path / "t.json").write_text(json.dumps(table))
+    with pytest.raises(SystemExit) as exc:
+        parse(["--check", str(tmp_path / "t.json"), *argv])
+    assert exc.value.code == 2 and says in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, says", [(["--short", "--arrivals", "0"], "--arrivals must be at least 1"),
+                                        (["--short", "--policies", "coduel"], "give no --policies"),
+                                        (["--repeats", "0"], "--repeats must be at least 1")])
+def test_bad_sizes_are_refused(capsys, argv, says):
+    from benchmarks.run import parse
+
+    with pytest.raises(SystemExit) as exc:
+        parse(argv)
+    assert exc.value.code == 2 and says in capsys.readouterr().err
+
+
+def test_a_slowdown_shared_by_most_policies_fails_past_the_capped_machine_factor():
+    from benchmarks.measure import Ratio
+    from benchmarks.regression import compare
+
+    committed = {("replay", p, "random"): 10.0 for p in "abcde"}
+    assert compare([Ratio("replay", p, 30.0, "random", 1.0) for p in "abcde"], committed)[1] != []
+    assert compare([Ratio("replay", p, 20.0, "random", 1.0) for p in "abcde"], committed)[1] == []

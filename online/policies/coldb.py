@@ -9,7 +9,8 @@ A CLUB-style user graph with a linear dueling learner per cluster:
 - after the click: refit theta_i; delete the edge (i, l) when
   ||theta_i - theta_l|| > f(T_i) + f(T_l),  f(T) = alpha sqrt((1 + ln(1 + T)) / (1 + T)).
 
-COLDB estimates by ridge logistic MLE (``inference.estimators.ridge_logistic``, warm-started);
+COLDB estimates by ridge logistic MLE (the kernel behind ``inference.estimators.ridge_logistic``,
+warm-started);
 COLDB-LR (not described publicly; ours) by ridge least squares of 2y - 1 on z, from
 sufficient statistics. beta = sqrt(d ln S) and alpha = 1 are ours (not tuned).
 """
@@ -147,8 +148,10 @@ def _freeze(state: COLDBState) -> Users:
 
 def start_session(state: COLDBState) -> COLDBState:
     """The next user joins the graph connected to every earlier user; its cluster is its connected component."""
-    users = _freeze(state)
     u = state.user + 1
+    if u == len(state.edges):
+        raise InputError(f"COLDB: more users than the {u} arrivals the run was started for (context N)")
+    users = _freeze(state)
     edges = np.zeros_like(state.edges)
     edges[:u] = True
     state = state._replace(users=users, user=u, Z=np.zeros_like(state.Z), y=np.zeros_like(state.y), count=0,

@@ -183,16 +183,20 @@ def test_ridge_logistic_is_the_newton_of_its_numpy_statement(seed, n, lam, warm)
                                atol=1e-8)
 
 
-@pytest.mark.parametrize("Z, y, lam, what", [
-    (np.zeros((3, 2)), np.array([0.0, 1.0]), 1.0, "shapes"),
-    (np.zeros((2, 2)), np.array([0.0, 2.0]), 1.0, "y in {0, 1}"),
-    (np.array([[np.nan, 0.0]]), np.array([1.0]), 1.0, "finite"),
-    (np.zeros((2, 2)), np.array([0.0, 1.0]), 0.0, "lam must be"),
-    (np.zeros((2, 2)), np.array([0.0, 1.0]), float("nan"), "lam must be"),
+@pytest.mark.parametrize("Z, y, lam, what, extra", [
+    (np.zeros((3, 2)), np.array([0.0, 1.0]), 1.0, "shapes", None),
+    (np.zeros((2, 2)), np.array([0.0, 2.0]), 1.0, "y in {0, 1}", None),
+    (np.array([[np.nan, 0.0]]), np.array([1.0]), 1.0, "finite", None),
+    (np.zeros((2, 2)), np.array([0.0, 1.0]), 0.0, "lam must be", None),
+    (np.zeros((2, 2)), np.array([0.0, 1.0]), float("nan"), "lam must be", None),
+    (np.zeros((2, 2)), np.array([0.0, 1.0]), 1.0, "init must have shape", {"init": np.zeros(3)}),
+    (np.zeros((0, 2)), np.zeros(0), 1.0, "must be finite", {"init": np.array([np.nan, 0.0])}),
+    (np.zeros((2, 2)), np.array([0.0, 1.0]), 1.0, "iters must be", {"iters": 0}),
+    (np.zeros((2, 2)), np.array([0.0, 1.0]), 1.0, "iters must be", {"tol": float("nan")}),
 ])
-def test_ridge_logistic_refuses_bad_input_by_name(Z, y, lam, what):
+def test_ridge_logistic_refuses_bad_input_by_name(Z, y, lam, what, extra):
     from inference.estimators import ridge_logistic
     from tdmodels.errors import InputError
 
     with pytest.raises(InputError, match=what.replace("{", r"\{").replace("}", r"\}")):
-        ridge_logistic(Z, y, lam)
+        ridge_logistic(Z, y, lam, **(extra or {}))

@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 
 from inference.estimators import ridge_least_squares, ridge_logistic
 from online.policies import coldb, colstim, hierarchical_ts, rucb
+from tdmodels.errors import InputError
 from tests.online.driving import play_sessions
 
 PHI = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.5, 0.5]])
@@ -194,3 +195,10 @@ def test_meta_ts_draws_the_users_prior_mean_by_cholesky():
     mq, Sq = meta_posterior(state)
     expected = mq + np.linalg.cholesky(Sq) @ np.random.default_rng(3).standard_normal(4)
     np.testing.assert_allclose(drawn, expected, rtol=1e-12)
+
+
+def test_coldb_with_more_users_than_its_context_says_is_one_clear_error():
+    s = coldb.init(N=1, S=2, d=2)
+    s = coldb.start_session(s)
+    with pytest.raises(InputError, match="more users than the 1 arrivals"):
+        coldb.start_session(s)
