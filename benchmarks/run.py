@@ -84,8 +84,9 @@ def parse(argv=None) -> argparse.Namespace:
             policy_spec(spec)
     except PolicySpecError as exc:
         ap.error(f"policies {a.policies!r}: {exc}")
-    if a.json and (os.path.isdir(a.json) or not os.path.isdir(os.path.dirname(os.path.abspath(a.json)))):
-        ap.error(f"--json {a.json!r}: not a file in an existing folder")
+    folder = os.path.dirname(os.path.abspath(a.json)) if a.json else None
+    if a.json and (os.path.isdir(a.json) or not os.path.isdir(folder) or not os.access(folder, os.W_OK)):
+        ap.error(f"--json {a.json!r}: not a file in an existing folder this user may write")
     a.groups = groups
     return a
 

@@ -47,8 +47,10 @@ def ridge_logistic(Z: np.ndarray, y: np.ndarray, lam: float, init: np.ndarray | 
         raise InputError(f"ridge_logistic: Z [n, d] and y [n] are required, got shapes {Z.shape} and {y.shape}")
     if not (math.isfinite(lam) and lam > 0):
         raise InputError(f"ridge_logistic: lam must be a finite number > 0, got {lam!r}")
-    if isinstance(iters, bool) or not isinstance(iters, (int, np.integer)) or iters < 1 or not (math.isfinite(tol) and tol > 0):
-        raise InputError(f"ridge_logistic: iters must be an integer >= 1 and tol a finite number > 0, got {iters!r}, {tol!r}")
+    whole = isinstance(iters, (int, np.integer)) and not isinstance(iters, bool)
+    if not (whole and iters >= 1 and math.isfinite(tol) and tol > 0):
+        raise InputError(f"ridge_logistic: iters must be an integer >= 1 and tol a finite number > 0, "
+                         f"got {iters!r}, {tol!r}")
     d = Z.shape[1]
     theta = np.zeros(d) if init is None else np.array(init, dtype=float)
     if theta.shape != (d,):

@@ -153,3 +153,12 @@ def test_a_slowdown_shared_by_most_policies_fails_past_the_capped_machine_factor
     committed = {("replay", p, "random"): 10.0 for p in "abcde"}
     assert compare([Ratio("replay", p, 30.0, "random", 1.0) for p in "abcde"], committed)[1] != []
     assert compare([Ratio("replay", p, 20.0, "random", 1.0) for p in "abcde"], committed)[1] == []
+
+
+@pytest.mark.parametrize("where", ["missing/t.json", "."])
+def test_a_json_path_that_cannot_be_written_is_refused_before_measuring(tmp_path, capsys, where):
+    from benchmarks.run import parse
+
+    with pytest.raises(SystemExit) as exc:
+        parse(["--json", str(tmp_path / where)])
+    assert exc.value.code == 2 and "not a file in an existing folder" in capsys.readouterr().err

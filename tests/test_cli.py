@@ -238,6 +238,14 @@ def test_leaderboard_runs_resumes_and_compares_with_the_published_scores(env_dir
     assert rc != 0 and "need --allow-test" in capsys.readouterr().err
 
 
+def test_the_leaderboard_time_line_names_where_the_cells_ran():
+    from tutorduel.leaderboard import time_summary
+
+    line = time_summary(12.0, 3, 1, 1, {"coduel": 3.0, "random": 1.0}, "a local Dask cluster of 2 workers, 2 cores")
+    assert line.startswith("time: 12 s wall for 5 cells (3 computed, 1 already stored, 1 failed; a local Dask")
+    assert line.endswith("4 s in all: coduel 3 s (75%), random 1 s (25%)")
+
+
 def test_stats_prints_final_quarter_and_writes_curves(env_dirs, capsys):
     assert main(["replay", "--world", "dev", "--seeds", "0-2", "--policies", "random,no-transfer",
                  "--arrivals", "40"]) == 0

@@ -82,8 +82,12 @@ def run_leaderboard(store: RunStore, out, rosters: list[str] | None = None, seed
     for x in found:
         print(f"- {x}")
     print(f"\nwrote {out / 'leaderboard.md'}, {page} and {len(figures)} curve plot(s)")
-    where = (f"the Dask scheduler {sweep_options['scheduler']}" if sweep_options.get("scheduler") else
-             f"{sweep_options.get('jobs') or 1} worker process(es), {os.cpu_count()} cores")
+    if sweep_options.get("scheduler"):
+        where = f"the Dask scheduler {sweep_options['scheduler']}"
+    elif sweep_options.get("dask_workers"):
+        where = f"a local Dask cluster of {sweep_options['dask_workers']} workers, {os.cpu_count()} cores"
+    else:
+        where = f"{sweep_options.get('jobs') or 1} worker process(es), {os.cpu_count()} cores"
     print(time_summary(time.perf_counter() - started, computed, stored, failed, spent, where))
     return 1 if failed else 0
 

@@ -27,5 +27,6 @@ from inference.kernels.linalg import spd_factors
 from inference.kernels.recalibration import recalibration_newton
 
 __all__ = ["click_mode", "probit_log_predictive",
-           "coduel_click", "coduel_pair", "greedy_pair", "lookahead_bank", "lookahead_pair", "lookahead_scores", "mixture_greedy", "mixture_update", "recalibrated",
+           "coduel_click", "coduel_pair", "greedy_pair", "lookahead_bank", "lookahead_pair", "lookahead_scores",
+           "mixture_greedy", "mixture_update", "recalibrated",
            "update_both", "laplace_units", "surrogate_estep", "surrogate_units", "spd_factors", "recalibration_newton"]

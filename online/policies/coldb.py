@@ -138,8 +138,9 @@ def _freeze(state: COLDBState) -> Users:
     u = state.user
     if u < 0:
         return state.users
-    users, mark = state.users, state.users.mark
-    (Z, y, counts, theta, gram, moment, adj), mark = append_only.writable_at(u, mark, users[:-1])
+    users = state.users
+    buffers = (users.Z, users.y, users.counts, users.theta, users.gram, users.moment, users.adjacency)
+    (Z, y, counts, theta, gram, moment, adj), mark = append_only.writable_at(u, users.mark, buffers)
     Z[u], y[u], counts[u], theta[u], gram[u], moment[u] = state.Z, state.y, state.count, state.theta, state.gram, \
         state.moment
     adj[u, :u] = adj[:u, u] = state.edges[:u]
