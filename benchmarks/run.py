@@ -1,7 +1,7 @@
 """Run the benchmarks and print one table of ratios (see ``benchmarks``).
 
     python -m benchmarks.run [--world dev] [--only replay,sweep,memory,nuts,population,leaderboard] [--long] [--quick]
-        [--repeats 3] [--arrivals N] [--json table.json]
+        [--repeats 3] [--arrivals N] [--json table.json] [--population-users 50,100,200,300] [--population-minutes 30]
     python -m benchmarks.run --short [--json benchmarks/baseline.json]   # the replays CI checks
     python -m benchmarks.run --check benchmarks/baseline.json            # exit 1 on a regression
 """
@@ -34,6 +34,11 @@ def parse(argv=None) -> argparse.Namespace:
                                        "policy, or the short form's with --short)")
     ap.add_argument("--arrivals", type=int, help="replays on the first N arrivals (default: all)")
     ap.add_argument("--json", help="also write the table here")
+    ap.add_argument("--population-users",
+                    help="the population group's sizes: the first N arrivals of CODuel's dev seed-0 run (beyond the "
+                         "roster's 300, its students arriving for longer; default 50,100,200,300)")
+    ap.add_argument("--population-minutes", type=float,
+                    help="the population group's wall-time budget per size, in minutes (default 30)")
     ap.add_argument("--short", action="store_true",
                     help="the short form CI checks: replays of a few policies on the first arrivals of dev")
     ap.add_argument("--check", metavar="TABLE",
@@ -47,7 +52,8 @@ def parse(argv=None) -> argparse.Namespace:
     if a.check:
         from benchmarks.regression import load_baseline
 
-        given = [f"--{k}" for k in ("world", "policies", "arrivals", "repeats", "only") if getattr(a, k) is not None]
+        options = ("world", "policies", "arrivals", "repeats", "only", "population_users", "population_minutes")
+        given = ["--" + k.replace("_", "-") for k in options if getattr(a, k) is not None]
         if given or a.short or a.long or a.quick:
             ap.error(f"--check measures what its table measured; it takes no {', '.join(given) or 'other sizes'}")
         try:
@@ -87,6 +93,15 @@ def parse(argv=None) -> argparse.Namespace:
     folder = os.path.dirname(os.path.abspath(a.json)) if a.json else None
     if a.json and (os.path.isdir(a.json) or not os.path.isdir(folder) or not os.access(folder, os.W_OK)):
         ap.error(f"--json {a.json!r}: not a file in an existing folder this user may write")
+    if a.population_users is not None:
+        try:
+            a.population_users = [int(n) for n in a.population_users.split(",")]
+        except ValueError:
+            ap.error(f"--population-users {a.population_users!r}: not a comma-separated list of user counts")
+        if min(a.population_users) < 2 or len(set(a.population_users)) != len(a.population_users):
+            ap.error("--population-users: distinct counts of at least 2 users")
+    if a.population_minutes is not None and not 0 < a.population_minutes <= 24 * 60:
+        ap.error("--population-minutes must be in (0, 1440]")
     a.groups = groups
     return a
 
@@ -133,8 +148,10 @@ def main(argv=None) -> int:
         else:
             from benchmarks.population_reference import measure_population
 
-            rows += (measure_population([8, 12], chains=2, jobs=2, warmup=20, draws=20, minutes=1) if quick
-                     else measure_population([50, 100, 200, 300]))
+            minutes = a.population_minutes or (1.0 if quick else 30.0)
+            rows += (measure_population(a.population_users or [8, 12], chains=2, jobs=2, warmup=20, draws=20,
+                                        minutes=minutes) if quick
+                     else measure_population(a.population_users or [50, 100, 200, 300], minutes=minutes))
         print(table([r for r in rows if r.group == group]), flush=True)
     meta = {"when": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": platform.machine(),
             "processor": platform.processor(), "cores": os.cpu_count(), "python": platform.python_version(),

@@ -39,9 +39,13 @@ def test_the_short_benchmarks_run_in_one_process_and_print_ratios(tmp_path):
 
 @pytest.mark.slow
 def test_the_long_benchmarks_run(tmp_path):
-    out = run("--quick", "--only", "nuts,population", "--json", str(tmp_path / "t.json"))
+    out = run("--quick", "--only", "nuts,population", "--population-users", "8,310", "--json",
+              str(tmp_path / "t.json"))
     assert out.returncode == 0, out.stderr[-3000:]
-    check_table(tmp_path / "t.json", ("nuts", "population"))
+    rows = check_table(tmp_path / "t.json", ("nuts", "population"))
+    names = {r["name"] for r in rows}
+    assert "310 users, to the verdict" in names             # past the roster's 300 arrivals
+    assert all("MiB here" in r["note"] for r in rows if r["name"].endswith("to the verdict"))
 
 
 def test_an_unknown_group_is_one_clear_error(tmp_path):
@@ -123,6 +127,7 @@ def test_the_committed_table_is_a_short_table_of_every_short_policy():
      "unknown policy"),
     ({"meta": []}, [], "not a benchmark table"),
     ({}, ["--world", "quirky"], "takes no --world"),
+    ({}, ["--population-users", "300"], "takes no --population-users"),
 ])
 def test_a_bad_committed_table_or_option_is_one_clear_error_before_measuring(tmp_path, capsys, change, argv, says):
     from benchmarks.run import parse
@@ -137,7 +142,12 @@ def test_a_bad_committed_table_or_option_is_one_clear_error_before_measuring(tmp
 
 @pytest.mark.parametrize("argv, says", [(["--short", "--arrivals", "0"], "--arrivals must be at least 1"),
                                         (["--short", "--policies", "coduel"], "give no --policies"),
-                                        (["--repeats", "0"], "--repeats must be at least 1")])
+                                        (["--repeats", "0"], "--repeats must be at least 1"),
+                                        (["--population-users", "100,x"], "not a comma-separated list"),
+                                        (["--population-users", "1"], "at least 2 users"),
+                                        (["--population-users", "50,50"], "distinct counts"),
+                                        (["--population-minutes", "nan"], "must be in (0, 1440]"),
+                                        (["--population-minutes", "0"], "must be in (0, 1440]")])
 def test_bad_sizes_are_refused(capsys, argv, says):
     from benchmarks.run import parse
 
