@@ -12,6 +12,7 @@ from typing import NamedTuple
 import numpy as np
 import xarray as xr
 
+from tdmodels.errors import InputError
 from tdmodels.world import KINDS, session_length
 
 
@@ -57,6 +58,11 @@ def make_schedule(world: xr.Dataset, seed: int, arrivals: int | None = None) -> 
     n_s = world.sizes["student"]
     if mode == "uniform":
         st = s_arr.integers(n_s, size=n_arr)
+    elif mode == "ordered":
+        if n_arr > n_s:
+            raise InputError(f"world {world.attrs['roster']!r}: {n_arr} arrivals, but its {n_s} students arrive "
+                             f"once each, in order")
+        st = np.arange(n_arr)
     else:
         st = s_arr.permutation(n_s)[:n_arr]
     _, table = topic_table(world)

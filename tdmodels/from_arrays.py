@@ -17,7 +17,7 @@ from .portable_math import expit, standardise
 from .simulator import BETA_SEARCH, fit_click_scale
 from .run_inputs import check_memory
 from .limits import MAX_ARRIVALS
-from .world import ARRIVAL_MODES, FORMAT_VERSION, WorldFormatError, check_name, validate_world
+from .world import FORMAT_VERSION, WorldFormatError, check_name, validate_world
 
 DEFAULT_CLICK_SCALE = 11.0    # logits per unit of U: the real sample's pooled fit P ~ sigmoid(11 (U_a - U_b))
 DEFAULT_CLIP = 0.1            # the reference judge's probabilities lie in [0.1, 0.9]
@@ -157,8 +157,9 @@ def world_from_arrays(utilities, probs=None, *, name: str = "mine", rater=None, 
         Arrivals per run (default: the number of students).
     session_length : int
         Questions per session, drawn without replacement (default 24; at most the number of questions).
-    arrival_mode : {"uniform", "distinct"}
-        Students drawn with replacement, or each at most once (needs students >= arrivals).
+    arrival_mode : {"uniform", "distinct", "ordered"}
+        Students drawn with replacement, each at most once in a seeded order, or each once in the
+        arrays' order (the last two need students >= arrivals).
     held_out : bool
         Mark the world as held out (readable only with --allow-test).
 
@@ -178,8 +179,8 @@ def world_from_arrays(utilities, probs=None, *, name: str = "mine", rater=None, 
     personas = [str(p) for p in (personas if personas is not None else [f"P{k}" for k in range(K)])]
     if len(personas) != K:
         raise WorldFormatError(f"personas: {len(personas)} names for {K} personas")
-    if arrival_mode not in ARRIVAL_MODES[:2]:
-        raise WorldFormatError(f"arrival_mode {arrival_mode!r}: use 'uniform' or 'distinct'")
+    if arrival_mode not in ("uniform", "distinct", "ordered"):
+        raise WorldFormatError(f"arrival_mode {arrival_mode!r}: use 'uniform', 'distinct' or 'ordered'")
     if arrivals is not None and (isinstance(arrivals, bool) or not isinstance(arrivals, (int, np.integer))
                                  or not 1 <= arrivals <= MAX_ARRIVALS):
         raise WorldFormatError(f"arrivals {arrivals!r}: must be an integer in [1, {MAX_ARRIVALS:,}]")

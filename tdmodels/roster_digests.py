@@ -28,6 +28,15 @@ ROSTER_DIGESTS = {
         "scrambled": "a08dc255853d7b44",
         "unstructured": "f42bbc30749ca4ea",
     },
+    "stress-1": {                    # tutorduel worlds stress (the presets, seed 0)
+        "stress-types": "a37155900db295c6",
+        "stress-loose": "a37c3c9fc6623217",
+        "stress-polarised": "e2c546fe9b9ff46f",
+        "stress-drift": "19bc411cb2f5f5ed",
+        "stress-shift": "edd7898138f76828",
+        "stress-unstructured": "2704021cadc0b2e5",
+        "stress-rater": "d4760793864265a0",
+    },
     "site-sample": {                 # tutorduel worlds import-sample of data/tutorduel-site-sample.json
         "sample": "39a84d07b7ce0c34",
     },

@@ -1,7 +1,7 @@
 """Where rosters live: build-on-demand cache of simulated worlds, imported worlds, the held-out lock.
 
-A world is named by a roster name (`dev`, `composite`, ..., `sample` once imported, or the
-name of any world file in the folder) or a path to a `.nc` file. Files live in `--worlds DIR`,
+A world is named by a roster name (`dev`, `composite`, ..., `sample` once imported, a stress preset
+such as `stress-drift`, or the name of any world file in the folder) or a path to a `.nc` file. Files live in `--worlds DIR`,
 else `$TUTORDUEL_WORLDS`, else `./worlds`. A simulated roster that is not on disk yet is
 generated (seed 0) and saved, from the simulator parameters in the folder's `simulator.json` when it has one
 (written by `tutorduel worlds build --simulator FILE`, e.g. a calibration's), else sim-1's; a roster file
@@ -19,6 +19,7 @@ from .atomic_file import folder_problem
 from .file_read import read_regular_text
 from .simulator import ROSTERS, build_roster
 from .simulator_params import DEFAULT_PARAMS, SimulatorParams, generator_version
+from .stress_worlds import STRESS_PRESETS, build_stress_world
 from .world import WorldFormatError, check_name, load_world, save_world
 from tdmodels.errors import InputError
 
@@ -61,10 +62,10 @@ def world_name(name: str) -> str:
 
 def known_worlds(directory=None) -> list[str]:
     """Simulated roster names plus the name of every .nc file in the worlds folder."""
-    names = list(ROSTERS)
+    names = list(ROSTERS) + list(STRESS_PRESETS)
     d = worlds_dir(directory)
     if d.is_dir():
-        names += sorted(p.stem for p in d.glob("*.nc") if p.stem not in ROSTERS and p.is_file())
+        names += sorted(p.stem for p in d.glob("*.nc") if p.stem not in names and p.is_file())
     return names
 
 
@@ -112,6 +113,9 @@ def open_world(name: str, allow_test: bool = False, directory=None, copies: int 
     params = folder_params(directory) if name in ROSTERS and not is_path(name) else None
     if not path.exists() and params is not None:
         save_world(build_roster(name, params=params), path)
+    elif not path.exists() and name in STRESS_PRESETS and not is_path(name):
+        knobs, description = STRESS_PRESETS[name]
+        save_world(build_stress_world(knobs, 0, name, description), path)
     if not path.exists():
         hint = " (import it first: tutorduel worlds import-sample PATH)" if name == "sample" else ""
         raise FileNotFoundError(f"no world {name!r} at {path}{hint}; known: {', '.join(known_worlds(directory))}")

@@ -15,6 +15,12 @@ Variables (dims in brackets; K personas, d = K + 1 features):
 - optional fixed schedule ``schedule_student[arrival]``, ``schedule_question[arrival,
   round]``; without it sessions are drawn from the recipe in ``attrs`` (see
   ``online.schedule``).
+- arrival modes (``attrs["arrival_mode"]``): "uniform" (students drawn with replacement),
+  "distinct" (each at most once, in a seeded order), "ordered" (student i is arrival i), "fixed"
+  (the schedule above).
+- optional ``student_segment[student]`` (ordered worlds only): non-decreasing segment numbers
+  from 0, e.g. the blocks of a drifting population (``tdmodels.stress_worlds``); statistics are
+  also given per segment.
 
 Loading validates everything and raises :class:`WorldFormatError` naming the field.
 """
@@ -53,7 +59,7 @@ REQUIRED_ATTRS = {
 _ATTR_RANGE = {"arrivals": (1, MAX_ARRIVALS), "topics_per_session": (1, MAX_SESSION),
                "chains_per_topic": (1, MAX_SESSION), "questions_per_chain": (1, MAX_SESSION), "bank_size": (1, MAX_BANK),
                "held_out": (0, 1), "rater_available": (0, 1), "format_version": (0, 1_000)}
-ARRIVAL_MODES = ("uniform", "distinct", "fixed")
+ARRIVAL_MODES = ("uniform", "distinct", "fixed", "ordered")
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 RATER_TOL = 1e-6      # the rater column is centred over personas with unit sd, to this tolerance
 
@@ -228,8 +234,26 @@ def _validate_metadata(ds, n_q, n_s, source):
                                             f"(chains_per_topic x questions_per_chain)")
         if len(uniq) < int(ds.attrs["topics_per_session"]):
             _fail(source, "question_topic", f"{len(uniq)} topics, a session needs {ds.attrs['topics_per_session']}")
-        if str(ds.attrs["arrival_mode"]) == "distinct" and n_s < int(ds.attrs["arrivals"]):
-            _fail(source, "student", f"{n_s} students cannot fill {ds.attrs['arrivals']} distinct arrivals")
+        if str(ds.attrs["arrival_mode"]) in ("distinct", "ordered") and n_s < int(ds.attrs["arrivals"]):
+            _fail(source, "student", f"{n_s} students cannot fill {ds.attrs['arrivals']} "
+                                     f"{ds.attrs['arrival_mode']} arrivals")
+    _check_segments(ds, source)
+
+
+def _check_segments(ds, source) -> None:
+    """``student_segment``: ordered worlds only; integers from 0, non-decreasing, in steps of at most one."""
+    if "student_segment" not in ds.variables:
+        return
+    seg = _require_var(ds, "student_segment", ("student",), source)
+    if str(ds.attrs["arrival_mode"]) != "ordered":
+        _fail(source, "student_segment", f"segments need arrival mode 'ordered' (student i is arrival i), not "
+                                         f"{str(ds.attrs['arrival_mode'])!r}")
+    if seg.dtype.kind not in "iu":
+        _fail(source, "student_segment", f"values of type {seg.dtype}; expected integers")
+    steps = np.diff(seg.astype(np.int64))
+    if seg.size and (int(seg[0]) != 0 or np.any((steps < 0) | (steps > 1))):
+        _fail(source, "student_segment", "segment numbers must start at 0 and rise by 0 or 1 from one student to "
+                                         "the next")
 
 
 def reachable_cells(ds: xr.Dataset, source: str = "<memory>") -> np.ndarray:

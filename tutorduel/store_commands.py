@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from diagnostics.segments import arrival_segments, format_segment_table, segment_table, switch_starts
 from diagnostics.learning_curves import final_quarter_table, learning_curve, plot_learning_curves
 from diagnostics.stats import format_table, leaderboard, paired_gain, t_interval
 from online.registry import canonical_spec, policy_spec
@@ -95,6 +96,7 @@ def print_world_tables(store, world_arg, allow_test, worlds_dir, against=None, a
     if against:
         against = _print_paired(rows, against, name)
     _print_final_quarter(rows, against)
+    _print_segments(rows, world, against)
     if curves:
         by = _by_policy(rows)
         path = check_output_path(Path(curves) / f"curves-{name}.png")
@@ -105,6 +107,18 @@ def print_world_tables(store, world_arg, allow_test, worlds_dir, against=None, a
         print(f"\n{len(failed)} failed cell(s) recorded for {name}:")
         for f in failed:
             print(f"  seed {f['seed']} {f['policy']} (code {f.get('code')}): {f['error'].splitlines()[0]}")
+
+
+def _print_segments(rows, world, against=None) -> None:
+    """Where the world's population changes over the run (its segments), the scores after each switch apart."""
+    segments = arrival_segments(world, int(rows[0]["arrivals"]))
+    if segments is None or not switch_starts(segments):
+        return
+    lines = segment_table({spec: {int(r["seed"]): r for r in rs} for spec, rs in _by_policy(rows).items()}, segments,
+                          against)
+    print(f"\nper segment ({len(switch_starts(segments))} switches, at arrivals "
+          f"{', '.join(map(str, switch_starts(segments)))}), score:")
+    print(format_segment_table(lines))
 
 
 def _by_policy(rows) -> dict[str, list[dict]]:

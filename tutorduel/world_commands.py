@@ -1,5 +1,5 @@
 """The world use cases: list, build (optionally from a simulator file), describe, compare with the
-published targets, import the real sample, make a world from your own arrays."""
+published targets, import the real sample, make a world from your own arrays, build stress worlds."""
 from __future__ import annotations
 
 import sys
@@ -18,6 +18,7 @@ from tdmodels.rosters import SIMULATOR_FILE, known_worlds, open_world, read_simu
 from tdmodels.sample import load_sample
 from tdmodels.simulator import ROSTERS
 from tdmodels.simulator_params import generator_version
+from tdmodels.stress_worlds import STRESS_PRESETS, StressKnobs, build_stress_world, preset_knobs
 from tdmodels.world import WorldFormatError, check_name, load_world, save_world, world_digest
 
 
@@ -29,6 +30,10 @@ def list_worlds(directory=None) -> int:
         if r and not f.exists():
             print(f"{n:14s} not built  {r.arrivals:4d} arrivals  {'held out' if r.held_out else 'open    '}  "
                   f"{r.description}")
+            continue
+        if n in STRESS_PRESETS and not f.exists():
+            knobs, description = STRESS_PRESETS[n]
+            print(f"{n:20s} not built  {knobs.arrivals:4d} arrivals  open      stress preset: {description}")
             continue
         try:
             ds = load_world(f)
@@ -162,4 +167,47 @@ def world_from_npz(path, name: str, directory=None, force=False, **world_options
     print(f"{name}: {out} ({ds.sizes['student']} students, {ds.sizes['question']} questions, "
           f"{ds.attrs['arrivals']} arrivals of {ds.attrs['topics_per_session']} questions; click model "
           f"{ds.attrs['click_model']}, beta {ds.attrs['beta']:.3f})")
+    return 0
+
+
+def stress_worlds(presets: list[str] | None = None, name: str | None = None, seed: int = 0, knobs: dict | None = None,
+                  directory=None, force: bool = False) -> int:
+    """Build stress worlds (``tdmodels.stress_worlds``) into the worlds folder.
+
+    With neither `name` nor `knobs`: the named presets (default: all) at `seed`, each under its preset's name
+    (with "-seed{seed}" appended for a seed other than 0). With `name`: one world of the first preset's knobs
+    (or the defaults) changed by `knobs`. An existing file of the same content is kept; one of other content
+    is replaced only with `force`."""
+    presets = list(presets or [])
+    for p in presets:
+        preset_knobs(p)
+    if knobs and not name:
+        raise InputError("stress knobs given without --name: a world of your own knobs needs a name of its own")
+    if name:
+        if len(presets) > 1:
+            raise InputError(f"--name {name!r} names one world; give at most one preset to start from")
+        check_name(name)
+        if name in ROSTERS or (name in STRESS_PRESETS and (knobs or seed or (presets and presets[0] != name))):
+            raise InputError(f"--name {name!r} is a roster's or a preset's name; choose another for your own world")
+        base = preset_knobs(presets[0]) if presets else StressKnobs()
+        jobs = [(name, base._replace(**(knobs or {})),
+                 STRESS_PRESETS[presets[0]][1] if presets and not knobs else "")]
+    else:
+        jobs = [(p if seed == 0 else f"{p}-seed{seed}", *STRESS_PRESETS[p]) for p in (presets or STRESS_PRESETS)]
+    for world_name_, k, description in jobs:
+        ds = build_stress_world(k, seed, world_name_, description)
+        target = world_file(world_name_, directory)
+        if target.exists():
+            try:
+                same = world_digest(load_world(target)) == world_digest(ds)
+            except WorldFormatError:
+                same = False
+            if same:
+                print(f"{world_name_}: {target} is this world already; {digest_check(ds)}")
+                continue
+            if not force:
+                raise InputError(f"world file {target} exists with other content; pass --force to replace it")
+        save_world(ds, target)
+        segments = int(ds["student_segment"].values.max()) + 1
+        print(f"{world_name_}: {target} ({ds.attrs['arrivals']} arrivals in {segments} segment(s)); {digest_check(ds)}")
     return 0

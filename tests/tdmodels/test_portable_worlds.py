@@ -1,4 +1,4 @@
-"""Worlds have the same bytes on every machine: every roster builds its published digest under
+"""Worlds have the same bytes on every machine: every roster and stress preset builds its published digest under
 several OpenBLAS kernels every x86-64 CPU runs, and with the C library's and NumPy's newer code
 paths turned off (what an older CPU would run)."""
 import json
@@ -15,6 +15,7 @@ from tdmodels import portable_math as pm
 from tdmodels.roster_digests import ROSTER_DIGESTS, published_digest
 from tdmodels.simulator import ROSTERS
 from tdmodels.simulator_params import GENERATOR_BASE
+from tdmodels.stress_worlds import GENERATOR as STRESS_GENERATOR, STRESS_PRESETS
 
 ROOT = Path(__file__).resolve().parents[2]
 CALIBRATED = "sim-2+485bbdd151"
@@ -40,25 +41,31 @@ P = np.clip(btl_probs(U, 7.0) + rng.uniform(-0.05, 0.05, (5, 12, 4, 4)), 0.05, 0
 out["arrays"] = [world_digest(world_from_arrays(U, session_length=6)),
                  world_digest(world_from_arrays(U, P, rater=rng.normal(size=(12, 4)), session_length=6))]
 out["sample"] = world_digest(load_sample(sys.argv[1]))
+from tdmodels.stress_worlds import STRESS_PRESETS, build_stress_world
+out["stress"] = {p: world_digest(build_stress_world(k, 0, p, d)) for p, (k, d) in STRESS_PRESETS.items()
+                 if p in sys.argv[3].split(",")}
 print(json.dumps(out))
 """
 
 
-def _build_under(kernel: str, extra: dict, sample: Path, rosters) -> dict:
+def _build_under(kernel: str, extra: dict, sample: Path, rosters, stress) -> dict:
     env = {**os.environ, "OPENBLAS_CORETYPE": kernel, **extra}
-    proc = subprocess.run([sys.executable, "-c", BUILD, str(sample), ",".join(rosters)], cwd=ROOT, env=env,
+    proc = subprocess.run([sys.executable, "-c", BUILD, str(sample), ",".join(rosters), ",".join(stress)], cwd=ROOT,
+                          env=env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, f"{kernel}: {proc.stderr[-2000:]}"
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def _check_kernels(sample_path, rosters):
+def _check_kernels(sample_path, rosters, stress=("stress-drift",)):
     with ThreadPoolExecutor(2) as pool:
-        got = dict(zip(KERNELS, pool.map(lambda k: _build_under(k, KERNELS[k], sample_path, rosters), KERNELS)))
+        got = dict(zip(KERNELS, pool.map(lambda k: _build_under(k, KERNELS[k], sample_path, rosters, stress),
+                                         KERNELS)))
     for kernel, out in got.items():
         assert out["sim"] == {n: ROSTER_DIGESTS[GENERATOR_BASE][n] for n in rosters}, kernel
         assert out["calibrated"] == {n: ROSTER_DIGESTS[CALIBRATED][n] for n in out["calibrated"]}, kernel
         assert out["sample"] == published_digest("site-sample", "sample"), kernel
+        assert out["stress"] == {p: published_digest(STRESS_GENERATOR, p) for p in stress}, kernel
     assert len({json.dumps(out["arrays"]) for out in got.values()}) == 1, {k: v["arrays"] for k, v in got.items()}
 
 
@@ -68,11 +75,12 @@ def test_the_development_roster_builds_its_published_digests_under_every_kernel(
 
 @pytest.mark.slow
 def test_every_roster_builds_its_published_digest_under_every_kernel(sample_path):
-    _check_kernels(sample_path, list(ROSTERS))
+    _check_kernels(sample_path, list(ROSTERS), list(STRESS_PRESETS))
 
 
 def test_every_roster_has_a_published_digest():
     assert set(ROSTER_DIGESTS[GENERATOR_BASE]) == set(ROSTERS) == set(ROSTER_DIGESTS[CALIBRATED])
+    assert set(ROSTER_DIGESTS[STRESS_GENERATOR]) == set(STRESS_PRESETS)
 
 
 def test_the_committed_calibration_names_the_published_generator():

@@ -1,4 +1,4 @@
-"""`worlds list|build|describe|targets|calibrate|import-sample|from-arrays`."""
+"""`worlds list|build|describe|targets|calibrate|import-sample|from-arrays|stress`."""
 from __future__ import annotations
 
 from tdmodels.limits import MAX_REFERENCE_SEEDS, MAX_SESSION
@@ -61,6 +61,29 @@ def cmd_from_arrays(a) -> int:
                           session_length=a.session_length, arrival_mode=a.arrival_mode)
 
 
+STRESS_KNOB_OPTIONS = {   # option -> (knob, type, help)
+    "--arrivals": ("arrivals", int_in(1, 5000), "students, one per arrival (default 350)"),
+    "--types": ("types", int_in(1, 64), "student types per segment (default 4)"),
+    "--tightness": ("tightness", float_in(0, 4), "a student's sd about its type, as a fraction of the types' spread "
+                                               "(default 0.25)"),
+    "--polarisation": ("polarisation", float_in(0, 1), "0 to 1: the types pulled into two opposed camps (default 0)"),
+    "--block-length": ("block_length", int_in(0, 5000), "drift: fresh types every this many arrivals (default 0: none)"),
+    "--shift-at": ("shift_at", float_in(0, 1), "shift: the share of arrivals before the population turns against "
+                                             "itself (default 0: none)"),
+    "--shift-strength": ("shift_strength", float_in(0, 1), "how anti-correlated the shifted types are (default 1)"),
+    "--unstructured": ("unstructured", float_in(0, 1), "share of students with no type at all (default 0)"),
+    "--rater": ("rater", float_in(-4, 4), "every student's weight on the rater score, logits per sd (default 0.5)"),
+    "--noise": ("noise", float_in(0, 3), "sd of the logit noise no linear model explains (default 0.3)"),
+}
+
+
+def cmd_stress(a) -> int:
+    from tutorduel.world_commands import stress_worlds
+
+    knobs = {knob: getattr(a, knob) for knob, _, _ in STRESS_KNOB_OPTIONS.values() if getattr(a, knob) is not None}
+    return stress_worlds(a.presets, a.name, a.seed, knobs, a.worlds, a.force)
+
+
 def add_parsers(sub) -> None:
     p = sub.add_parser("worlds", help="build, list, describe, import and make worlds")
     wsub = p.add_subparsers(dest="action", required=True)
@@ -119,8 +142,24 @@ def add_parsers(sub) -> None:
                                                                         "'probs' is absent (default 11), else fitted to the given P")
     q.add_argument("--arrivals", type=arrivals_int, help="arrivals per run (default: the number of students)")
     q.add_argument("--session-length", type=int_in(1, MAX_SESSION), default=24, help="questions per session (default 24)")
-    q.add_argument("--arrival-mode", choices=["uniform", "distinct"], default="uniform",
-                   help="students drawn with replacement (uniform, default) or each at most once (distinct)")
+    q.add_argument("--arrival-mode", choices=["uniform", "distinct", "ordered"], default="uniform",
+                   help="students drawn with replacement (uniform, default), each at most once in a seeded order "
+                        "(distinct) or each once in the arrays' order (ordered)")
     q.add_argument("--force", action="store_true", help="replace an existing world file of that name")
     common_options(q, store=False)
     q.set_defaults(fn=cmd_from_arrays)
+
+    from tdmodels.stress_worlds import STRESS_PRESETS
+
+    q = wsub.add_parser("stress", help="generated stress worlds with knobs: the presets (default: all of them), or one "
+                                       "world of your own knobs with --name",
+                        description="Presets: " + "; ".join(f"{k}: {v[1]}" for k, v in STRESS_PRESETS.items()))
+    q.add_argument("presets", nargs="*", metavar="PRESET", help=f"presets to build: {', '.join(STRESS_PRESETS)} "
+                                                                f"(with --name: the one to start from)")
+    q.add_argument("--name", help="build one world of your own knobs under this name")
+    q.add_argument("--seed", type=seed_int, default=0, help="the generator's seed (default 0: the published digests)")
+    for option, (knob, kind, text) in STRESS_KNOB_OPTIONS.items():
+        q.add_argument(option, dest=knob, type=kind, help=text)
+    q.add_argument("--force", action="store_true", help="replace an existing world file of other content")
+    common_options(q, store=False)
+    q.set_defaults(fn=cmd_stress)

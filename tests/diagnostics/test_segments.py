@@ -1,0 +1,57 @@
+"""Per-segment figures: the masks cover what they say, a score over every arrival is the run's score, the
+worst switch is the lowest, and `stats` prints the table for a world with segments only."""
+import numpy as np
+import pytest
+
+from diagnostics.segments import (arrival_segments, format_segment_table, masked_score, segment_table, switch_masks,
+                                  switch_starts)
+from online.replay import replay
+from tdmodels.stress_worlds import StressKnobs, build_stress_world
+from tutorduel.cli import main
+
+
+def test_switch_masks_hold_the_first_arrivals_after_each_switch_and_stop_at_the_next():
+    seg = np.array([0] * 7 + [1] * 3 + [2] * 8)
+    assert switch_starts(seg) == [7, 10]
+    masks = switch_masks(seg, first=5)
+    assert [np.flatnonzero(m).tolist() for m in masks] == [[7, 8, 9], [10, 11, 12, 13, 14]]
+    assert switch_masks(np.zeros(9, dtype=int)) == []
+
+
+def _row(regret, floor, rand):
+    return {"per_user": {"regret": list(regret), "floor": list(floor), "random": list(rand)}}
+
+
+def test_the_score_over_every_arrival_is_the_run_score_and_over_some_is_theirs():
+    w = build_stress_world(StressKnobs(arrivals=30, block_length=10), 0, "s")
+    row = replay(w, 0, "no-transfer")
+    assert masked_score(row, np.ones(30, bool)) == pytest.approx(row["score"], abs=1e-9)
+    toy = _row([1.0, 3.0, 2.0], [0.0, 1.0, 0.0], [2.0, 5.0, 4.0])
+    assert masked_score(toy, np.array([False, True, True])) == pytest.approx(100 * (9 - 5) / (9 - 1))
+
+
+def test_the_worst_switch_is_the_one_with_the_lowest_mean_and_pairs_are_differences():
+    seg = np.array([0, 0, 1, 1, 2, 2])
+    good = _row([1, 1, 1, 1, 1, 1], [0] * 6, [2] * 6)                 # score 50 everywhere
+    bad_second = _row([1, 1, 1, 1, 2, 2], [0] * 6, [2] * 6)           # 0 after the second switch
+    lines = segment_table({"a": {0: good, 1: good}, "b": {0: bad_second, 1: good}}, seg, against="a", first=2)
+    b = next(ln for ln in lines if ln["name"] == "b")
+    assert b["worst_switch"]["arrival"] == 4 and b["worst_switch"]["mean"] == pytest.approx(25.0)
+    assert b["worst_switch_diff"]["mean"] == pytest.approx(-25.0) and b["worst_switch_diff"]["arrival"] == 4
+    assert b["after_diff"][0] == pytest.approx(-12.5)
+    text = format_segment_table(lines, first=2)
+    assert "first 2 after a switch" in text and "paired against a" in text
+
+
+def test_stats_prints_segments_for_a_world_that_has_them_only(env_dirs, capsys):
+    assert main(["worlds", "stress", "--name", "drifting", "--arrivals", "24", "--block-length", "8"]) == 0
+    assert main(["worlds", "stress", "--name", "steady", "--arrivals", "24"]) == 0
+    for w in ("drifting", "steady"):
+        assert main(["replay", "--world", w, "--seeds", "0-1", "--policies", "no-transfer,coduel"]) == 0
+    capsys.readouterr()
+    assert main(["stats", "--world", "drifting", "--against", "no-transfer"]) == 0
+    out = capsys.readouterr().out
+    assert "per segment (2 switches, at arrivals 8, 16)" in out and "paired against no-transfer" in out
+    assert main(["stats", "--world", "steady"]) == 0
+    assert "per segment" not in capsys.readouterr().out
+    assert arrival_segments(build_stress_world(StressKnobs(arrivals=5), 0, "s"), 5).tolist() == [0] * 5
