@@ -221,25 +221,11 @@ def _score(cell: str) -> float | None:
 
 
 def write_page(path: str | Path, table: str, findings_lines: list[str], figures: dict[str, Path],
-               curves: dict | None = None) -> Path:
+               curves: dict | None = None, extra_md: list[str] | None = None) -> Path:
     """A self-contained HTML page: the fidelity table (sortable; the best policy of each roster marked),
-    the findings, learning curves with a roster and policy selector (`curves`: roster -> policy ->
+    the findings, `extra_md` (markdown lines: headings, paragraphs and tables, e.g. the stress section),
+    learning curves with a roster and policy selector (`curves`: roster -> policy ->
     ``diagnostics.learning_curves.Curve``) and the curve PNGs embedded."""
-    lines = [ln for ln in table.splitlines() if ln.startswith("|") and not ln.startswith("|---")]
-    head = [c.strip() for c in lines[0].strip("|").split("|")] if lines else []
-    body = [[c.strip() for c in ln.strip("|").split("|")] for ln in lines[1:]]
-    is_ref = [r[0].startswith("*") for r in body]
-    best = {}
-    for col in range(1, len(head)):
-        vals = [(_score(r[col]), k) for k, r in enumerate(body) if not is_ref[k] and col < len(r)]
-        vals = [(v, k) for v, k in vals if v is not None]
-        if vals:
-            best[col] = max(vals)[1]
-    rows = "".join(
-        f"<tr class='{'ref' if is_ref[k] else 'policy'}'>" + "".join(
-            f"<td class='{'best' if best.get(c) == k else ''}'>{html.escape(x.strip('*'))}</td>" for c, x in enumerate(r))
-        + "</tr>" for k, r in enumerate(body))
-    thead = "".join(f"<th title='click to sort'>{html.escape(h)}</th>" for h in head)
     data = {r: {p: {"x": c.arrival.tolist(), "mean": c.mean.tolist(), "lo": c.lo.tolist(), "hi": c.hi.tolist()}
                 for p, c in by.items()} for r, by in (curves or {}).items()}
     payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
@@ -249,12 +235,58 @@ def write_page(path: str | Path, table: str, findings_lines: list[str], figures:
             f"<meta name='viewport' content='width=device-width,initial-scale=1'><style>{PAGE_STYLE}</style></head><body>"
             f"{nav(path)}<h1>TutorDuel leaderboard</h1><p class='muted'>Score, mean ± s.e. over seeds [seeds] (published "
             "score in brackets); reference rows in italics; the best policy of each roster in bold. Click a column to sort.</p>"
-            f"<table class='lb'><thead><tr>{thead}</tr></thead><tbody>{rows}</tbody></table>"
+            f"{table_html(table)}"
             "<h2>Findings of the paper on this simulator</h2>"
             f"<ul>{''.join(f'<li>{html.escape(x)}</li>' for x in findings_lines)}</ul>"
+            f"{markdown_html(extra_md or [])}"
             "<h2>Learning curves</h2><p class='muted'>Excess regret per user, centred 25-arrival moving mean with its 95% "
             "band over seeds. Choose a roster and the policies to show.</p><div class='tabs' id='tabs'></div>"
             "<div class='pols' id='pols'></div><div id='plot'></div>"
             f"<details><summary>static figures (all policies)</summary>{imgs}</details>"
             f"<script type='application/json' id='curves'>{payload}</script><script>{PAGE_JS}{PAGE_SCRIPT}</script></body></html>")
     return atomic_save(path, lambda tmp: tmp.write_text(page))
+
+
+def table_html(table: str, marks_best: bool = True) -> str:
+    """A markdown table as a sortable HTML table (reference rows, in italics, kept last; with `marks_best`
+    the best policy of each column in bold)."""
+    lines = [ln for ln in table.splitlines() if ln.startswith("|") and not ln.startswith("|---")]
+    head = [c.strip() for c in lines[0].strip("|").split("|")] if lines else []
+    body = [[c.strip() for c in ln.strip("|").split("|")] for ln in lines[1:]]
+    is_ref = [r[0].startswith("*") for r in body]
+    best = {}
+    for col in range(1, len(head)):
+        vals = [(_score(r[col]), k) for k, r in enumerate(body) if not is_ref[k] and col < len(r)]
+        vals = [(v, k) for v, k in vals if v is not None]
+        if vals and marks_best:
+            best[col] = max(vals)[1]
+    rows = "".join(
+        f"<tr class='{'ref' if is_ref[k] else 'policy'}'>" + "".join(
+            f"<td class='{'best' if best.get(c) == k else ''}'>{html.escape(x.strip('*'))}</td>" for c, x in enumerate(r))
+        + "</tr>" for k, r in enumerate(body))
+    thead = "".join(f"<th title='click to sort'>{html.escape(h)}</th>" for h in head)
+    return f"<table class='lb'><thead><tr>{thead}</tr></thead><tbody>{rows}</tbody></table>"
+
+
+def markdown_html(lines: list[str]) -> str:
+    """The few markdown forms the leaderboard writes (## and ### headings, tables, paragraphs) as HTML; a table
+    is sortable, with no best cell marked."""
+    out, block = [], []
+
+    def flush():
+        if block:
+            out.append(table_html("\n".join(block), marks_best=False))
+            block.clear()
+    for ln in lines:
+        if ln.startswith("|"):
+            block.append(ln)
+            continue
+        flush()
+        if ln.startswith("### "):
+            out.append(f"<h3>{html.escape(ln[4:])}</h3>")
+        elif ln.startswith("## "):
+            out.append(f"<h2>{html.escape(ln[3:])}</h2>")
+        elif ln.strip():
+            out.append(f"<p>{html.escape(ln)}</p>")
+    flush()
+    return "".join(out)

@@ -238,6 +238,27 @@ def test_leaderboard_runs_resumes_and_compares_with_the_published_scores(env_dir
     assert rc != 0 and "need --allow-test" in capsys.readouterr().err
 
 
+def test_the_leaderboard_stress_section_has_segments_and_the_robustness_rule(env_dirs, capsys):
+    assert main(["worlds", "stress", "--name", "tiny-drift", "--arrivals", "24", "--block-length", "8"]) == 0
+    assert main(["worlds", "stress", "--name", "tiny-steady", "--arrivals", "24"]) == 0
+    out_dir = env_dirs / "lb"
+    assert main(["leaderboard", "--rosters", "dev", "--seeds", "0-2", "--policies", "no-transfer,coduel",
+                 "--stress", "tiny-drift,tiny-steady", "--out", str(out_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "tiny-drift: 6 cells computed" in out and "tiny-steady: 6 cells computed" in out
+    md = (out_dir / "leaderboard.md").read_text()
+    stress = md.split("## Stress worlds")[1].split("## Code")[0]
+    assert "| policy | tiny-drift (seeds) | tiny-steady (seeds) |" in stress
+    assert "### tiny-drift: per segment (2 switches)" in stress and "tiny-steady: per segment" not in stress
+    assert "paired against no-transfer" in stress
+    rule = stress.split("### The robustness rule")[1]
+    assert "| no-transfer | 3 |" in rule                   # judged on dev and both stress worlds
+    page = (out_dir / "leaderboard.html").read_text()
+    assert "<h2>Stress worlds</h2>" in page and "<h3>The robustness rule</h3>" in page
+    assert main(["leaderboard", "--rosters", "dev", "--seeds", "0", "--stress", "no-such-world",
+                 "--out", str(out_dir)]) != 0
+
+
 def test_the_leaderboard_time_line_names_where_the_cells_ran():
     from tutorduel.leaderboard import time_summary
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from diagnostics.leaderboard_report import POLICIES, PUBLISHED_ROSTERS, SEEDS, fidelity_table, findings, write_page
 from diagnostics.learning_curves import learning_curve, plot_learning_curves
+from diagnostics.robustness import MARGIN, format_robustness, robustness
+from diagnostics.segments import arrival_segments, format_segment_table, segment_table, switch_starts
 from diagnostics.stats import leaderboard
 from online.registry import canonical_spec
 from online.store import RunStore
@@ -16,6 +18,9 @@ from tdmodels.atomic_file import atomic_save, check_output_path
 from tdmodels.errors import InputError
 from tdmodels.rosters import open_world
 from tdmodels.simulator import ROSTERS
+from tdmodels.stress_worlds import STRESS_PRESETS
+
+STRESS_SEEDS = 16
 from tutorduel.store_commands import report_sweep_notes, shown_rows
 
 
@@ -33,54 +38,79 @@ def leaderboard_rosters(named: list[str] | None, allow_test: bool) -> list[str]:
 
 
 def run_leaderboard(store: RunStore, out, rosters: list[str] | None = None, seeds: list[int] | None = None,
-                    specs: list[str] | None = None, allow_test: bool = False, worlds_dir=None, **sweep_options) -> int:
+                    specs: list[str] | None = None, allow_test: bool = False, worlds_dir=None,
+                    stress: str | list[str] | None = None, **sweep_options) -> int:
     """Run (or resume) every policy over the rosters, write out/leaderboard.md, out/leaderboard.html and a curve
-    plot per roster, and print the table and the paper's findings. Returns 1 if a cell failed, else 0."""
+    plot per roster, and print the table and the paper's findings. With `stress` ("presets": the stress presets
+    of ``tdmodels.stress_worlds``; or a list of worlds), also over those worlds, `STRESS_SEEDS` seeds each unless
+    `seeds`, in a section of their own with per-segment figures and the robustness rule
+    (``diagnostics.robustness``). Returns 1 if a cell failed, else 0."""
     rosters = leaderboard_rosters(rosters, allow_test)
     specs = [canonical_spec(s) for s in (specs or POLICIES.values())]
     out = Path(out)
     check_output_path(out / "leaderboard.md")
     out.mkdir(parents=True, exist_ok=True)
-    lines_by_roster, figures, curves, failed, codes = {}, {}, {}, 0, {}
-    started, computed, stored, spent = time.perf_counter(), 0, 0, {}
-    for roster in rosters:
-        roster_seeds = seeds or list(range(SEEDS.get(roster, 32)))
-        res = run_sweep([roster], roster_seeds, specs, store, allow_test=allow_test, worlds_dir=worlds_dir,
+    lines_by_roster, figures, curves, codes = {}, {}, {}, {}
+    tally = {"failed": 0, "computed": 0, "stored": 0, "spent": {}}
+    started = time.perf_counter()
+    rows_by_world, worlds = {}, {}
+
+    def run_world(name: str, world_seeds: list[int]) -> list[dict]:
+        res = run_sweep([name], world_seeds, specs, store, allow_test=allow_test, worlds_dir=worlds_dir,
                         **sweep_options)
-        failed += len(res.failed)
-        computed, stored = computed + len(res.done), stored + len(res.cached)
+        tally["failed"] += len(res.failed)
+        tally["computed"] += len(res.done)
+        tally["stored"] += len(res.cached)
         fresh = {(c.seed, c.policy) for c in res.done}
-        print(f"{roster}: {len(res.done)} cells computed, {len(res.cached)} already stored, {len(res.failed)} failed")
+        print(f"{name}: {len(res.done)} cells computed, {len(res.cached)} already stored, {len(res.failed)} failed")
         report_sweep_notes(res)
-        world = open_world(roster, allow_test=allow_test, directory=worlds_dir)
-        rows = [r for r in shown_rows(store, world, roster, specs=specs) if int(r["seed"]) in set(roster_seeds)]
+        world = worlds[name] = open_world(name, allow_test=allow_test, directory=worlds_dir)
+        rows = [r for r in shown_rows(store, world, name, specs=specs) if int(r["seed"]) in set(world_seeds)]
         codes.update({r["policy"]: r["code"]["digest"] for r in rows})
         for r in rows:
             if (int(r["seed"]), r["policy"]) in fresh:
-                spent[r["policy"]] = spent.get(r["policy"], 0.0) + float(r["wall_s"])
-        if not rows:
-            continue
-        lines_by_roster[roster] = leaderboard(rows, world)
-        by = {}
-        for r in rows:
-            by.setdefault(r["policy"], []).append(r)
-        figures[roster] = out / f"curves-{roster}.png"
-        curves[roster] = {k: learning_curve(v) for k, v in by.items()}
-        plot_learning_curves(curves[roster], f"{roster}: excess regret per user", figures[roster])
+                tally["spent"][r["policy"]] = tally["spent"].get(r["policy"], 0.0) + float(r["wall_s"])
+        if rows:
+            rows_by_world[name] = rows
+            by = {}
+            for r in rows:
+                by.setdefault(r["policy"], []).append(r)
+            figures[name] = out / f"curves-{name}.png"
+            curves[name] = {k: learning_curve(v) for k, v in by.items()}
+            plot_learning_curves(curves[name], f"{name}: excess regret per user", figures[name])
+        return rows
+
+    for roster in rosters:
+        rows = run_world(roster, seeds or list(range(SEEDS.get(roster, 32))))
+        if rows:
+            lines_by_roster[roster] = leaderboard(rows, worlds[roster])
+    stress_md = []
+    if stress:
+        stress_lines = {}
+        for name in (list(STRESS_PRESETS) if stress == "presets" else stress):
+            rows = run_world(name, seeds or list(range(STRESS_SEEDS)))
+            if rows:
+                stress_lines[name] = leaderboard(rows, worlds[name])
+        stress_md = stress_section(stress_lines, {w: rows_by_world[w] for w in stress_lines}, worlds,
+                                   {w: rows_by_world[w] for w in lines_by_roster
+                                    if not int(worlds[w].attrs["held_out"])})
     table = fidelity_table(lines_by_roster)
     found = findings(lines_by_roster)
     md = ["# TutorDuel leaderboard", "", "Score, mean ± s.e. over seeds [seeds] (published score in brackets); "
           "reference rows in italics.", "", table, "", "## Findings of the paper on this simulator", ""]
     md += [f"- {x}" for x in found]
+    md += stress_md
     md += ["", "## Code", "", "Each policy's rows ran on this code identity (`online.code_identity`): "
            + ", ".join(f"{p} {c}" for p, c in sorted(codes.items())) + "."]
     atomic_save(out / "leaderboard.md", lambda tmp: tmp.write_text("\n".join(md) + "\n"))
-    page = write_page(out / "leaderboard.html", table, found, figures, curves)
+    page = write_page(out / "leaderboard.html", table, found, figures, curves, extra_md=stress_md)
     print()
     print(table)
     print()
     for x in found:
         print(f"- {x}")
+    if stress_md:
+        print("\n".join(stress_md))
     print(f"\nwrote {out / 'leaderboard.md'}, {page} and {len(figures)} curve plot(s)")
     if sweep_options.get("scheduler"):
         where = f"the Dask scheduler {sweep_options['scheduler']}"
@@ -88,8 +118,35 @@ def run_leaderboard(store: RunStore, out, rosters: list[str] | None = None, seed
         where = f"a local Dask cluster of {sweep_options['dask_workers']} workers, {os.cpu_count()} cores"
     else:
         where = f"{sweep_options.get('jobs') or 1} worker process(es), {os.cpu_count()} cores"
-    print(time_summary(time.perf_counter() - started, computed, stored, failed, spent, where))
-    return 1 if failed else 0
+    print(time_summary(time.perf_counter() - started, tally["computed"], tally["stored"], tally["failed"],
+                       tally["spent"], where))
+    return 1 if tally["failed"] else 0
+
+
+def stress_section(lines_by_world: dict, rows_by_world: dict, worlds: dict, roster_rows: dict) -> list[str]:
+    """The leaderboard's stress section as markdown lines: the stress worlds' table, each segmented world's
+    per-segment table against no-transfer, and the robustness rule against CODuel over the stress worlds and
+    the rosters in `roster_rows` (the non-held-out ones run)."""
+    if not lines_by_world:
+        return []
+    md = ["", "## Stress worlds", "", "Generated worlds nobody tuned a policy on (`tutorduel worlds stress`); score, "
+          "mean ± s.e. over seeds [seeds].", "", fidelity_table(lines_by_world)]
+    for name, rows in rows_by_world.items():
+        segments = arrival_segments(worlds[name], int(rows[0]["arrivals"]))
+        if segments is None or not switch_starts(segments):
+            continue
+        by = {}
+        for r in rows:
+            by.setdefault(r["policy"], {})[int(r["seed"])] = r
+        against = "no-transfer" if "no-transfer" in by else None
+        md += ["", f"### {name}: per segment ({len(switch_starts(segments))} switches)", "",
+               format_segment_table(segment_table(by, segments, against))]
+    verdicts = robustness({**roster_rows, **rows_by_world})
+    if verdicts:
+        md += ["", "### The robustness rule", "", f"A policy is a default only if, on every stress world and every "
+               f"roster that is not held out, the paired 95% interval of its score minus CODuel's has its lower end "
+               f"above {MARGIN:g}.", "", format_robustness(verdicts)]
+    return md
 
 
 def time_summary(wall: float, computed: int, stored: int, failed: int, spent: dict, where: str) -> str:

@@ -187,7 +187,9 @@ def test_the_leaderboard_page_runs_no_script_from_a_name(browser, tmp_path):
     roster = f"dev{HOSTILE}"
     curves = {roster: {f"coduel[name=\"{HOSTILE}\"]": curve, "coduel": curve}}
     table = f"| policy | {roster} |\n|---|---|\n| {HOSTILE} | 50.0 ± 1.0 [4] |"
-    path = write_page(tmp_path / "leaderboard.html", table, [f"finding {HOSTILE}"], {}, curves)
+    extra = [f"## {HOSTILE}", f"### {HOSTILE}", f"a paragraph {HOSTILE}", "| policy | x |", "|---|---|",
+             f"| {HOSTILE} | 1.0 |"]
+    path = write_page(tmp_path / "leaderboard.html", table, [f"finding {HOSTILE}"], {}, curves, extra_md=extra)
     page, errors = _open(browser, path)
     page.locator("#pols input").first.check()
     _assert_no_script_ran(page, errors)

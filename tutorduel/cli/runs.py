@@ -42,7 +42,8 @@ def cmd_leaderboard(a) -> int:
     return run_leaderboard(RunStore(a.store), a.out, rosters=_worlds(a.rosters) if a.rosters else None,
                            seeds=parse_seeds(a.seeds) if a.seeds else None,
                            specs=split_specs(a.policies) if a.policies else None, allow_test=a.allow_test,
-                           worlds_dir=a.worlds, **sweep_keywords(a))
+                           worlds_dir=a.worlds, stress=a.stress if a.stress in (None, "presets") else _worlds(a.stress),
+                           **sweep_keywords(a))
 
 
 def cmd_export(a) -> int:
@@ -95,6 +96,10 @@ def add_parsers(sub) -> None:
                                       "random)")
     p.add_argument("--out", default="leaderboard", type=folder_arg,
                    help="folder for leaderboard.md, leaderboard.html and the curves")
+    p.add_argument("--stress", nargs="?", const="presets", metavar="WORLDS",
+                   help="also stress worlds, 16 seeds each unless --seeds, in a section of their own: per-segment "
+                        "figures and the robustness rule against CODuel (no value: the presets of tutorduel worlds "
+                        "stress; else comma-separated worlds)")
     sweep_options(p)
     common_options(p)
     p.set_defaults(fn=cmd_leaderboard)
