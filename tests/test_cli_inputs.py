@@ -165,8 +165,8 @@ def test_worlds_list_checks_each_file(env_dirs, capsys):
     (env_dirs / "worlds" / "broken.nc").write_bytes(b"not netcdf")
     assert main(["worlds", "list"]) == 0
     out = capsys.readouterr().out
-    assert "broken         INVALID" in out and "not a readable netCDF" in out
-    assert "dev            not built" in out
+    assert "broken               INVALID" in out and "not a readable netCDF" in out
+    assert "dev                  not built" in out
 
 
 def test_describe_the_sample_does_not_ask_to_import_it(env_dirs, capsys, sample_path):

@@ -28,7 +28,7 @@ def list_worlds(directory=None) -> int:
         r = ROSTERS.get(n)
         f = world_file(n, directory)
         if r and not f.exists():
-            print(f"{n:14s} not built  {r.arrivals:4d} arrivals  {'held out' if r.held_out else 'open    '}  "
+            print(f"{n:20s} not built  {r.arrivals:4d} arrivals  {'held out' if r.held_out else 'open    '}  "
                   f"{r.description}")
             continue
         if n in STRESS_PRESETS and not f.exists():
@@ -38,10 +38,10 @@ def list_worlds(directory=None) -> int:
         try:
             ds = load_world(f)
         except WorldFormatError as exc:
-            print(f"{n:14s} INVALID    {exc}")
+            print(f"{n:20s} INVALID    {exc}")
             continue
         kind = f"simulated {ds.attrs.get('generator')}" if r else str(ds.attrs.get("generator", "imported"))
-        print(f"{n:14s} on disk    {int(ds.attrs['arrivals']):4d} arrivals  "
+        print(f"{n:20s} on disk    {int(ds.attrs['arrivals']):4d} arrivals  "
               f"{'held out' if int(ds.attrs['held_out']) else 'open    '}  {kind}: {ds.attrs.get('description', '')}")
     return 0
 
