@@ -94,6 +94,22 @@ def run_leaderboard(store: RunStore, out, rosters: list[str] | None = None, seed
         stress_md = stress_section(stress_lines, {w: rows_by_world[w] for w in stress_lines}, worlds,
                                    {w: rows_by_world[w] for w in lines_by_roster
                                     if not int(worlds[w].attrs["held_out"])})
+    write_reports(out, lines_by_roster, stress_md, codes, figures, curves)
+    if sweep_options.get("scheduler"):
+        where = f"the Dask scheduler {sweep_options['scheduler']}"
+    elif sweep_options.get("dask_workers"):
+        where = f"a local Dask cluster of {sweep_options['dask_workers']} workers, {os.cpu_count()} cores"
+    else:
+        where = f"{sweep_options.get('jobs') or 1} worker process(es), {os.cpu_count()} cores"
+    print(time_summary(time.perf_counter() - started, tally["computed"], tally["stored"], tally["failed"],
+                       tally["spent"], where))
+    return 1 if tally["failed"] else 0
+
+
+def write_reports(out: Path, lines_by_roster: dict, stress_md: list[str], codes: dict, figures: dict,
+                  curves: dict) -> None:
+    """Write out/leaderboard.md and out/leaderboard.html and print the table, the findings and the stress
+    section."""
     table = fidelity_table(lines_by_roster)
     found = findings(lines_by_roster)
     md = ["# TutorDuel leaderboard", "", "Score, mean ± s.e. over seeds [seeds] (published score in brackets); "
@@ -112,15 +128,6 @@ def run_leaderboard(store: RunStore, out, rosters: list[str] | None = None, seed
     if stress_md:
         print("\n".join(stress_md))
     print(f"\nwrote {out / 'leaderboard.md'}, {page} and {len(figures)} curve plot(s)")
-    if sweep_options.get("scheduler"):
-        where = f"the Dask scheduler {sweep_options['scheduler']}"
-    elif sweep_options.get("dask_workers"):
-        where = f"a local Dask cluster of {sweep_options['dask_workers']} workers, {os.cpu_count()} cores"
-    else:
-        where = f"{sweep_options.get('jobs') or 1} worker process(es), {os.cpu_count()} cores"
-    print(time_summary(time.perf_counter() - started, tally["computed"], tally["stored"], tally["failed"],
-                       tally["spent"], where))
-    return 1 if tally["failed"] else 0
 
 
 def stress_section(lines_by_world: dict, rows_by_world: dict, worlds: dict, roster_rows: dict) -> list[str]:
