@@ -59,6 +59,7 @@ ALIASES = {
     "coduel-no-recalibration": ("coduel", {"recalibration": False}),
     "coduel-greedy": ("coduel", {"lookahead": False}),
     "coduel-no-gate": ("coduel", {"gate": False}),
+    "coduel-component-ts": ("coduel", {"component_thompson": True}),
     "coldb-lr": ("coldb", {"estimator": "least-squares"}),
     "tempered-kg-greedy": ("tempered-kg", {"gamma": 0.0}),
     "tempered-kg-recalibrated": ("tempered-kg", {"recalibration": True}),

@@ -71,6 +71,7 @@ class Settings(NamedTuple):
     lookahead_weight: float = 1.0
     gate_z: float = gt.GATE_Z
     gate_min: int = gt.GATE_MIN_SESSIONS
+    component_thompson: bool = False   # pairs: greedy under one component drawn from the belief's weights
     prior_var: float = DEFAULT_PRIOR_VAR
     em_iters: int = pp.EM_ITERS
     refresh: int = pp.REFRESH
@@ -211,11 +212,23 @@ def arrival(state: CODuelState) -> tuple[CODuelState, ArrivalInfo]:
     return state, ArrivalInfo(state.pop.prior, state.A, state.transfer, state.gate.mean, gt.standard_error(state.gate))
 
 
-def select(state: CODuelState, Phi: np.ndarray, settings: Settings = Settings()) -> tuple[int, int]:
-    """The pair to show for the question Phi [K, d]; the lookahead's bank is the state's with Phi added."""
+def select(state: CODuelState, Phi: np.ndarray, settings: Settings = Settings(),
+           rng: np.random.Generator | None = None) -> tuple[int, int]:
+    """The pair to show for the question Phi [K, d]; the lookahead's bank is the state's with Phi added. With
+    `component_thompson` (and transfer on), the greedy pair under the mean of one component of the user's
+    belief, drawn with the belief's weights from `rng`: the user's type is explored, theta within a component
+    never sampled."""
     s = settings
     b = state.belief if state.transfer else state.alone
     active = state.pop.active if state.transfer else _ONE
+    if s.component_thompson and state.transfer:
+        slots = np.flatnonzero(active)
+        w = np.exp(b.log_w[slots] - b.log_w[slots].max())
+        k = slots[min(int(np.searchsorted(np.cumsum(w), rng.random() * w.sum(), side="right")), len(slots) - 1)]
+        one = np.zeros(len(active), dtype=bool)
+        one[k] = True
+        pair = kn.mixture_greedy(np.zeros(len(active)), b.means, one, kn.recalibrated(_float(Phi), state.A))
+        return int(pair[0]), int(pair[1])
     remaining = s.lookahead_weight * (len(state.session.y) - state.t - 1)
     pair = kn.coduel_pair(b.log_w, b.means, b.covs, active, _float(Phi), state.A, state.bank_P, state.n_bank,
                           remaining, state.transfer and s.lookahead)
@@ -326,7 +339,7 @@ def coduel_learner(settings: Settings = Settings()) -> Learner:
     s = check_settings(settings)
     return Learner(lambda context: init(context, s),
                    lambda state, rng: arrival(start_session(state, s)),
-                   lambda state, Phi, rng: (select(state, Phi, s), None),
+                   lambda state, Phi, rng: (select(state, Phi, s, rng), None),
                    lambda state, Phi, pair, y: update(state, Phi, pair, y, s),
                    lambda state: end_session(state, s),
                    records=RECORDS)
@@ -335,7 +348,8 @@ def coduel_learner(settings: Settings = Settings()) -> Learner:
 @ranged
 def coduel(population: bool = True, recalibration: bool = True, lookahead: bool = True, gate: bool = True,
            em_iters: Annotated[int, Range(1, 100)] = pp.EM_ITERS,
-           refresh: Annotated[int, Range(0, 10_000)] = pp.REFRESH, exact_estep: bool = False) -> Learner:
+           refresh: Annotated[int, Range(0, 10_000)] = pp.REFRESH, exact_estep: bool = False,
+           component_thompson: bool = False) -> Learner:
     """CODuel with the reference settings; ablations by setting (``coduel[population=false]``) or by name
     (``coduel-no-population``).
 
@@ -345,6 +359,9 @@ def coduel(population: bool = True, recalibration: bool = True, lookahead: bool 
         The four parts; False is the ablation without it.
     em_iters, refresh, exact_estep
         The population refit's incremental EM (``inference.population.refit_population``).
+    component_thompson : bool
+        Pairs by Thompson sampling over the belief's components (see `select`), a frontier variant
+        (``coduel-component-ts``); False is the paper's CODuel.
 
     Returns
     -------
@@ -353,7 +370,8 @@ def coduel(population: bool = True, recalibration: bool = True, lookahead: bool 
     """
     return coduel_learner(Settings(population=bool(population), recalibration=bool(recalibration),
                                    lookahead=bool(lookahead), gate=bool(gate), em_iters=int(em_iters),
-                                   refresh=int(refresh), exact_estep=bool(exact_estep)))
+                                   refresh=int(refresh), exact_estep=bool(exact_estep),
+                                   component_thompson=bool(component_thompson)))
 
 
 __all__ = ["coduel", "coduel_learner", "CODuelState", "Settings", "Rounds", "Completed", "ArrivalInfo", "Predictions",

@@ -183,3 +183,34 @@ def test_completed_sessions_are_shared_yet_states_stay_as_they_were_when_a_calle
     assert play_sessions(learner, past, feats, 3, 1, 24)[1] == pairs_a
     fresh, _ = play_sessions(learner, learner.init(ctx), feats, 3, 0, 24)
     assert play_sessions(learner, fresh, feats, 3, 2, 24)[1] == pairs_b
+
+
+def test_component_thompson_shows_the_greedy_pair_of_a_component_drawn_by_weight():
+    """coduel-component-ts: with transfer on, the pair is the greedy pair under one component's mean, each
+    component drawn about as often as its weight says; the broad component's theta is never sampled."""
+    from inference.mixture_belief import MixtureBelief
+
+    s = cd.Settings(component_thompson=True)
+    state = cd.start_session(cd.init(Context(6, 7, 24, 1.0, 16, 4), s), s)
+    means = np.zeros((state.belief.means.shape[0], 7))
+    means[0, :6] = [3, 2, 0, 0, 0, 0]              # component 0: personas 0, 1
+    means[-1, :6] = [0, 0, 0, 0, 2, 3]             # the broad slot: personas 5, 4
+    active = np.zeros(len(means), dtype=bool)
+    active[[0, -1]] = True
+    log_w = np.full(len(means), -np.inf)
+    log_w[[0, -1]] = np.log([0.7, 0.3])
+    pop = state.pop._replace(active=active)
+    state = state._replace(pop=pop, transfer=True, belief=MixtureBelief(log_w, means, state.belief.covs))
+    Phi = np.concatenate([np.eye(6), np.zeros((6, 1))], 1)
+    rng = np.random.default_rng(3)
+    pairs = [cd.select(state, Phi, s, rng) for _ in range(2000)]
+    assert set(pairs) == {(0, 1), (5, 4)}
+    assert pairs.count((0, 1)) / 2000 == pytest.approx(0.7, abs=0.03)
+    assert cd.select(state._replace(transfer=False), Phi, s, rng) == cd.select(state._replace(transfer=False), Phi)
+
+
+def test_component_thompson_is_coduel_until_the_gate_opens(dev_world):
+    a = replay_logged(dev_world, 1, "coduel-component-ts", arrivals=12)[1]
+    b = replay_logged(dev_world, 1, "coduel", arrivals=12)[1]
+    np.testing.assert_array_equal(a.first[:8], b.first[:8])             # gate closed: no-transfer's pairs
+    assert (a.first[8:] != b.first[8:]).any() or (a.second[8:] != b.second[8:]).any()
