@@ -66,3 +66,15 @@ def test_bad_arrays_are_refused_naming_the_field(kwargs, words):
     with pytest.raises(WorldFormatError) as e:
         world_from_arrays(**kwargs)
     assert words in str(e.value)
+
+
+def test_ordered_arrivals_take_the_students_in_the_arrays_order_and_need_one_per_arrival():
+    from online.schedule import make_schedule
+
+    U = np.random.default_rng(0).uniform(0, 1, (5, 12, 4))
+    w = world_from_arrays(U, session_length=6, arrival_mode="ordered")
+    assert make_schedule(w, 3).student.tolist() == [0, 1, 2, 3, 4]
+    with pytest.raises(WorldFormatError, match="cannot fill 6 ordered arrivals"):
+        world_from_arrays(U, session_length=6, arrival_mode="ordered", arrivals=6)
+    with pytest.raises(WorldFormatError, match="use 'uniform', 'distinct' or 'ordered'"):
+        world_from_arrays(U, session_length=6, arrival_mode="fixed")
