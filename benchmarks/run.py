@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 
 from benchmarks.measure import table, to_json
 from benchmarks.regression import ALLOWANCE
+from tdmodels.limits import MAX_ARRIVALS
 
 GROUPS = ("replay", "sweep", "memory", "nuts", "population", "leaderboard")
 SHORT = ("replay", "sweep", "memory")
@@ -98,10 +99,14 @@ def parse(argv=None) -> argparse.Namespace:
             a.population_users = [int(n) for n in a.population_users.split(",")]
         except ValueError:
             ap.error(f"--population-users {a.population_users!r}: not a comma-separated list of user counts")
-        if min(a.population_users) < 2 or len(set(a.population_users)) != len(a.population_users):
-            ap.error("--population-users: distinct counts of at least 2 users")
+        if min(a.population_users) < 2 or max(a.population_users) > MAX_ARRIVALS \
+                or len(set(a.population_users)) != len(a.population_users):
+            ap.error(f"--population-users: distinct counts of 2 to {MAX_ARRIVALS:,} users")
     if a.population_minutes is not None and not 0 < a.population_minutes <= 24 * 60:
         ap.error("--population-minutes must be in (0, 1440]")
+    if (a.population_users is not None or a.population_minutes is not None) and "population" not in groups:
+        ap.error("--population-users and --population-minutes size the population group; add it with "
+                 "--only population")
     a.groups = groups
     return a
 

@@ -30,27 +30,27 @@ class WorldVerdict(NamedTuple):
 
 
 def robustness(rows_by_world: dict, baseline: str = BASELINE) -> dict[str, list[WorldVerdict]]:
-    """{policy: [WorldVerdict per world]} of every policy but the baseline (and random) against the baseline.
+    """{policy: [WorldVerdict per world]} of every policy but the baseline (and random) against the baseline, on
+    every world that has rows; a world where the policy or the baseline has none (or one common seed) fails it.
 
     Parameters
     ----------
     rows_by_world : dict
         {world: [rows]} of stored runs (canonical policy specs in ``row["policy"]``).
     """
-    out: dict[str, list[WorldVerdict]] = {}
+    scores: dict[str, dict[str, dict[int, float]]] = {}
     for world, rows in rows_by_world.items():
-        score: dict[str, dict[int, float]] = {}
         for r in rows:
-            score.setdefault(r["policy"], {})[int(r["seed"])] = float(r["score"])
-        if baseline not in score:
-            continue
-        for spec, by_seed in sorted(score.items()):
-            if spec in (baseline, "random"):
-                continue
-            common = sorted(set(by_seed) & set(score[baseline]))
-            diffs = [by_seed[s] - score[baseline][s] for s in common]
+            scores.setdefault(world, {}).setdefault(r["policy"], {})[int(r["seed"])] = float(r["score"])
+    policies = sorted({p for by in scores.values() for p in by} - {baseline, "random"})
+    out: dict[str, list[WorldVerdict]] = {p: [] for p in policies}
+    for world, by in scores.items():
+        base = by.get(baseline, {})
+        for spec in policies:               # a world without the policy's or the baseline's rows fails it
+            common = sorted(set(by.get(spec, {})) & set(base))
+            diffs = [by[spec][s] - base[s] for s in common]
             m, h = t_interval(diffs) if diffs else (float("nan"), float("nan"))
-            out.setdefault(spec, []).append(WorldVerdict(world, len(common), m, m - h, m + h))
+            out[spec].append(WorldVerdict(world, len(common), m, m - h, m + h))
     return out
 
 

@@ -30,7 +30,9 @@ def switch_starts(segments: np.ndarray) -> list[int]:
 
 def switch_masks(segments: np.ndarray, first: int = AFTER_SWITCH) -> list[np.ndarray]:
     """One boolean mask [arrivals] per switch: its first `first` arrivals (fewer where the segment or the run
-    ends sooner)."""
+    ends sooner); `first` is at least 1."""
+    if isinstance(first, bool) or not isinstance(first, (int, np.integer)) or first < 1:
+        raise ValueError(f"first {first!r}: the arrivals after a switch to score apart, an integer >= 1")
     n, out = len(segments), []
     starts = switch_starts(segments)
     for k, s in enumerate(starts):

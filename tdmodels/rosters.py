@@ -19,7 +19,7 @@ from .atomic_file import folder_problem
 from .file_read import read_regular_text
 from .simulator import ROSTERS, build_roster
 from .simulator_params import DEFAULT_PARAMS, SimulatorParams, generator_version
-from .stress_worlds import STRESS_PRESETS, build_stress_world
+from .stress_worlds import GENERATOR, STRESS_PRESETS, build_stress_world
 from .world import WorldFormatError, check_name, load_world, save_world
 from tdmodels.errors import InputError
 
@@ -125,6 +125,14 @@ def open_world(name: str, allow_test: bool = False, directory=None, copies: int 
                                f"generates {generator_version(params)!r}"
                                f"{' (' + SIMULATOR_FILE + ')' if params != DEFAULT_PARAMS else ''}; "
                                f"remove it to rebuild, or use a folder of its own")
+    if name in STRESS_PRESETS and not is_path(name):
+        from .roster_digests import published_digest
+        from .world import world_digest
+
+        want = published_digest(GENERATOR, name)
+        if world_digest(ds) != want:
+            raise WorldFormatError(f"world file {path} is named like the stress preset {name!r} but is not it (digest "
+                                   f"{world_digest(ds)}, the preset's is {want}); remove it to rebuild the preset")
     if int(ds.attrs["held_out"]) and not allow_test:
         raise HeldOutError(f"world {name!r} is held out for evaluation; pass --allow-test to read it (never tune on it)")
     return ds

@@ -144,7 +144,9 @@ def test_a_bad_committed_table_or_option_is_one_clear_error_before_measuring(tmp
                                         (["--short", "--policies", "coduel"], "give no --policies"),
                                         (["--repeats", "0"], "--repeats must be at least 1"),
                                         (["--population-users", "100,x"], "not a comma-separated list"),
-                                        (["--population-users", "1"], "at least 2 users"),
+                                        (["--population-users", "1"], "distinct counts of 2 to"),
+                                        (["--population-users", "2,2000000"], "distinct counts of 2 to"),
+                                        (["--only", "replay", "--population-users", "300"], "add it with --only"),
                                         (["--population-users", "50,50"], "distinct counts"),
                                         (["--population-minutes", "nan"], "must be in (0, 1440]"),
                                         (["--population-minutes", "0"], "must be in (0, 1440]")])

@@ -255,8 +255,14 @@ def test_the_leaderboard_stress_section_has_segments_and_the_robustness_rule(env
     assert "| no-transfer | 3 |" in rule                   # judged on dev and both stress worlds
     page = (out_dir / "leaderboard.html").read_text()
     assert "<h2>Stress worlds</h2>" in page and "<h3>The robustness rule</h3>" in page
-    assert main(["leaderboard", "--rosters", "dev", "--seeds", "0", "--stress", "no-such-world",
+    capsys.readouterr()
+    assert main(["leaderboard", "--rosters", "dev", "--seeds", "3", "--stress", "no-such-world",
                  "--out", str(out_dir)]) != 0
+    assert "no world 'no-such-world'" in capsys.readouterr().err and not (out_dir / "curves-x.png").exists()
+    assert main(["leaderboard", "--rosters", "dev", "--seeds", "3", "--stress", "composite", "--allow-test",
+                 "--out", str(out_dir)]) == 2
+    out = capsys.readouterr()
+    assert "a held-out world" in out.err and "cells computed" not in out.out      # refused before any cell
 
 
 def test_the_leaderboard_time_line_names_where_the_cells_ran():

@@ -16,7 +16,7 @@ from online.store import RunStore
 from online.sweep import run_sweep
 from tdmodels.atomic_file import atomic_save, check_output_path
 from tdmodels.errors import InputError
-from tdmodels.rosters import open_world
+from tdmodels.rosters import open_world, world_name
 from tdmodels.simulator import ROSTERS
 from tdmodels.stress_worlds import STRESS_PRESETS
 
@@ -46,6 +46,7 @@ def run_leaderboard(store: RunStore, out, rosters: list[str] | None = None, seed
     `seeds`, in a section of their own with per-segment figures and the robustness rule
     (``diagnostics.robustness``). Returns 1 if a cell failed, else 0."""
     rosters = leaderboard_rosters(rosters, allow_test)
+    stress = stress_worlds(stress, allow_test, worlds_dir)
     specs = [canonical_spec(s) for s in (specs or POLICIES.values())]
     out = Path(out)
     check_output_path(out / "leaderboard.md")
@@ -75,7 +76,7 @@ def run_leaderboard(store: RunStore, out, rosters: list[str] | None = None, seed
             by = {}
             for r in rows:
                 by.setdefault(r["policy"], []).append(r)
-            figures[name] = out / f"curves-{name}.png"
+            figures[name] = out / f"curves-{world_name(name)}.png"
             curves[name] = {k: learning_curve(v) for k, v in by.items()}
             plot_learning_curves(curves[name], f"{name}: excess regret per user", figures[name])
         return rows
@@ -87,7 +88,7 @@ def run_leaderboard(store: RunStore, out, rosters: list[str] | None = None, seed
     stress_md = []
     if stress:
         stress_lines = {}
-        for name in (list(STRESS_PRESETS) if stress == "presets" else stress):
+        for name in stress:
             rows = run_world(name, seeds or list(range(STRESS_SEEDS)))
             if rows:
                 stress_lines[name] = leaderboard(rows, worlds[name])
@@ -104,6 +105,19 @@ def run_leaderboard(store: RunStore, out, rosters: list[str] | None = None, seed
     print(time_summary(time.perf_counter() - started, tally["computed"], tally["stored"], tally["failed"],
                        tally["spent"], where))
     return 1 if tally["failed"] else 0
+
+
+def stress_worlds(stress, allow_test: bool, worlds_dir) -> list[str]:
+    """The stress worlds to run ("presets": every preset), each opened first, so that a bad name fails before
+    any cell runs; a held-out world is refused (the robustness rule judges on worlds that are not)."""
+    if not stress:
+        return []
+    names = list(STRESS_PRESETS) if stress == "presets" else list(stress)
+    for name in names:
+        if int(open_world(name, allow_test=allow_test, directory=worlds_dir).attrs["held_out"]):
+            raise InputError(f"--stress {name!r}: a held-out world; the robustness rule judges on worlds that are not "
+                             f"held out")
+    return names
 
 
 def write_reports(out: Path, lines_by_roster: dict, stress_md: list[str], codes: dict, figures: dict,

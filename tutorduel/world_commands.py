@@ -154,8 +154,8 @@ def import_sample(path, directory=None) -> int:
 def world_from_npz(path, name: str, directory=None, force=False, **world_options) -> int:
     """Make the world `name` from the arrays of a .npz file (checked from their headers before any is loaded)."""
     check_name(name)
-    if name in ROSTERS:
-        raise InputError(f"--name {name!r} is a simulated roster's name; choose another")
+    if name in ROSTERS or name in STRESS_PRESETS:
+        raise InputError(f"--name {name!r} is a simulated roster's or a stress preset's name; choose another")
     arrays = read_arrays(path)
     target = world_file(name, directory)
     if target.exists() and not force:
@@ -187,8 +187,9 @@ def stress_worlds(presets: list[str] | None = None, name: str | None = None, see
         if len(presets) > 1:
             raise InputError(f"--name {name!r} names one world; give at most one preset to start from")
         check_name(name)
-        if name in ROSTERS or (name in STRESS_PRESETS and (knobs or seed or (presets and presets[0] != name))):
-            raise InputError(f"--name {name!r} is a roster's or a preset's name; choose another for your own world")
+        if name in ROSTERS or name in STRESS_PRESETS:
+            raise InputError(f"--name {name!r} is a roster's or a preset's name; choose another for your own world "
+                             f"(a preset is built by naming it: tutorduel worlds stress {name})")
         base = preset_knobs(presets[0]) if presets else StressKnobs()
         jobs = [(name, base._replace(**(knobs or {})),
                  STRESS_PRESETS[presets[0]][1] if presets and not knobs else "")]

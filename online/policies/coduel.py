@@ -222,6 +222,8 @@ def select(state: CODuelState, Phi: np.ndarray, settings: Settings = Settings(),
     b = state.belief if state.transfer else state.alone
     active = state.pop.active if state.transfer else _ONE
     if s.component_thompson and state.transfer:
+        if rng is None:
+            raise InputError("CODuel with component_thompson draws a component: select needs its rng")
         slots = np.flatnonzero(active)
         w = np.exp(b.log_w[slots] - b.log_w[slots].max())
         k = slots[min(int(np.searchsorted(np.cumsum(w), rng.random() * w.sum(), side="right")), len(slots) - 1)]

@@ -16,6 +16,8 @@ def test_switch_masks_hold_the_first_arrivals_after_each_switch_and_stop_at_the_
     masks = switch_masks(seg, first=5)
     assert [np.flatnonzero(m).tolist() for m in masks] == [[7, 8, 9], [10, 11, 12, 13, 14]]
     assert switch_masks(np.zeros(9, dtype=int)) == []
+    with pytest.raises(ValueError, match="an integer >= 1"):
+        switch_masks(seg, first=0)
 
 
 def _row(regret, floor, rand):

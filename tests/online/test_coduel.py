@@ -207,6 +207,10 @@ def test_component_thompson_shows_the_greedy_pair_of_a_component_drawn_by_weight
     assert set(pairs) == {(0, 1), (5, 4)}
     assert pairs.count((0, 1)) / 2000 == pytest.approx(0.7, abs=0.03)
     assert cd.select(state._replace(transfer=False), Phi, s, rng) == cd.select(state._replace(transfer=False), Phi)
+    from tdmodels.errors import InputError
+
+    with pytest.raises(InputError, match="select needs its rng"):
+        cd.select(state, Phi, s)
 
 
 def test_component_thompson_is_coduel_until_the_gate_opens(dev_world):

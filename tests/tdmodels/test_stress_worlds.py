@@ -154,6 +154,7 @@ def test_a_preset_is_built_on_demand_by_name(env_dirs):
     (["--name", "../escape"], "'../escape'"),
     (["--name", "dev"], "a roster's or a preset's name"),
     (["--name", "stress-drift", "--types", "9"], "a roster's or a preset's name"),
+    (["--name", "stress-drift"], "a preset is built by naming it"),
     (["stress-drift", "stress-shift", "--name", "x"], "give at most one preset"),
     (["--name", "x", "--shift-at", "0.5", "--block-length", "10"], "drifts in blocks or shifts once"),
 ])
@@ -170,3 +171,17 @@ def test_knobs_out_of_range_at_the_command_line_are_usage_errors(env_dirs, capsy
     with pytest.raises(SystemExit) as e:
         main(["worlds", "stress", "--name", "x", *argv])
     assert e.value.code == 2
+
+
+def test_a_file_under_a_presets_name_that_is_not_the_preset_is_refused(env_dirs, capsys, tmp_path):
+    from tdmodels.rosters import open_world
+    from tdmodels.world import save_world
+
+    (env_dirs / "worlds").mkdir()
+    save_world(build_stress_world(SMALL, 0, "stress-types"), env_dirs / "worlds" / "stress-types.nc")
+    with pytest.raises(WorldFormatError, match="named like the stress preset 'stress-types' but is not it"):
+        open_world("stress-types")
+    np.savez(tmp_path / "u.npz", utilities=np.random.default_rng(0).uniform(0, 1, (4, 8, 3)))
+    assert main(["worlds", "from-arrays", str(tmp_path / "u.npz"), "--name", "stress-polarised",
+                 "--session-length", "4"]) == 2
+    assert "stress preset's name" in capsys.readouterr().err
