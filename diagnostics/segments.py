@@ -119,9 +119,23 @@ def format_segment_table(lines: list[dict], first: int = AFTER_SWITCH) -> str:
     return "\n".join(out)
 
 
+def segment_report(rows: list[dict], world, against: str | None = None,
+                   first: int = AFTER_SWITCH) -> tuple[list[int], str] | None:
+    """(the switches' arrivals, `format_segment_table` of `segment_table`) for stored rows of one world and
+    truncation; None where the world has no segments or the runs end before its first switch."""
+    segments = arrival_segments(world, int(rows[0]["arrivals"])) if rows else None
+    if segments is None or not switch_starts(segments):
+        return None
+    by: dict = {}
+    for r in rows:
+        by.setdefault(r["policy"], {})[int(r["seed"])] = r
+    against = against if against in by else None
+    return switch_starts(segments), format_segment_table(segment_table(by, segments, against, first), first)
+
+
 def _diff(m: float, h: float) -> str:
     return f"{m:+.1f}" + (f" [{m - h:+.1f}, {m + h:+.1f}]" if np.isfinite(h) else "")
 
 
 __all__ = ["AFTER_SWITCH", "arrival_segments", "switch_starts", "switch_masks", "masked_score", "segment_table",
-           "format_segment_table"]
+           "format_segment_table", "segment_report"]

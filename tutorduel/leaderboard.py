@@ -9,7 +9,7 @@ from pathlib import Path
 from diagnostics.leaderboard_report import POLICIES, PUBLISHED_ROSTERS, SEEDS, fidelity_table, findings, write_page
 from diagnostics.learning_curves import learning_curve, plot_learning_curves
 from diagnostics.robustness import MARGIN, format_robustness, robustness
-from diagnostics.segments import arrival_segments, format_segment_table, segment_table, switch_starts
+from diagnostics.segments import segment_report
 from diagnostics.stats import leaderboard
 from online.registry import canonical_spec
 from online.store import RunStore
@@ -153,15 +153,9 @@ def stress_section(lines_by_world: dict, rows_by_world: dict, worlds: dict, rost
     md = ["", "## Stress worlds", "", "Generated worlds nobody tuned a policy on (`tutorduel worlds stress`); score, "
           "mean ± s.e. over seeds [seeds].", "", fidelity_table(lines_by_world)]
     for name, rows in rows_by_world.items():
-        segments = arrival_segments(worlds[name], int(rows[0]["arrivals"]))
-        if segments is None or not switch_starts(segments):
-            continue
-        by = {}
-        for r in rows:
-            by.setdefault(r["policy"], {})[int(r["seed"])] = r
-        against = "no-transfer" if "no-transfer" in by else None
-        md += ["", f"### {name}: per segment ({len(switch_starts(segments))} switches)", "",
-               format_segment_table(segment_table(by, segments, against))]
+        report = segment_report(rows, worlds[name], "no-transfer")
+        if report is not None:
+            md += ["", f"### {name}: per segment ({len(report[0])} switches)", "", report[1]]
     verdicts = robustness({**roster_rows, **rows_by_world})
     if verdicts:
         md += ["", "### The robustness rule", "", f"A policy is a default only if, on every stress world and every "

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from diagnostics.segments import arrival_segments, format_segment_table, segment_table, switch_starts
+from diagnostics.segments import segment_report
 from diagnostics.learning_curves import final_quarter_table, learning_curve, plot_learning_curves
 from diagnostics.stats import format_table, leaderboard, paired_gain, t_interval
 from online.registry import canonical_spec, policy_spec
@@ -111,14 +111,11 @@ def print_world_tables(store, world_arg, allow_test, worlds_dir, against=None, a
 
 def _print_segments(rows, world, against=None) -> None:
     """Where the world's population changes over the run (its segments), the scores after each switch apart."""
-    segments = arrival_segments(world, int(rows[0]["arrivals"]))
-    if segments is None or not switch_starts(segments):
-        return
-    lines = segment_table({spec: {int(r["seed"]): r for r in rs} for spec, rs in _by_policy(rows).items()}, segments,
-                          against)
-    print(f"\nper segment ({len(switch_starts(segments))} switches, at arrivals "
-          f"{', '.join(map(str, switch_starts(segments)))}), score:")
-    print(format_segment_table(lines))
+    report = segment_report(rows, world, against)
+    if report is not None:
+        starts, table = report
+        print(f"\nper segment ({len(starts)} switches, at arrivals {', '.join(map(str, starts))}), score:")
+        print(table)
 
 
 def _by_policy(rows) -> dict[str, list[dict]]:
