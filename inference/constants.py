@@ -33,3 +33,10 @@ RIDGE_LOGISTIC_ITERS = 25
 # the objective rises by more than this relative amount, down to this step length.
 BACKTRACK_RTOL = 1e-10
 BACKTRACK_MIN_STEP = 1e-10
+
+# The online beliefs (``inference.online_beliefs``), coded in the kernels by their index here.
+BELIEFS = ("laplace", "adf", "laplace-is")
+GH_NODES = 24                # adaptive Gauss-Hermite nodes for one click's tilted moments (assumed-density filtering)
+IS_DRAWS = 256               # draws per component of the importance-corrected Laplace belief (antithetic pairs)
+IS_SEED = 20261203           # the fixed base draws' seed: the belief is a deterministic function of the clicks
+KHAT_TRUST = 0.7             # PSIS k-hat above which importance weights are not trusted (Laplace kept)

@@ -307,15 +307,3 @@ def coduel_pair(log_w, means, covs, active, Phi, A, bank_P, n_bank, remaining, l
     if lookahead:
         return lookahead_pair(log_w, means, covs, active, P, lookahead_bank(bank_P, n_bank, P), remaining)
     return mixture_greedy(log_w, means, active, P)
-
-
-@njit(cache=True)
-def coduel_click(log_w, means, covs, active, alone_log_w, alone_means, alone_covs, Phi, A, i, j, y):
-    """One click on the question Phi [K, d] under recalibration A into both beliefs (`update_both` on
-    z = P_i - P_j, P = `recalibrated`); returns (P, the population belief and log p(y), the
-    no-transfer belief and log p(y))."""
-    P = recalibrated(Phi, A)
-    z = P[i] - P[j]
-    w1, m1, S1, lp1, w2, m2, S2, lp2 = update_both(log_w, means, covs, active, alone_log_w, alone_means,
-                                                   alone_covs, z, y)
-    return P, w1, m1, S1, lp1, w2, m2, S2, lp2

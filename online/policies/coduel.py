@@ -41,6 +41,8 @@ import numpy as np
 
 from inference import kernels as kn
 from inference import population as pp
+from inference.constants import BELIEFS
+from inference.kernels.importance_laplace import base_draws
 from inference.mixture_belief import MixtureBelief
 from inference.population import Population, fit_units, init_population, rebase, refit_population
 from inference.recalibration_fit import RIDGE_A
@@ -76,6 +78,7 @@ class Settings(NamedTuple):
     em_iters: int = pp.EM_ITERS
     refresh: int = pp.REFRESH
     exact_estep: bool = False
+    belief: str = "laplace"           # the per-user online belief (``inference.online_beliefs``)
 
 
 class Rounds(NamedTuple):
@@ -109,6 +112,7 @@ class CODuelState(NamedTuple):
     t: int                       # rounds played in this session
     session: Rounds              # [S, ...] this session's rounds (rows [:t] filled)
     done: Completed
+    session_z: np.ndarray        # [S, d] this session's click designs as the learner read them (rows [:t])
 
 
 class Predictions(NamedTuple):
@@ -187,7 +191,8 @@ def init(context: Context, settings: Settings = Settings()) -> CODuelState:
     pop = init_population(d, settings.prior_var, settings.max_learned)
     done = Completed(_empty_rounds((N, S), K), np.zeros((N, S, d)), 0, append_only.new_mark())
     return CODuelState(pop, np.eye(K), np.r_[1.0, np.zeros(K * K)], gt.GateState(), False, _belief_from(pop),
-                       _broad(pop), np.zeros((B, K, d)), np.zeros((B, K, d)), 0, 0, _empty_rounds((S,), K), done)
+                       _broad(pop), np.zeros((B, K, d)), np.zeros((B, K, d)), 0, 0, _empty_rounds((S,), K), done,
+                       np.zeros((S, d)))
 
 
 def start_session(state: CODuelState, settings: Settings = Settings()) -> CODuelState:
@@ -243,11 +248,17 @@ def update(state: CODuelState, Phi: np.ndarray, pair: tuple[int, int], y: int,
     i, j = pair
     Phi = _float(Phi)
     b, a = state.belief, state.alone
-    P, w1, m1, S1, lp_pop, w2, m2, S2, lp_alone = kn.coduel_click(b.log_w, b.means, b.covs, state.pop.active,
-                                                                 a.log_w, a.means, a.covs, Phi, state.A, i, j, int(y))
+    pop, kind = state.pop, BELIEFS.index(settings.belief)
+    prior = _belief_from(pop) if kind == 2 else b          # read by the importance-corrected belief only
+    P, z, w1, m1, S1, lp_pop, w2, m2, S2, lp_alone = kn.coduel_click(
+        b.log_w, b.means, b.covs, pop.active, a.log_w, a.means, a.covs, Phi, state.A, i, j, int(y), kind,
+        prior.log_w, prior.means, prior.covs, state.session_z, state.session.y, state.t, base_draws(Phi.shape[1]))
     belief, alone = MixtureBelief(w1, m1, S1), MixtureBelief(w2, m2, S2)
     gate = gt.observe(state.gate, lp_pop, lp_alone)
     session = record_round(state.session, state.t, i, j, Phi[:, -1], float(y))
+    session_z = state.session_z.copy()
+    session_z[state.t] = z
+    state = state._replace(session_z=session_z)
     if settings.lookahead:              # greedy play needs no bank
         state = state._replace(belief=belief, alone=alone, gate=gate, t=state.t + 1, session=session,
                                bank=np.concatenate([state.bank[1:], Phi[None]]),
@@ -327,6 +338,8 @@ def check_settings(settings: Settings) -> Settings:
         raise InputError(f"em_iters >= 1 and refresh >= 0 are required, got {s.em_iters}, {s.refresh}")
     if not (math.isfinite(s.lookahead_weight) and s.lookahead_weight >= 0):
         raise InputError(f"lookahead_weight must be a finite number >= 0, got {s.lookahead_weight!r}")
+    if s.belief not in BELIEFS:
+        raise InputError(f"belief must be one of {', '.join(BELIEFS)}, got {s.belief!r}")
     if s.bank_size is not None and int(s.bank_size) < 1:
         raise InputError(f"bank_size must be at least 1, got {s.bank_size}")
     return s
@@ -351,7 +364,7 @@ def coduel_learner(settings: Settings = Settings()) -> Learner:
 def coduel(population: bool = True, recalibration: bool = True, lookahead: bool = True, gate: bool = True,
            em_iters: Annotated[int, Range(1, 100)] = pp.EM_ITERS,
            refresh: Annotated[int, Range(0, 10_000)] = pp.REFRESH, exact_estep: bool = False,
-           component_thompson: bool = False) -> Learner:
+           component_thompson: bool = False, belief: str = "laplace") -> Learner:
     """CODuel with the reference settings; ablations by setting (``coduel[population=false]``) or by name
     (``coduel-no-population``).
 
@@ -364,6 +377,10 @@ def coduel(population: bool = True, recalibration: bool = True, lookahead: bool 
     component_thompson : bool
         Pairs by Thompson sampling over the belief's components (see `select`), a frontier variant
         (``coduel-component-ts``); False is the paper's CODuel.
+    belief : {"laplace", "adf", "laplace-is"}
+        The per-user online belief, in both the population and the no-transfer learner
+        (``inference.online_beliefs``): the paper's one-click Laplace step, assumed-density filtering,
+        or the importance-corrected Laplace step.
 
     Returns
     -------
@@ -373,7 +390,7 @@ def coduel(population: bool = True, recalibration: bool = True, lookahead: bool 
     return coduel_learner(Settings(population=bool(population), recalibration=bool(recalibration),
                                    lookahead=bool(lookahead), gate=bool(gate), em_iters=int(em_iters),
                                    refresh=int(refresh), exact_estep=bool(exact_estep),
-                                   component_thompson=bool(component_thompson)))
+                                   component_thompson=bool(component_thompson), belief=str(belief)))
 
 
 __all__ = ["coduel", "coduel_learner", "CODuelState", "Settings", "Rounds", "Completed", "ArrivalInfo", "Predictions",

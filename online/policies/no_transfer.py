@@ -7,7 +7,8 @@ pooled learner (one such belief shared by every user, never reset).
 Greedy for strong regret: the pair minimising the belief-averaged regret
 E[2 max_p u_p] - E[u_i] - E[u_j] is the top two of the posterior-mean utilities
 mean . phi_p, so the posterior mean alone picks the pair. Ties break to the lower index.
-Each click is one Laplace step (``inference.laplace.laplace_update``).
+Each click is one Laplace step (``inference.laplace.laplace_update``), or with `belief`, one step of
+another online belief (``inference.online_beliefs``) on the same Gaussian.
 """
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ from typing import Annotated, NamedTuple
 
 import numpy as np
 
+from inference import kernels as kn
+from inference.constants import BELIEFS
+from inference.kernels.importance_laplace import base_draws
 from inference.laplace import laplace_update
 from online.learner import Learner, no_session_info, same_state
 from online.pair_rules import greedy_pair, thompson_pair
@@ -31,6 +35,9 @@ class GaussianState(NamedTuple):
     cov: np.ndarray          # [d, d] posterior covariance
     prior_mean: np.ndarray   # [d]
     prior_cov: np.ndarray    # [d, d]
+    session_z: np.ndarray    # [S, d] this session's click designs, rows [:t] (kept by beliefs that reread them)
+    session_y: np.ndarray    # [S] its clicks
+    t: int                   # clicks so far this session
 
 
 class SelectInfo(NamedTuple):
@@ -44,15 +51,15 @@ class UpdateInfo(NamedTuple):
     log_predictive: float    # log of the plug-in predictive probability of the click, before it
 
 
-def init(d: int, prior_var: float = DEFAULT_PRIOR_VAR) -> GaussianState:
-    """The isotropic prior N(0, prior_var I) over theta [d]."""
+def init(d: int, prior_var: float = DEFAULT_PRIOR_VAR, S: int = 0) -> GaussianState:
+    """The isotropic prior N(0, prior_var I) over theta [d], room for a session of S clicks."""
     m0, S0 = np.zeros(d), prior_var * np.eye(d)
-    return GaussianState(m0, S0, m0, S0)
+    return GaussianState(m0, S0, m0, S0, np.zeros((S, d)), np.zeros(S), 0)
 
 
 def start_session(state: GaussianState, rng=None) -> GaussianState:
     """A new user: the belief restarts from the prior."""
-    return state._replace(mean=state.prior_mean, cov=state.prior_cov)
+    return state._replace(mean=state.prior_mean, cov=state.prior_cov, t=0)
 
 
 def greedy_select(state: GaussianState, Phi: np.ndarray) -> tuple[tuple[int, int], SelectInfo]:
@@ -69,6 +76,25 @@ def update(state: GaussianState, Phi: np.ndarray, pair: tuple[int, int], y: int)
     return state._replace(mean=m, cov=S), UpdateInfo(float(logpred))
 
 
+def belief_update(state: GaussianState, Phi: np.ndarray, pair: tuple[int, int], y: int,
+                  belief: str) -> tuple[GaussianState, UpdateInfo]:
+    """`update` by the online belief `belief` (``inference.online_beliefs``); the log predictive in the info
+    is the belief's own (the Gaussian's predictive probability of the click, by quadrature)."""
+    if belief == "laplace":
+        return update(state, Phi, pair, y)
+    z = np.asarray(Phi[pair[0]] - Phi[pair[1]], dtype=float)
+    t = state.t
+    if t >= len(state.session_y):
+        raise InputError(f"no-transfer: click {t + 1} of a session of {len(state.session_y)}")
+    _, m, S, logpred = kn.belief_update(BELIEFS.index(belief), np.zeros(1), state.mean[None], state.cov[None],
+                                        np.ones(1, dtype=bool), z, int(y), np.zeros(1), state.prior_mean[None],
+                                        state.prior_cov[None], state.session_z, state.session_y, t,
+                                        base_draws(len(z)))
+    Z, ys = state.session_z.copy(), state.session_y.copy()
+    Z[t], ys[t] = z, float(y)
+    return state._replace(mean=m[0], cov=S[0], session_z=Z, session_y=ys, t=t + 1), UpdateInfo(float(logpred))
+
+
 def _check(prior_var) -> float:
     if not prior_var > 0:
         raise InputError(f"prior_var must be positive, got {prior_var!r}")
@@ -76,17 +102,24 @@ def _check(prior_var) -> float:
 
 
 @ranged
-def no_transfer(prior_var: Annotated[float, Range(0, 1e4, lo_open=True)] = DEFAULT_PRIOR_VAR) -> Learner:
+def no_transfer(prior_var: Annotated[float, Range(0, 1e4, lo_open=True)] = DEFAULT_PRIOR_VAR,
+                belief: str = "laplace") -> Learner:
     """Per-user Bayesian logistic learner with greedy pairs (CODuel's no-transfer ablation).
 
     Parameters
     ----------
     prior_var : float
         Variance of the isotropic Gaussian prior on theta (logits^2), in (0, 1e4].
+    belief : {"laplace", "adf", "laplace-is"}
+        The online belief (``inference.online_beliefs``): the one-click Laplace step, assumed-density
+        filtering, or the importance-corrected Laplace step.
     """
     prior_var = _check(prior_var)
-    return Learner(lambda context: init(context.d, prior_var), lambda state, rng: (start_session(state), None),
-                   lambda state, Phi, rng: greedy_select(state, Phi), update, no_session_info)
+    if belief not in BELIEFS:
+        raise InputError(f"belief must be one of {', '.join(BELIEFS)}, got {belief!r}")
+    return Learner(lambda context: init(context.d, prior_var, context.S), lambda state, rng: (start_session(state), None),
+                   lambda state, Phi, rng: greedy_select(state, Phi),
+                   lambda state, Phi, pair, y: belief_update(state, Phi, pair, y, belief), no_session_info)
 
 
 @ranged

@@ -38,7 +38,8 @@ GAMMA = 0.25             # weight of the knowledge gradient's future term (dev a
 
 
 @ranged
-def tempered_kg(gamma: Annotated[float, Range(0, 100)] = GAMMA, recalibration: bool = False, gate: bool = True) -> Learner:
+def tempered_kg(gamma: Annotated[float, Range(0, 100)] = GAMMA, recalibration: bool = False, gate: bool = True,
+                belief: str = "laplace") -> Learner:
     """Tempered-KG as a Learner; the settings are closed over.
 
     Parameters
@@ -49,6 +50,8 @@ def tempered_kg(gamma: Annotated[float, Range(0, 100)] = GAMMA, recalibration: b
         Refit the rater recalibration A as CODuel does (False: the rater column as given).
     gate : bool
         CODuel's gate: the no-transfer learner's pairs until the population predicts clicks better.
+    belief : {"laplace", "adf", "laplace-is"}
+        The per-user online belief, as CODuel's setting of that name.
 
     Returns
     -------
@@ -58,7 +61,7 @@ def tempered_kg(gamma: Annotated[float, Range(0, 100)] = GAMMA, recalibration: b
     if isinstance(gamma, bool) or not isinstance(gamma, (int, float)) or not math.isfinite(gamma) or gamma < 0:
         raise InputError(f"tempered-kg: gamma must be a finite number >= 0, got {gamma!r}")
     return coduel_learner(Settings(recalibration=bool(recalibration), lookahead=True, gate=bool(gate),
-                                   lookahead_weight=float(gamma)))
+                                   lookahead_weight=float(gamma), belief=str(belief)))
 
 
 __all__ = ["tempered_kg", "GAMMA"]

@@ -1,0 +1,47 @@
+"""One click into a mixture belief by any of the online beliefs (``inference.online_beliefs``), and
+CODuel's click into both of its beliefs under one of them.
+
+Beliefs are coded by their index in ``inference.constants.BELIEFS``: 0 the Laplace step
+(``belief.mixture_update``), 1 assumed-density filtering (``moment_matching.mixture_update_adf``), 2 the
+importance-corrected Laplace step (``importance_laplace.mixture_update_is``, the only one that reads the
+session's earlier clicks and the prior it started from).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from inference.kernels.belief import mixture_update, recalibrated
+from inference.kernels.importance_laplace import mixture_update_is
+from inference.kernels.moment_matching import mixture_update_adf
+
+
+@njit(cache=True)
+def belief_update(kind, log_w, means, covs, active, z, y, prior_log_w, prior_means, prior_covs, Zs, ys, t, base):
+    """One click (z [d], y) into the belief (log_w [C], means [C, d], covs [C, d, d], active [C]) by belief
+    `kind`; returns (log_w, means, covs, log p(y | belief)). The prior the session started from (same
+    slots), the session's earlier clicks Zs [S, d], ys [S] (rows [:t]) and the base draws [M, d] are read by
+    the importance-corrected step only."""
+    if kind == 1:
+        return mixture_update_adf(log_w, means, covs, active, z, y)
+    if kind == 2:
+        return mixture_update_is(log_w, means, covs, active, z, y, prior_log_w, prior_means, prior_covs, Zs, ys,
+                                 t, base)
+    return mixture_update(log_w, means, covs, active, z, y)
+
+
+@njit(cache=True)
+def coduel_click(log_w, means, covs, active, alone_log_w, alone_means, alone_covs, Phi, A, i, j, y, kind,
+                 prior_log_w, prior_means, prior_covs, Zs, ys, t, base):
+    """One click on the question Phi [K, d] under recalibration A into CODuel's two beliefs, the population
+    belief (prior: prior_* over the population's slots) and the no-transfer one (prior: the last slot, the
+    broad component), by belief `kind` on z = P_i - P_j, P = `recalibrated`. Returns (P, z, the population
+    belief and log p(y), the no-transfer belief and log p(y))."""
+    P = recalibrated(Phi, A)
+    z = P[i] - P[j]
+    w1, m1, S1, lp1 = belief_update(kind, log_w, means, covs, active, z, y, prior_log_w, prior_means, prior_covs,
+                                    Zs, ys, t, base)
+    one = np.ones(alone_log_w.shape[0], dtype=np.bool_)
+    w2, m2, S2, lp2 = belief_update(kind, alone_log_w, alone_means, alone_covs, one, z, y, np.zeros(1),
+                                    prior_means[-1:], prior_covs[-1:], Zs, ys, t, base)
+    return P, z, w1, m1, S1, lp1, w2, m2, S2, lp2

@@ -1,0 +1,188 @@
+"""The importance-corrected Laplace belief: after each click's Laplace step, every component's Gaussian
+is used as an importance proposal for the exact component posterior on all of the session's clicks,
+N(theta; m0_k, S0_k) x prod_t Bernoulli(y_t; sigmoid(z_t . theta)), and replaced by the Pareto-smoothed
+weighted moments when PSIS k-hat says the weights can be trusted (k-hat < KHAT_TRUST); otherwise the
+Laplace step stands. The component weights are the prior weights times each component's evidence for
+the session's clicks: the smoothed importance estimate where trusted, the Laplace estimate at the
+proposal's mean (log target - log proposal there) elsewhere, so they never accumulate the per-click
+approximations.
+
+The draws are fixed standard normals (antithetic pairs, ``base_draws``): the belief is a deterministic
+function of the clicks, as every learner's state must be. Components under exp(-PRUNE_NATS) of the
+heaviest are not resampled (Laplace evidence only).
+"""
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+from numba import njit
+
+from inference.constants import IS_DRAWS, IS_SEED, KHAT_TRUST, PRUNE_NATS
+from inference.kernels._scalar import _log_sigmoid
+from inference.kernels.belief import mixture_update
+from inference.kernels.linalg import _cholesky
+from inference.kernels.moment_matching import click_moments
+from inference.kernels.psis import psis_smooth
+
+LOG_2PI = math.log(2.0 * math.pi)
+
+
+@lru_cache(maxsize=None)
+def base_draws(d: int, n: int = IS_DRAWS) -> np.ndarray:
+    """Fixed standard-normal draws [n, d] in antithetic pairs (rows n/2.. are minus rows ..n/2), read-only,
+    rotated so that their mean is 0 and their second moment, sum x x' / n, is I exactly: with equal weights
+    the corrected moments are the proposal's, so the draws' own sampling error cannot compound click after
+    click."""
+    half = np.random.default_rng(IS_SEED).standard_normal((n // 2, d))
+    L = np.linalg.cholesky(half.T @ half / (n // 2))
+    half = np.linalg.solve(L, half.T).T
+    out = np.ascontiguousarray(np.concatenate([half, -half]))
+    out.flags.writeable = False
+    return out
+
+
+@njit(cache=True)
+def _log_target(theta, m0, L0, logdet0, Zs, ys, t, work):
+    """log N(theta; m0, L0 L0') + sum over the first t clicks of log p(y | theta)."""
+    d = theta.shape[0]
+    for i in range(d):
+        acc = theta[i] - m0[i]
+        for k in range(i):
+            acc -= L0[i, k] * work[k]
+        work[i] = acc / L0[i, i]
+    quad = 0.0
+    for i in range(d):
+        quad += work[i] * work[i]
+    out = -0.5 * (quad + d * LOG_2PI) - 0.5 * logdet0
+    for r in range(t):
+        eta = 0.0
+        for i in range(d):
+            eta += Zs[r, i] * theta[i]
+        out += _log_sigmoid(eta if ys[r] else -eta)
+    return out
+
+
+@njit(cache=True)
+def _predictive(log_w, means, covs, active, z, y):
+    """log p(y | belief) for the Gaussian mixture, each component's integral by quadrature."""
+    C, d = means.shape
+    top = -np.inf
+    lp = np.full(C, -np.inf)
+    for c in range(C):
+        if not active[c]:
+            continue
+        a = 0.0
+        s = 0.0
+        for i in range(d):
+            a += means[c, i] * z[i]
+            for j in range(d):
+                s += z[i] * covs[c, i, j] * z[j]
+        lp[c] = log_w[c] + click_moments(a, max(s, 0.0), y)[0]
+        top = max(top, lp[c])
+    tot = 0.0
+    for c in range(C):
+        if active[c]:
+            tot += math.exp(lp[c] - top)
+    return top + math.log(tot)
+
+
+@njit(cache=True)
+def mixture_update_is(log_w, means, covs, active, z, y, prior_log_w, prior_means, prior_covs, Zs, ys, t, base):
+    """One click into a mixture belief, the Laplace step corrected by importance sampling; returns
+    (log_w, means, covs, log p(y | belief before the click)).
+
+    log_w [C], means [C, d], covs [C, d, d], active [C] bool: the belief before the click; z [d], y: the
+    click; prior_* the prior the session started from (same slots); Zs [S, d], ys [S]: the session's
+    clicks, rows [:t] before this one (this click is added here); base [M, d] fixed standard normals.
+    """
+    C, d = means.shape
+    M = base.shape[0]
+    log_pred = _predictive(log_w, means, covs, active, z, y)
+    _, new_m, new_S, _ = mixture_update(log_w, means, covs, active, z, y)
+    Zall = np.empty((t + 1, d))
+    yall = np.empty(t + 1)
+    for r in range(t):
+        Zall[r] = Zs[r]
+        yall[r] = ys[r]
+    Zall[t] = z
+    yall[t] = y
+    top = -np.inf
+    for c in range(C):
+        if active[c]:
+            top = max(top, log_w[c])
+    L = np.empty((d, d))
+    L0 = np.empty((d, d))
+    work = np.empty(d)
+    theta = np.empty(d)
+    lr = np.empty(M)
+    draws = np.empty((M, d))
+    ev = np.full(C, -np.inf)
+    for c in range(C):
+        if not active[c]:
+            continue
+        if not (_cholesky(prior_covs[c], L0) and _cholesky(new_S[c], L)):
+            raise RuntimeError("importance-corrected Laplace: a covariance is not positive definite")
+        logdet0 = 0.0
+        log_q0 = -0.5 * d * LOG_2PI
+        for i in range(d):
+            logdet0 += 2.0 * math.log(L0[i, i])
+            log_q0 -= math.log(L[i, i])
+        laplace_ev = _log_target(new_m[c], prior_means[c], L0, logdet0, Zall, yall, t + 1, work) - log_q0
+        ev[c] = laplace_ev
+        if log_w[c] < top - PRUNE_NATS:
+            continue
+        for n in range(M):
+            sq = 0.0
+            for i in range(d):
+                acc = new_m[c, i]
+                for k in range(i + 1):
+                    acc += L[i, k] * base[n, k]
+                theta[i] = acc
+                draws[n, i] = acc
+                sq += base[n, i] * base[n, i]
+            lr[n] = _log_target(theta, prior_means[c], L0, logdet0, Zall, yall, t + 1, work) - (log_q0 - 0.5 * sq)
+        lw, khat = psis_smooth(lr)
+        if not khat < KHAT_TRUST:
+            continue
+        big = np.max(lw)
+        tot = 0.0
+        for n in range(M):
+            lw[n] = math.exp(lw[n] - big)
+            tot += lw[n]
+        mean = np.zeros(d)
+        for n in range(M):
+            for i in range(d):
+                mean[i] += lw[n] * draws[n, i]
+        mean /= tot
+        cov = np.zeros((d, d))
+        for n in range(M):
+            for i in range(d):
+                di = draws[n, i] - mean[i]
+                for j in range(i + 1):
+                    cov[i, j] += lw[n] * di * (draws[n, j] - mean[j])
+        for i in range(d):
+            for j in range(i + 1):
+                cov[i, j] /= tot
+                cov[j, i] = cov[i, j]
+        if not _cholesky(cov, L):         # too few effective draws to span every direction: Laplace stands
+            continue
+        new_m[c] = mean
+        new_S[c] = cov
+        ev[c] = big + math.log(tot) - math.log(M)
+    new_w = np.full(C, -np.inf)
+    top = -np.inf
+    for c in range(C):
+        if active[c]:
+            new_w[c] = prior_log_w[c] + ev[c]
+            top = max(top, new_w[c])
+    tot = 0.0
+    for c in range(C):
+        if active[c]:
+            tot += math.exp(new_w[c] - top)
+    norm = top + math.log(tot)
+    for c in range(C):
+        if active[c]:
+            new_w[c] -= norm
+    return new_w, new_m, new_S, log_pred

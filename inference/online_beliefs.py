@@ -1,0 +1,97 @@
+"""The online beliefs a learner can hold about one user: a Gaussian per prior component, updated click by
+click, and the component weights beside them.
+
+- ``laplace``: the paper's step, the mode and curvature of N(theta; m, S) x the click's likelihood
+  (``inference.mixture_belief``), the weights reweighted by the probit-approximated predictive;
+- ``adf``: assumed-density filtering, the Gaussian replaced by the exact mean and covariance of that
+  product (one-dimensional quadrature along z), the weights by the exact one-click predictive
+  (``inference.kernels.moment_matching``);
+- ``laplace-is``: the Laplace step, then the Gaussian used as an importance proposal for the exact
+  component posterior on all of the session's clicks, its Pareto-smoothed moments kept where PSIS k-hat
+  trusts them, the weights from each component's evidence for the session
+  (``inference.kernels.importance_laplace``).
+
+The learners that hold a belief take it as a setting (``coduel[belief=adf]``, ``no-transfer[belief=adf]``,
+``tempered-kg[belief=adf]``); `fold_session` replays one user's clicks through any of them, as
+``tutorduel validate --beliefs`` does to check every belief on the same clicks.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from inference import kernels as kn
+from inference.constants import BELIEFS
+from inference.kernels.importance_laplace import base_draws
+from tdmodels.errors import InputError
+from tdmodels.priors import MixturePrior
+
+__all__ = ["BELIEFS", "FoldedSession", "check_belief", "fold_session"]
+
+
+class FoldedSession(NamedTuple):
+    """One user's session replayed through an online belief."""
+    belief: MixturePrior     # weights [C], means [C, d], covs [C, d, d] after the last click (prior's slots)
+    p_first: np.ndarray      # [S] the belief's predictive P(y = 1) of each click, before it was revealed
+
+
+def check_belief(name: str) -> int:
+    """The kernels' code of belief `name`; InputError naming the choices otherwise."""
+    if not isinstance(name, str) or name not in BELIEFS:
+        raise InputError(f"unknown belief {name!r}; choose from {', '.join(BELIEFS)}")
+    return BELIEFS.index(name)
+
+
+def fold_session(prior: MixturePrior, z: np.ndarray, y: np.ndarray, belief: str = "laplace",
+                 clicks: int | None = None) -> FoldedSession:
+    """Replay clicks through an online belief from `prior`.
+
+    Parameters
+    ----------
+    prior : MixturePrior
+        weights [C] (zero slots stay empty), means [C, d], covs [C, d, d]: the prior the user arrived under.
+    z : array [S, d]
+        Click designs, phi_first - phi_second, as the learner read them.
+    y : array [S]
+        Clicks, 1 if the first shown won.
+    belief : str
+        One of ``BELIEFS``.
+    clicks : int, optional
+        Fold only the first `clicks` clicks (default all).
+
+    Returns
+    -------
+    FoldedSession
+        The belief after the clicks (weights normalised; zero where the prior's were) and each click's
+        predictive probability under the belief before it.
+    """
+    kind = check_belief(belief)
+    w0 = np.asarray(prior.weights, dtype=float)
+    m0 = np.ascontiguousarray(prior.means, dtype=float)
+    S0 = np.ascontiguousarray(prior.covs, dtype=float)
+    z = np.ascontiguousarray(z, dtype=float)
+    y = np.asarray(y)
+    C, d = m0.shape
+    if w0.shape != (C,) or S0.shape != (C, d, d) or z.ndim != 2 or z.shape[1] != d or y.shape != z.shape[:1]:
+        raise InputError(f"fold_session: prior ({w0.shape}, {m0.shape}, {S0.shape}), z {z.shape} and y {y.shape} "
+                         "do not fit one user's session")
+    if not (np.isfinite(z).all() and np.isin(y, (0, 1)).all() and np.isfinite(w0).all() and (w0 >= 0).all()
+            and w0.sum() > 0):
+        raise InputError("fold_session: z must be finite, y 0 or 1 and the prior weights finite, >= 0, not all 0")
+    n = len(y) if clicks is None else int(clicks)
+    if not 0 <= n <= len(y):
+        raise InputError(f"fold_session: clicks {clicks!r} outside 0..{len(y)}")
+    active = w0 > 0
+    with np.errstate(divide="ignore"):
+        log_w0 = np.where(active, np.log(np.where(active, w0, 1.0) / w0.sum()), -np.inf)
+    log_w, means, covs = log_w0, m0, S0
+    ys = y.astype(float)
+    base = base_draws(d)
+    p_first = np.empty(n)
+    for t in range(n):
+        log_w, means, covs, lp = kn.belief_update(kind, log_w, means, covs, active, z[t], int(y[t]), log_w0, m0, S0,
+                                                  z, ys, t, base)
+        p = float(np.exp(lp))
+        p_first[t] = p if y[t] else 1.0 - p
+    return FoldedSession(MixturePrior(np.where(active, np.exp(log_w), 0.0), means, covs), p_first)
