@@ -5,7 +5,8 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 
 
-def new_figure(nrows: int = 1, ncols: int = 1, figsize=(6.0, 4.0), **subplots_kw):
-    """(figure, axes) as ``plt.subplots`` returns them, without pyplot."""
-    fig = Figure(figsize=figsize)
+def new_figure(nrows: int = 1, ncols: int = 1, figsize=(6.0, 4.0), layout=None, **subplots_kw):
+    """(figure, axes) as ``plt.subplots`` returns them, without pyplot; `layout` as ``Figure``'s
+    ("constrained" keeps titles and labels from overlapping)."""
+    fig = Figure(figsize=figsize, layout=layout)
     return fig, fig.subplots(nrows, ncols, **subplots_kw)

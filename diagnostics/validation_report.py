@@ -68,13 +68,86 @@ def _pair_figure(post, online, chk, users):
 
 
 def _rank_figure(idata, user):
-    sub = idata.posterior.theta.isel(user=user).to_dataset(name=f"theta (user {user})")
+    sub = idata.posterior.theta.isel(user=user).to_dataset(name="theta")
     d = sub.sizes["dim"]
-    fig, axes = new_figure(2, (d + 1) // 2, figsize=(9, 4), squeeze=False)
+    fig, axes = new_figure(2, (d + 1) // 2, figsize=(11, 5.5), squeeze=False, layout="constrained")
     for ax in axes.ravel()[d:]:
         ax.set_visible(False)
     az.plot_rank(az.convert_to_inference_data(sub), kind="vlines", ax=axes.ravel()[:d])
+    for i, ax in enumerate(axes.ravel()[:d]):      # ArviZ's own titles are long and set in a large font
+        ax.set_title(f"theta[{i}]", fontsize=10)
+        ax.set_xlabel("rank (all chains)", fontsize=8)
+        ax.set_ylabel("chain", fontsize=8)
+        ax.tick_params(labelsize=7)
+    fig.suptitle(f"user {user}: ranks of each chain's draws (uniform when the chains mix)", fontsize=11)
     return fig
+
+
+SUMMARY = {   # the checks' summary keys: (label, one-line meaning)
+    "users": ("users", "users checked"),
+    "khat_median": ("k-hat, median", "PSIS k-hat of the online belief as a proposal for the exact posterior; < 0.7 usable"),
+    "khat_max": ("k-hat, max", "the worst user's k-hat"),
+    "khat_replicates": ("proposal samples", "independent samples of the belief each k-hat is averaged over"),
+    "khat_mc_sd_median": ("k-hat MC sd, median", "k-hat's spread between those samples: its own Monte Carlo error"),
+    "share_khat_over_0.7": ("share over 0.7", "users whose k-hat is over 0.7, mean over the samples"),
+    "share_khat_over_0.7_range": ("share over 0.7, range", "the same share, lowest and highest over the samples"),
+    "share_flagged_in_some_replicates_only": ("flagged in some samples only",
+                                              "users over 0.7 in some samples and not in others"),
+    "mean_abs_error_sd": ("mean |error| (sd)", "|posterior mean error| in exact posterior sd, over users and coordinates"),
+    "max_abs_error_sd": ("max |error| (sd)", "the largest of those errors"),
+    "sd_ratio_median": ("sd ratio, median", "online sd / exact sd; 1 is the right width"),
+    "sd_ratio_range": ("sd ratio, range", "lowest and highest sd ratio over users and coordinates"),
+    "w1_over_floor_median": ("W1 / floor, median", "marginal W1 to the exact draws over W1 between two halves of them"),
+    "weights_tv_median": ("weights TV, median", "total variation between online and exact component weights"),
+    "weights_tv_max": ("weights TV, max", "the worst user's"),
+}
+
+
+def summary_table(attrs: dict) -> str:
+    """The checks' summary as a labelled HTML table, each figure with its one-line meaning (keys this
+    module does not know are shown under their own names)."""
+    rows = []
+    for k, v in attrs.items():
+        label, meaning = SUMMARY.get(k, (k, ""))
+        rows.append(f"<tr><td>{html.escape(label)}</td><td>{html.escape(_shown(v))}</td>"
+                    f"<td>{html.escape(meaning)}</td></tr>")
+    return "<table class='lb'><tr><th>figure</th><th>value</th><th>meaning</th></tr>" + "".join(rows) + "</table>"
+
+
+def _belief_figure(rows, key):
+    from diagnostics.belief_comparison import MEASURES
+
+    names = list(dict.fromkeys(r["belief"] for r in rows))
+    blocks = [r["arrivals"] for r in rows if r["belief"] == names[0] and r["arrivals"] != "all"]
+    fig, ax = new_figure(figsize=(6.5, 3.2), layout="constrained")
+    width = 0.8 / len(names)
+    for n, name in enumerate(names):
+        vals = [r[key] for r in rows if r["belief"] == name and r["arrivals"] != "all"]
+        x = np.arange(len(vals)) + (n - (len(names) - 1) / 2) * width
+        if key == "share_khat_over":
+            mid = np.array([v[0] for v in vals])
+            ax.bar(x, mid, width, label=name, yerr=[mid - [v[1] for v in vals], [v[2] for v in vals] - mid],
+                   capsize=2)
+        else:
+            ax.bar(x, vals, width, label=name)
+    if key == "share_khat_over":
+        ax.axhline(0.05, color="grey", ls="--", lw=1)
+    ax.set_xticks(np.arange(len(blocks)), [f"arrivals {lo}-{hi}" for lo, hi in blocks], fontsize=8)
+    ax.set_title(MEASURES[key], fontsize=8, wrap=True)
+    ax.legend(fontsize=7)
+    return fig
+
+
+def _beliefs_section(ds) -> list[str]:
+    from diagnostics.belief_comparison import HEAD, MEASURES, belief_table, table_cells
+
+    rows = belief_table(ds)
+    table = ("<table class='lb beliefs'><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in HEAD) + "</tr>"
+             + "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in line) + "</tr>"
+                       for line in table_cells(rows)) + "</table>")
+    legend = "".join(f"<li>{html.escape(m)}</li>" for m in MEASURES.values())
+    return (["<h2>Online beliefs side by side (the same clicks, the same reference)</h2>", table,
+             f"<ul>{legend}</ul>"] + [_png(_belief_figure(rows, k)) for k in MEASURES])
 
 
 def _reliability_figure(cal):
@@ -139,9 +212,8 @@ def write_report(idata: az.InferenceData, path: str | Path, n_users: int = 3) ->
         f"<td>{chk.sd_ratio.values[u].min():.2f}-{chk.sd_ratio.values[u].max():.2f}</td>"
         f"<td>{(chk.w1.values[u] / chk.w1_floor.values[u]).max():.2f}</td><td>{chk.weights_tv.values[u]:.3f}</td></tr>"
         for u in range(U))
-    summary = "".join(f"<li>{html.escape(str(k))}: {html.escape(_shown(v))}</li>" for k, v in chk.attrs.items())
     health = html.escape(str(attrs.get("reference_health", "not recorded")))
-    parts = [f"<h1>{html.escape(title)}</h1>", "<h2>Summary</h2>", f"<ul>{summary}</ul>",
+    parts = [f"<h1>{html.escape(title)}</h1>", "<h2>Summary</h2>", summary_table(chk.attrs),
              f"<p>NUTS reference health: {health}</p>",
              "<h2>k-hat per user</h2>", _png(_khat_figure(chk)),
              f"<h2>Forest overlays (the {n_users} users with the largest k-hat)</h2>",
@@ -149,6 +221,8 @@ def write_report(idata: az.InferenceData, path: str | Path, n_users: int = 3) ->
              "<h2>Pair plots (each user's two worst-matched coordinates)</h2>",
              _png(_pair_figure(post, online, chk, worst)),
              f"<h2>Rank plots of the NUTS chains (user {worst[0]})</h2>", _png(_rank_figure(idata, worst[0]))]
+    if "beliefs" in idata.groups():
+        parts += _beliefs_section(idata["beliefs"])
     if "population" in idata.groups():
         pop = idata["population"]
         base = pop["log_pred_isotropic"].values

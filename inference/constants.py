@@ -38,5 +38,7 @@ BACKTRACK_MIN_STEP = 1e-10
 BELIEFS = ("laplace", "adf", "laplace-is")
 GH_NODES = 24                # adaptive Gauss-Hermite nodes for one click's tilted moments (assumed-density filtering)
 IS_DRAWS = 256               # draws per component of the importance-corrected Laplace belief (antithetic pairs)
+IS_SCALE = 1.2               # the proposal: the Laplace step's Gaussian widened by this factor in sd
 IS_SEED = 20261203           # the fixed base draws' seed: the belief is a deterministic function of the clicks
+IS_MIN_WEIGHT = 1e-3          # components lighter than this before a click keep the Laplace step (no draws)
 KHAT_TRUST = 0.7             # PSIS k-hat above which importance weights are not trusted (Laplace kept)

@@ -146,10 +146,13 @@ def user_draws(idata: az.InferenceData, seed: int = 0) -> xr.DataArray:
     """Draws theta[chain, draw, user, dim] of every user's mixture posterior.
 
     For each user, the draws of its units are mixed by posterior weight: each (chain,
-    draw) slot takes the unit chosen by stratified sampling of the weights.
+    draw) slot takes the unit chosen by stratified sampling of the weights. A compact reference
+    (`compact_reference`) holds these draws already: they are returned as stored (`seed` unused).
     """
-    units = idata["units"]
     th = idata.posterior["theta"]
+    if "user" in th.dims:
+        return th.astype(float).transpose("chain", "draw", "user", "dim").rename("theta")
+    units = idata["units"]
     n_ch, n_dr = th.sizes["chain"], th.sizes["draw"]
     uu, pw = units["unit_user"].values, units["posterior_weight"].values
     U = int(units.sizes["user"])
@@ -167,6 +170,33 @@ def user_draws(idata: az.InferenceData, seed: int = 0) -> xr.DataArray:
         pick = idx[np.minimum(np.searchsorted(np.cumsum(pw[idx]), strata), len(idx) - 1)]
         out[:, :, u] = flat[np.arange(M), pick].reshape(n_ch, n_dr, -1)
     return xr.DataArray(out, dims=("chain", "draw", "user", "dim"), name="theta")
+
+
+def compact_reference(idata: az.InferenceData, seed: int = 0) -> az.InferenceData:
+    """The reference as stored: each user's mixture draws (`user_draws`) in float32 instead of every unit's
+    draws in float64, each unit's posterior mean and covariance added to the `units` group.
+
+    What the checks read is kept whole: every draw of each user's posterior (means, sds and W1 against
+    them; float32 rounds a draw by about 6e-8 of its size), the designs, clicks and prior (the exact
+    log posterior for k-hat), the component weights and the health figures. What goes is the draws of
+    each user's component-conditional posteriors, about 7 units a user under a learned prior, so the
+    file shrinks by about 2 x (units per user); their means and covariances stay.
+    """
+    th = idata.posterior["theta"]
+    if "user" in th.dims:
+        return idata
+    draws = user_draws(idata, seed).astype(np.float32)
+    flat = th.values.reshape(-1, th.sizes["unit"], th.sizes["dim"])
+    means = flat.mean(0)
+    dev = flat - means
+    covs = np.einsum("sui,suj->uij", dev, dev) / (len(flat) - 1)
+    post = xr.Dataset({"theta": draws}, coords={"chain": th.chain, "draw": th.draw},
+                      attrs={**idata.posterior.attrs, "draws": "each user's mixture posterior (float32)", "seed": seed})
+    units = idata["units"].assign(unit_mean=(("unit", "dim"), means), unit_cov=(("unit", "dim", "dim2"), covs))
+    groups = {g: idata[g] for g in idata.groups() if g not in ("posterior", "units")}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)   # "units" is a group outside the ArviZ schema
+        return az.InferenceData(posterior=post, units=units, **groups)
 
 
 def importance_moments(z_u, y_u, prior: MixturePrior, draws: int = 400_000, df: float = 5.0, inflate: float = 1.5,

@@ -99,7 +99,7 @@ def fit_cell(world, seed: int, spec: str, model: str, store: RunStore, prior: st
     """
     from inference.mixture_em import fit_mixture_em
     from inference.model_fits import fit_population, fit_recalibration
-    from inference.user_reference import fit_users
+    from inference.user_reference import compact_reference, fit_users
 
     if model not in MODELS:
         raise InputError(f"unknown model {model!r}; choose from {', '.join(MODELS)}")
@@ -136,7 +136,7 @@ def fit_cell(world, seed: int, spec: str, model: str, store: RunStore, prior: st
     else:
         pr = policy_prior(spec, d)
     if model == "users":
-        idata = fit_users(z, y, pr, **opts)
+        idata = compact_reference(fit_users(z, y, pr, **opts), seed=seed)
     elif model == "population":
         budget = 60.0 * max_minutes if max_minutes and sampler == "gibbs" else None
         idata = fit_population(z, y, sampler=sampler, thin=thin, map_chains=chain_map(jobs), max_seconds=budget,

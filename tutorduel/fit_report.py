@@ -92,6 +92,15 @@ def validate_and_report(world, seed: int, policy: str, store: RunStore, rounds: 
         print(f"after {t} clicks: k-hat median {r['khat_median']:.2f}, max {r['khat_max']:.2f}, over 0.7: "
               f"{100 * r['share_khat_over_0.7']:.0f}%; mean |error| {r['mean_abs_error_sd']:.3f} sd; "
               f"sd ratio median {r['sd_ratio_median']:.3f}")
+    if "beliefs" in idata.groups():
+        from diagnostics.belief_comparison import belief_table, format_belief_table, target_met
+
+        rows = belief_table(idata["beliefs"])
+        print("\nonline beliefs on the same clicks, against the same reference:")
+        print(format_belief_table(rows))
+        met = target_met(rows)
+        print("k-hat under 0.7 for at least 95% of users in every block of 50: "
+              + ", ".join(f"{b} {'yes' if ok else 'no'}" for b, ok in met.items()))
     if "population" in idata.groups():
         _print_population_priors(idata["population"])
     if "population_fits" in idata.groups():

@@ -145,19 +145,24 @@ def validate_users(world, seed: int, spec: str, store: RunStore, users: int | No
                    draws: int | None = None, check_seed: int = 0, rounds: tuple[int, ...] = (),
                    holdout: int = 0, population_reference: bool = False, reference_warmup: int | None = None,
                    reference_draws: int | None = None, reference_thin: int = 1, reference_minutes: float = 30.0,
-                   jobs: int = 1, progress=None) -> tuple[UserChecks, az.InferenceData, Path]:
+                   jobs: int = 1, beliefs: tuple[str, ...] = (), progress=None) -> tuple[UserChecks, az.InferenceData, Path]:
     """Check the first `users` users (default all) of a run at session end, and at each of `rounds`
     (clicks seen so far) against NUTS on that many clicks, and the population prior on the last
     `holdout` arrivals (``diagnostics.population_checks``); with `population_reference`, also a batch
     EM fit of the other arrivals and the online prior against the hierarchical model's exact reference
     posterior on the same clicks (``population_reference_fits``; its sampler settings are the
     reference_* ones, the Gibbs sampler's defaults when None; it runs until healthy or
-    reference_minutes, 0 for one fixed run). Returns (session-end checks,
-    InferenceData, path written)."""
+    reference_minutes, 0 for one fixed run); with `beliefs`, every named online belief
+    (``inference.online_beliefs``) replayed on the same clicks and checked against the same reference, side by
+    side (``diagnostics.belief_comparison``, group `beliefs`). Returns (session-end checks, InferenceData,
+    path written)."""
     from inference.user_reference import user_draws
 
     warmup = DEFAULT_WARMUP if warmup is None else warmup     # the per-user NUTS references'
     draws = DEFAULT_DRAWS if draws is None else draws
+    if beliefs:
+        from diagnostics.belief_comparison import check_belief_names
+        check_belief_names(beliefs)
     if population_reference and not holdout:
         raise InputError("--population-reference compares fits on held-out users: give --holdout N as well")
     log = _log_with_beliefs(world, seed, spec, store, arrivals, progress)
@@ -184,9 +189,12 @@ def validate_users(world, seed: int, spec: str, store: RunStore, users: int | No
     figures.attrs.update({"weights_tv_median": float(np.median(tv)), "weights_tv_max": float(np.max(tv))})
     at_rounds = {f"checks_round_{int(t)}": _checks_dataset(checks_at_round(log, U, int(t), chains, warmup, draws,
                                                                          check_seed)) for t in rounds}
-    idata = az.InferenceData(posterior=ref.to_dataset(name="theta"))
-    groups = {"online": xr.Dataset({"theta": (("draw", "user", "dim"), online)}), "checks": figures,
+    idata = az.InferenceData(posterior=ref.astype(np.float32).to_dataset(name="theta"))
+    groups = {"online": xr.Dataset({"theta": (("draw", "user", "dim"), online.astype(np.float32))}), "checks": figures,
               "reliability": click_reliability(log), **at_rounds}
+    if beliefs:
+        from diagnostics.belief_comparison import compare_beliefs
+        groups["beliefs"] = compare_beliefs(log, pooled, beliefs, np.arange(U), seed=check_seed)
     if holdout:
         from diagnostics.population_checks import held_out_check
         from inference.mixture_em import fit_mixture_em

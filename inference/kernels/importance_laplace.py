@@ -8,8 +8,10 @@ proposal's mean (log target - log proposal there) elsewhere, so they never accum
 approximations.
 
 The draws are fixed standard normals (antithetic pairs, ``base_draws``): the belief is a deterministic
-function of the clicks, as every learner's state must be. Components under exp(-PRUNE_NATS) of the
-heaviest are not resampled (Laplace evidence only).
+function of the clicks, as every learner's state must be. Components whose
+weight is under IS_MIN_WEIGHT before the click are not resampled (the Laplace step and its evidence). The
+proposal is the Laplace step's Gaussian widened by IS_SCALE in sd, so that the weights stay bounded where
+the exact posterior's tails are heavier than the Gaussian's.
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from functools import lru_cache
 import numpy as np
 from numba import njit
 
-from inference.constants import IS_DRAWS, IS_SEED, KHAT_TRUST, PRUNE_NATS
+from inference.constants import IS_DRAWS, IS_MIN_WEIGHT, IS_SCALE, IS_SEED, KHAT_TRUST
 from inference.kernels._scalar import _log_sigmoid
 from inference.kernels.belief import mixture_update
 from inference.kernels.linalg import _cholesky
@@ -27,6 +29,7 @@ from inference.kernels.moment_matching import click_moments
 from inference.kernels.psis import psis_smooth
 
 LOG_2PI = math.log(2.0 * math.pi)
+LOG_MIN_WEIGHT = math.log(IS_MIN_WEIGHT)
 
 
 @lru_cache(maxsize=None)
@@ -108,10 +111,15 @@ def mixture_update_is(log_w, means, covs, active, z, y, prior_log_w, prior_means
         yall[r] = ys[r]
     Zall[t] = z
     yall[t] = y
-    top = -np.inf
+    big = -np.inf                        # top_norm: log of the normaliser of the weights before the click
     for c in range(C):
         if active[c]:
-            top = max(top, log_w[c])
+            big = max(big, log_w[c])
+    acc = 0.0
+    for c in range(C):
+        if active[c]:
+            acc += math.exp(log_w[c] - big)
+    top_norm = big + math.log(acc)
     L = np.empty((d, d))
     L0 = np.empty((d, d))
     work = np.empty(d)
@@ -131,18 +139,19 @@ def mixture_update_is(log_w, means, covs, active, z, y, prior_log_w, prior_means
             log_q0 -= math.log(L[i, i])
         laplace_ev = _log_target(new_m[c], prior_means[c], L0, logdet0, Zall, yall, t + 1, work) - log_q0
         ev[c] = laplace_ev
-        if log_w[c] < top - PRUNE_NATS:
+        if log_w[c] - top_norm < LOG_MIN_WEIGHT:
             continue
         for n in range(M):
             sq = 0.0
             for i in range(d):
                 acc = new_m[c, i]
                 for k in range(i + 1):
-                    acc += L[i, k] * base[n, k]
+                    acc += IS_SCALE * L[i, k] * base[n, k]
                 theta[i] = acc
                 draws[n, i] = acc
                 sq += base[n, i] * base[n, i]
-            lr[n] = _log_target(theta, prior_means[c], L0, logdet0, Zall, yall, t + 1, work) - (log_q0 - 0.5 * sq)
+            lr[n] = (_log_target(theta, prior_means[c], L0, logdet0, Zall, yall, t + 1, work)
+                     - (log_q0 - d * math.log(IS_SCALE) - 0.5 * sq))
         lw, khat = psis_smooth(lr)
         if not khat < KHAT_TRUST:
             continue

@@ -30,11 +30,13 @@ def cmd_validate(a) -> int:
 
     world = open_world(a.world, allow_test=a.allow_test, directory=a.worlds)
     rounds = tuple(int(t) for t in a.rounds.split(",")) if a.rounds else ()
+    beliefs = tuple(b.strip() for b in a.beliefs.split(",")) if a.beliefs is not None else ()
     return validate_and_report(world, a.seed, a.policy, RunStore(a.store), rounds=rounds, users=a.users,
                                arrivals=a.arrivals, chains=a.chains, warmup=a.warmup, draws=a.draws,
                                holdout=a.holdout, population_reference=a.population_reference,
                                reference_warmup=a.reference_warmup, reference_draws=a.reference_draws,
-                               reference_thin=a.reference_thin, reference_minutes=a.reference_minutes, jobs=a.jobs)
+                               reference_thin=a.reference_thin, reference_minutes=a.reference_minutes, jobs=a.jobs,
+                               beliefs=beliefs)
 
 
 def add_parsers(sub) -> None:
@@ -62,6 +64,9 @@ def add_parsers(sub) -> None:
     fit_options(p, "validate")
     p.add_argument("--policy", default="coduel", help="a policy that records its beliefs (default: coduel)")
     p.add_argument("--rounds", help="also check the beliefs after these many clicks, e.g. 6,12 (a NUTS fit each)")
+    p.add_argument("--beliefs", help="also replay these online beliefs on the same clicks and check each against the "
+                                      "same reference, side by side by arrival block: laplace, adf, laplace-is "
+                                      "(comma-separated)")
     p.add_argument("--holdout", type=int_in(0, MAX_ARRIVALS), default=0,
                    help="also score the population prior on the run's last N arrivals (log predictive of their clicks)")
     p.add_argument("--population-reference", action="store_true",
