@@ -1,6 +1,6 @@
 """Run the benchmarks and print one table of ratios (see ``benchmarks``).
 
-    python -m benchmarks.run [--world dev] [--only replay,sweep,memory,nuts,population,leaderboard] [--long] [--quick]
+    python -m benchmarks.run [--world dev] [--only replay,sweep,memory,nuts,population,leaderboard,beliefs] [--long] [--quick]
         [--repeats 3] [--arrivals N] [--json table.json] [--population-users 50,100,200,300] [--population-minutes 30]
     python -m benchmarks.run --short [--json benchmarks/baseline.json]   # the replays CI checks
     python -m benchmarks.run --check benchmarks/baseline.json            # exit 1 on a regression
@@ -17,7 +17,7 @@ from benchmarks.measure import table, to_json
 from benchmarks.regression import ALLOWANCE
 from tdmodels.limits import MAX_ARRIVALS
 
-GROUPS = ("replay", "sweep", "memory", "nuts", "population", "leaderboard")
+GROUPS = ("replay", "sweep", "memory", "nuts", "population", "leaderboard", "beliefs")
 SHORT = ("replay", "sweep", "memory")
 POLICIES = "no-transfer,pooled,rucb,colstim,coldb,coldb-lr,meta-ts,hierts,coduel,coduel-greedy,tempered-kg"
 
@@ -146,6 +146,12 @@ def main(argv=None) -> int:
 
             rows += (measure_leaderboard(jobs=2, rosters=["dev"], seeds=[0], policies=["random", "no-transfer"])
                      if quick else measure_leaderboard(jobs=2))
+        elif group == "beliefs":
+            from benchmarks.belief_updates import measure_beliefs
+            from tdmodels.simulator import build_roster
+
+            rows += (measure_beliefs(build_roster(a.world), users=4, repeats=1, arrivals=12) if quick
+                     else measure_beliefs(build_roster(a.world), repeats=a.repeats, arrivals=a.arrivals))
         elif group == "nuts":
             from benchmarks.nuts_references import measure_nuts
 

@@ -241,7 +241,7 @@ def write_report(idata: az.InferenceData, path: str | Path, n_users: int = 3) ->
                   f"<ul>{items}</ul>", _png(_population_figure(pf))]
     if "reliability" in idata.groups() and idata["reliability"].data_vars:
         parts += ["<h2>Reliability of click predictions</h2>", _png(_reliability_figure(idata["reliability"]))]
-    parts += ["<h2>Per user</h2>", "<table class='lb'><tr><th>user</th><th>k-hat</th>"
+    parts += ["<h2>Per user</h2>", "<table class='lb users'><tr><th>user</th><th>k-hat</th>"
               "<th>max |mean error| (sd)</th><th>sd ratio</th><th>max W1 / floor</th><th>weights TV</th></tr>"
               f"{rows}</table>"]
     page = (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"

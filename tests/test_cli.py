@@ -127,7 +127,8 @@ def test_validate_checks_each_users_online_belief_against_nuts(env_dirs, capsys)
     import arviz as az
 
     argv = ["validate", "--world", "dev", "--seed", "2", "--policy", "coduel", "--arrivals", "12", "--users", "4",
-            "--chains", "2", "--warmup", "150", "--draws", "150", "--rounds", "6", "--holdout", "4"]
+            "--chains", "2", "--warmup", "150", "--draws", "150", "--rounds", "6", "--holdout", "4",
+            "--beliefs", "laplace,adf,laplace-is"]
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "k-hat median" in out and "W1 / noise floor" in out and "after 6 clicks: k-hat median" in out
@@ -147,11 +148,30 @@ def test_validate_checks_each_users_online_belief_against_nuts(env_dirs, capsys)
     assert int(cal.population_count.sum()) == 12 * 24 and 0 < cal.attrs["population_log_loss"] < 1
     report = [line for line in out.splitlines() if line.startswith("report ")][0].removeprefix("report ")
     page = open(report).read()
-    assert page.count("<img") == 5 and "k-hat per user" in page and "<td>3</td>" in page
-    assert "Held-out arrivals' clicks" in page
+    assert page.count("<img") == 5 + 7 and "k-hat per user" in page and "<td>3</td>" in page
+    assert "Held-out arrivals' clicks" in page and "Online beliefs side by side" in page
     from diagnostics.validation_report import write_report     # rebuilt from the netCDF alone
     again = write_report(idata, env_dirs / "again.html")
-    assert again.read_text().count("<img") == 5
+    assert again.read_text().count("<img") == 5 + 7
+    beliefs = idata["beliefs"]                                  # every belief on the same users and clicks
+    assert list(beliefs.belief.values) == ["laplace", "adf", "laplace-is"] and beliefs.khat.shape == (3, 4)
+    assert beliefs.p_first.shape == (3, 4, 24) and np.all((beliefs.p_first > 0) & (beliefs.p_first < 1))
+    np.testing.assert_allclose(beliefs.khat.sel(belief="laplace"), chk.khat)   # the recorded belief, refolded
+    assert "online beliefs on the same clicks, against the same reference:" in out
+    assert "k-hat under 0.7 for at least 95% of users in every block of 50: laplace " in out
+    users_nc = list(env_dirs.rglob("*.users.nc"))               # the reference as stored: each user's draws
+    ref = az.from_netcdf(users_nc[0])
+    assert ref.posterior.theta.dims == ("chain", "draw", "user", "dim") and ref.posterior.theta.dtype == np.float32
+    assert "unit_cov" in ref["units"]
+
+
+@pytest.mark.parametrize("bad", ["ep", "laplace,laplace", "", "../laplace"])
+def test_validate_refuses_unknown_or_repeated_beliefs_before_any_fit(env_dirs, capsys, bad):
+    rc = main(["validate", "--world", "dev", "--seed", "2", "--arrivals", "3", "--users", "2", "--chains", "2",
+               "--warmup", "10", "--draws", "10", "--beliefs", bad])
+    err = capsys.readouterr().err
+    assert rc == 2 and "belief" in err and "Traceback" not in err
+    assert not list(env_dirs.rglob("*.users.nc"))
 
 
 @pytest.mark.slow

@@ -161,12 +161,14 @@ def test_the_validation_report_renders_with_its_images(browser, env_dirs, capsys
     from tutorduel.cli import main
 
     argv = ["validate", "--world", "dev", "--seed", "2", "--policy", "coduel", "--arrivals", "12", "--users", "3",
-            "--chains", "2", "--warmup", "100", "--draws", "100", "--holdout", "3"]
+            "--chains", "2", "--warmup", "100", "--draws", "100", "--holdout", "3", "--beliefs", "laplace,adf"]
     assert main(argv) == 0
     report = [x for x in capsys.readouterr().out.splitlines() if x.startswith("report ")][0].removeprefix("report ")
     page, errors = _open(browser, report)
-    assert page.locator("img").count() >= 4 and _images_loaded(page)
-    assert page.locator("table.lb tr").count() == 1 + 3                   # header and one row per user
+    assert page.locator("img").count() >= 4 + 7 and _images_loaded(page)   # and one figure per belief measure
+    assert page.locator("table.users tr").count() == 1 + 3                # header and one row per user
+    assert page.locator("table.beliefs tr").count() == 1 + 2 * 2           # each belief: its block and all users
+    assert "meaning" in page.locator("table.lb").first.inner_text()      # the summary, labelled
     page.screenshot(path=str(shots / "validation.png"))
     assert not errors
 
@@ -274,8 +276,17 @@ def test_the_validation_report_runs_no_script_from_a_validation_file(browser, tm
                          "weights_tv": ("user", rng.uniform(0, 1, U)),
                          "exact_weights": (("user", "component"), np.full((U, C), 0.5))},
                         attrs={HOSTILE: HOSTILE})
+    S = 4
+    beliefs = xr.Dataset({"khat": (("belief", "user"), rng.uniform(0, 1, (1, U))),
+                          "khat_replicates": (("belief", "user", "replicate"), rng.uniform(0, 1, (1, U, 2))),
+                          **{k: (("belief", "user", "dim"), rng.uniform(0.5, 1.5, (1, U, d)))
+                             for k in ("mean_error", "sd_ratio", "w1", "w1_floor")},
+                          "p_first": (("belief", "user", "round"), rng.uniform(0.1, 0.9, (1, U, S))),
+                          "y": (("user", "round"), rng.integers(0, 2, (U, S)))},
+                         coords={"belief": [HOSTILE], "user": np.arange(U)}, attrs={"block": 50})
     idata = post
-    idata.add_groups({"online": online, "checks": checks})
+    idata.add_groups({"online": online, "checks": checks, "beliefs": beliefs})
     page, errors = _open(browser, write_report(idata, tmp_path / "validation.html"))
     _assert_no_script_ran(page, errors)
-    assert HOSTILE in page.text_content("h1") and HOSTILE in page.text_content("ul")
+    assert HOSTILE in page.text_content("h1") and HOSTILE in page.locator("table.lb").first.text_content()
+    assert HOSTILE in page.locator("table.beliefs").text_content()

@@ -218,3 +218,50 @@ def test_component_thompson_is_coduel_until_the_gate_opens(dev_world):
     b = replay_logged(dev_world, 1, "coduel", arrivals=12)[1]
     np.testing.assert_array_equal(a.first[:8], b.first[:8])             # gate closed: no-transfer's pairs
     assert (a.first[8:] != b.first[8:]).any() or (a.second[8:] != b.second[8:]).any()
+
+
+@pytest.mark.parametrize("belief", ["adf", "laplace-is"])
+def test_every_belief_keeps_the_state_fixed_in_shape_and_each_session_end_belief_is_its_fold(dev_world, belief):
+    """A belief setting changes only how clicks enter the user's belief: the state's arrays keep their shapes
+    and earlier states are untouched, and the belief each user ends with is the belief's own fold of that
+    user's clicks from the prior they arrived under (``inference.online_beliefs.fold_session``)."""
+    import copy
+
+    from inference.online_beliefs import fold_session
+    from tdmodels.priors import MixturePrior
+
+    learner = make_learner(f'coduel[belief="{belief}", gate=false]')
+    state = learner.init(Context(K=6, d=7, S=4, beta=1.0, b=8, N=6))
+    fixed = ("belief", "alone", "bank", "bank_P", "session", "session_z", "done")   # the population grows a row a session
+    shapes = {f: [np.shape(x) for x in _leaves(getattr(state, f))] for f in fixed}
+    feats = np.random.default_rng(0).normal(size=(20, 6, 7))
+    rng = np.random.default_rng(1)
+    for _ in range(3):
+        state, arrived = learner.start_session(state, rng)
+        z, ys = [], []
+        for _ in range(4):
+            Phi = feats[rng.integers(20)]
+            pair, _ = learner.select(state, Phi, rng)
+            before = copy.deepcopy(state)
+            y = int(rng.integers(2))
+            new, _ = learner.update(state, Phi, pair, y)
+            for a, b in zip(_leaves(state), _leaves(before)):
+                np.testing.assert_array_equal(a, b)
+            state = new
+            P = cd.recalibrate(Phi, arrived.A)
+            z.append(P[pair[0]] - P[pair[1]])
+            ys.append(y)
+        state, ended = learner.end_session(state)
+        assert {f: [np.shape(x) for x in _leaves(getattr(state, f))] for f in fixed} == shapes
+        want = fold_session(MixturePrior(*arrived.prior), np.array(z), np.array(ys), belief).belief
+        np.testing.assert_allclose(ended.belief.means, want.means, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(ended.belief.weights, want.weights, rtol=1e-10, atol=1e-12)
+
+
+def _leaves(state):
+    """The arrays of a learner state, depth first."""
+    if isinstance(state, np.ndarray):
+        return [state]
+    if isinstance(state, tuple):
+        return [leaf for x in state for leaf in _leaves(x)]
+    return [np.asarray(state)] if isinstance(state, (int, float, bool, np.number)) else []

@@ -53,3 +53,38 @@ def test_learner_finds_a_clear_favourite():
         state, info = learner.update(state, Phi, (i, j), y)
         assert info.log_predictive <= 0
     assert np.argmax(state.mean[:6]) == 0
+
+
+def test_a_belief_setting_folds_each_session_from_the_prior_as_the_belief_does():
+    """no-transfer[belief=...]: each session starts again from the prior and its clicks enter by the belief's
+    own update (``inference.online_beliefs.fold_session`` on one component); more clicks than the session has
+    are refused."""
+    import pytest
+
+    from inference.online_beliefs import fold_session
+    from tdmodels.errors import InputError
+    from tdmodels.priors import MixturePrior
+
+    rng = np.random.default_rng(3)
+    feats = rng.normal(size=(10, 6, 7))
+    for belief in ("adf", "laplace-is"):
+        learner = nt.no_transfer(belief=belief)
+        state = learner.init(Context(6, 7, 5, 10.0, 16, 2))
+        for _ in range(2):
+            state, _ = learner.start_session(state, rng)
+            z, ys = [], []
+            for _ in range(5):
+                Phi = feats[rng.integers(10)]
+                pair, _ = learner.select(state, Phi, rng)
+                y = int(rng.integers(2))
+                state, _ = learner.update(state, Phi, pair, y)
+                z.append(Phi[pair[0]] - Phi[pair[1]])
+                ys.append(y)
+            want = fold_session(MixturePrior(np.ones(1), np.zeros((1, 7)), 4.0 * np.eye(7)[None]), np.array(z),
+                                np.array(ys), belief).belief
+            np.testing.assert_allclose(state.mean, want.means[0], rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(state.cov, want.covs[0], rtol=1e-12, atol=1e-12)
+        with pytest.raises(InputError, match="session"):
+            learner.update(state, feats[0], (0, 1), 1)
+    with pytest.raises(InputError, match="belief"):
+        nt.no_transfer(belief="ep")
