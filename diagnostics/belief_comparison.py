@@ -43,8 +43,26 @@ def check_belief_names(beliefs) -> tuple[str, ...]:
     return beliefs
 
 
+EXACT_MOMENTS = "exact moments"    # the row of `exact_moments_mixture`: not an online belief, what bounds them
+
+
+def exact_moments_mixture(units, n_users: int, prior_means: np.ndarray, prior_covs: np.ndarray):
+    """The best a Gaussian per component can be: each user's exact component weights, and in every component
+    the exact posterior's mean and covariance (the reference's `units` group with `unit_mean` and
+    `unit_cov`, ``inference.user_reference.compact_reference``). Components the reference pruned get weight
+    0 (and the prior's moments). Returns (weights [U, C], means [U, C, d], covs [U, C, d, d])."""
+    uu, kk = units["unit_user"].values, units["unit_component"].values
+    keep = uu < n_users
+    w = np.zeros(prior_means.shape[:2])
+    m, S = np.array(prior_means, dtype=float), np.array(prior_covs, dtype=float)
+    w[uu[keep], kk[keep]] = units["posterior_weight"].values[keep]
+    m[uu[keep], kk[keep]] = units["unit_mean"].values[keep]
+    S[uu[keep], kk[keep]] = units["unit_cov"].values[keep]
+    return w[:n_users], m[:n_users], S[:n_users]
+
+
 def compare_beliefs(log, reference_draws: np.ndarray, beliefs, users=None, seed: int = 0,
-                    n_proposal: int = 4000) -> xr.Dataset:
+                    n_proposal: int = 4000, exact_moments=None) -> xr.Dataset:
     """Replay each belief over the users' clicks and check it against the reference.
 
     Parameters
@@ -59,6 +77,9 @@ def compare_beliefs(log, reference_draws: np.ndarray, beliefs, users=None, seed:
         The users checked (default: the first U arrivals).
     seed : int
         Seeds the proposal samples (the same for every belief).
+    exact_moments : (weights [U, C], means [U, C, d], covs [U, C, d, d]), optional
+        `exact_moments_mixture` of the reference: checked as one more row, ``EXACT_MOMENTS``, with no click
+        predictions (it is no online belief).
 
     Returns
     -------
@@ -88,6 +109,14 @@ def compare_beliefs(log, reference_draws: np.ndarray, beliefs, users=None, seed:
             p_first.append(folded.p_first)
         fields = {f: np.array([getattr(c, f) for c in checks]) for f in PosteriorCheck._fields}
         per_belief.append({**fields, "p_first": np.array(p_first)})
+    if exact_moments is not None:
+        rng = np.random.default_rng(seed)
+        checks = [check_posterior(ref[:, k], *(a[k] for a in exact_moments),
+                                  btl_log_posterior(z[k], y[k], *(a[u] for a in log.priors)), rng, n_proposal)
+                  for k, u in enumerate(users)]
+        per_belief.append({**{f: np.array([getattr(c, f) for c in checks]) for f in PosteriorCheck._fields},
+                           "p_first": np.full(y.shape, np.nan)})
+        beliefs = beliefs + (EXACT_MOMENTS,)
     dims = {"khat": ("belief", "user"), "khat_replicates": ("belief", "user", "replicate"),
             "mean_error": ("belief", "user", "dim"), "sd_ratio": ("belief", "user", "dim"),
             "w1": ("belief", "user", "dim"), "w1_floor": ("belief", "user", "dim"),
@@ -103,7 +132,8 @@ def _block_row(ds: xr.Dataset, belief: str, sel: np.ndarray) -> dict:
     rep = part.khat_replicates.values
     share = (rep > KHAT_MAX).mean(0)
     p = part.p_first.values.ravel()
-    cal = reliability_table({belief: p}, part.y.values.ravel())[belief]
+    cal = (reliability_table({belief: p}, part.y.values.ravel())[belief] if np.isfinite(p).all()
+           else {"log_loss": np.nan, "ece": np.nan})
     return {"khat_median": float(np.median(part.khat.values)),
             "share_khat_over": (float(share.mean()), float(share.min()), float(share.max())),
             "mean_abs_error_sd": float(np.mean(np.abs(part.mean_error.values))),
@@ -132,6 +162,8 @@ def _cell(key: str, value) -> str:
     if key == "share_khat_over":
         mean, lo, hi = value
         return f"{100 * mean:.0f}% [{100 * lo:.0f}-{100 * hi:.0f}]"
+    if not np.isfinite(value):
+        return "-"
     return f"{value:.3f}" if key != "khat_median" else f"{value:.2f}"
 
 
@@ -158,7 +190,7 @@ def target_met(rows: list[dict], share: float = 0.05) -> dict[str, bool]:
     mean share over the proposal samples)."""
     out: dict[str, bool] = {}
     for r in rows:
-        if r["arrivals"] == "all":
+        if r["arrivals"] == "all" or r["belief"] == EXACT_MOMENTS:
             continue
         out[r["belief"]] = out.get(r["belief"], True) and r["share_khat_over"][0] <= share
     return out

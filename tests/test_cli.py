@@ -154,8 +154,10 @@ def test_validate_checks_each_users_online_belief_against_nuts(env_dirs, capsys)
     again = write_report(idata, env_dirs / "again.html")
     assert again.read_text().count("<img") == 5 + 7
     beliefs = idata["beliefs"]                                  # every belief on the same users and clicks
-    assert list(beliefs.belief.values) == ["laplace", "adf", "laplace-is"] and beliefs.khat.shape == (3, 4)
-    assert beliefs.p_first.shape == (3, 4, 24) and np.all((beliefs.p_first > 0) & (beliefs.p_first < 1))
+    assert list(beliefs.belief.values) == ["laplace", "adf", "laplace-is", "exact moments"]
+    assert beliefs.khat.shape == (4, 4) and beliefs.p_first.shape == (4, 4, 24)
+    online_p = beliefs.p_first.values[:3]
+    assert np.all((online_p > 0) & (online_p < 1)) and np.isnan(beliefs.p_first.values[3]).all()
     np.testing.assert_allclose(beliefs.khat.sel(belief="laplace"), chk.khat)   # the recorded belief, refolded
     assert "online beliefs on the same clicks, against the same reference:" in out
     assert "k-hat under 0.7 for at least 95% of users in every block of 50: laplace " in out

@@ -193,8 +193,10 @@ def validate_users(world, seed: int, spec: str, store: RunStore, users: int | No
     groups = {"online": xr.Dataset({"theta": (("draw", "user", "dim"), online.astype(np.float32))}), "checks": figures,
               "reliability": click_reliability(log), **at_rounds}
     if beliefs:
-        from diagnostics.belief_comparison import compare_beliefs
-        groups["beliefs"] = compare_beliefs(log, pooled, beliefs, np.arange(U), seed=check_seed)
+        from diagnostics.belief_comparison import compare_beliefs, exact_moments_mixture
+        exact = (exact_moments_mixture(idata_ref["units"], U, log.priors.means, log.priors.covs)
+                 if "unit_cov" in idata_ref["units"] else None)
+        groups["beliefs"] = compare_beliefs(log, pooled, beliefs, np.arange(U), seed=check_seed, exact_moments=exact)
     if holdout:
         from diagnostics.population_checks import held_out_check
         from inference.mixture_em import fit_mixture_em

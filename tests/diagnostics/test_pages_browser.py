@@ -167,7 +167,7 @@ def test_the_validation_report_renders_with_its_images(browser, env_dirs, capsys
     page, errors = _open(browser, report)
     assert page.locator("img").count() >= 4 + 7 and _images_loaded(page)   # and one figure per belief measure
     assert page.locator("table.users tr").count() == 1 + 3                # header and one row per user
-    assert page.locator("table.beliefs tr").count() == 1 + 2 * 2           # each belief: its block and all users
+    assert page.locator("table.beliefs tr").count() == 1 + 3 * 2           # each belief and the exact moments: a block, all
     assert "meaning" in page.locator("table.lb").first.inner_text()      # the summary, labelled
     page.screenshot(path=str(shots / "validation.png"))
     assert not errors

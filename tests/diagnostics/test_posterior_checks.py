@@ -118,3 +118,4 @@ def test_khat_comes_with_its_monte_carlo_spread_and_users_by_arrival_block():
     assert [b["arrivals"] for b in blocks] == [(0, 49), (50, 99), (100, 149)]
     assert blocks[0]["share_khat_over_0.7"] == 1.0 and blocks[2]["share_khat_over_0.7"] == 0.0
     assert [b["users"] for b in blocks] == [50, 50, 20]
+
