@@ -14,6 +14,8 @@ _EXPORTS = {
     "check_posterior": ".posterior_checks",
     "check_logged_users": ".posterior_checks",
     "psis_khat": ".posterior_checks",
+    "compare_beliefs": ".belief_comparison",
+    "belief_table": ".belief_comparison",
     "reliability_table": ".click_reliability",
     "reliability": ".click_reliability",
     "compare_population_fits": ".population_fit_checks",

@@ -13,6 +13,8 @@ _EXPORTS = {
     "MixtureBelief": ".mixture_belief",
     "init_belief": ".mixture_belief",
     "update_belief": ".mixture_belief",
+    "fold_session": ".online_beliefs",
+    "FoldedSession": ".online_beliefs",
     "Population": ".population",
     "init_population": ".population",
     "refit_population": ".population",

@@ -92,6 +92,70 @@ def _predictive(log_w, means, covs, active, z, y):
 
 
 @njit(cache=True)
+def _weighted_moments(lw, draws):
+    """(mean [d], cov [d, d], log of the mean weight) of draws [M, d] under log weights lw [M]."""
+    M, d = draws.shape
+    big = np.max(lw)
+    w = np.empty(M)
+    tot = 0.0
+    for n in range(M):
+        w[n] = math.exp(lw[n] - big)
+        tot += w[n]
+    mean = np.zeros(d)
+    for n in range(M):
+        for i in range(d):
+            mean[i] += w[n] * draws[n, i]
+    mean /= tot
+    cov = np.zeros((d, d))
+    for n in range(M):
+        for i in range(d):
+            di = draws[n, i] - mean[i]
+            for j in range(i + 1):
+                cov[i, j] += w[n] * di * (draws[n, j] - mean[j])
+    for i in range(d):
+        for j in range(i + 1):
+            cov[i, j] /= tot
+            cov[j, i] = cov[i, j]
+    return mean, cov, big + math.log(tot) - math.log(M)
+
+
+@njit(cache=True)
+def _correct(m, L, m0, L0, logdet0, log_q0, Zall, yall, base, draws, lr, theta, work):
+    """Importance-correct one component: draws of N(m, (IS_SCALE L)(IS_SCALE L)') against its exact posterior.
+    Returns (trusted, mean, cov, log evidence); trusted is False when PSIS k-hat is over KHAT_TRUST or the
+    weighted covariance is not positive definite."""
+    M, d = base.shape
+    for n in range(M):
+        sq = 0.0
+        for i in range(d):
+            acc = m[i]
+            for k in range(i + 1):
+                acc += IS_SCALE * L[i, k] * base[n, k]
+            theta[i] = acc
+            draws[n, i] = acc
+            sq += base[n, i] * base[n, i]
+        lr[n] = (_log_target(theta, m0, L0, logdet0, Zall, yall, Zall.shape[0], work)
+                 - (log_q0 - d * math.log(IS_SCALE) - 0.5 * sq))
+    lw, khat = psis_smooth(lr)
+    mean, cov, log_ev = _weighted_moments(lw, draws)
+    ok = khat < KHAT_TRUST and _cholesky(cov, np.empty((d, d)))   # too few effective draws: not trusted
+    return ok, mean, cov, log_ev
+
+
+@njit(cache=True)
+def _log_normaliser(log_w, active):
+    big = -np.inf
+    for c in range(log_w.shape[0]):
+        if active[c]:
+            big = max(big, log_w[c])
+    acc = 0.0
+    for c in range(log_w.shape[0]):
+        if active[c]:
+            acc += math.exp(log_w[c] - big)
+    return big + math.log(acc)
+
+
+@njit(cache=True)
 def mixture_update_is(log_w, means, covs, active, z, y, prior_log_w, prior_means, prior_covs, Zs, ys, t, base):
     """One click into a mixture belief, the Laplace step corrected by importance sampling; returns
     (log_w, means, covs, log p(y | belief before the click)).
@@ -111,22 +175,11 @@ def mixture_update_is(log_w, means, covs, active, z, y, prior_log_w, prior_means
         yall[r] = ys[r]
     Zall[t] = z
     yall[t] = y
-    big = -np.inf                        # top_norm: log of the normaliser of the weights before the click
-    for c in range(C):
-        if active[c]:
-            big = max(big, log_w[c])
-    acc = 0.0
-    for c in range(C):
-        if active[c]:
-            acc += math.exp(log_w[c] - big)
-    top_norm = big + math.log(acc)
-    L = np.empty((d, d))
-    L0 = np.empty((d, d))
-    work = np.empty(d)
-    theta = np.empty(d)
-    lr = np.empty(M)
-    draws = np.empty((M, d))
-    ev = np.full(C, -np.inf)
+    top_norm = _log_normaliser(log_w, active)
+    L, L0 = np.empty((d, d)), np.empty((d, d))
+    work, theta = np.empty(d), np.empty(d)
+    lr, draws = np.empty(M), np.empty((M, d))
+    new_w = np.full(C, -np.inf)
     for c in range(C):
         if not active[c]:
             continue
@@ -137,60 +190,14 @@ def mixture_update_is(log_w, means, covs, active, z, y, prior_log_w, prior_means
         for i in range(d):
             logdet0 += 2.0 * math.log(L0[i, i])
             log_q0 -= math.log(L[i, i])
-        laplace_ev = _log_target(new_m[c], prior_means[c], L0, logdet0, Zall, yall, t + 1, work) - log_q0
-        ev[c] = laplace_ev
-        if log_w[c] - top_norm < LOG_MIN_WEIGHT:
-            continue
-        for n in range(M):
-            sq = 0.0
-            for i in range(d):
-                acc = new_m[c, i]
-                for k in range(i + 1):
-                    acc += IS_SCALE * L[i, k] * base[n, k]
-                theta[i] = acc
-                draws[n, i] = acc
-                sq += base[n, i] * base[n, i]
-            lr[n] = (_log_target(theta, prior_means[c], L0, logdet0, Zall, yall, t + 1, work)
-                     - (log_q0 - d * math.log(IS_SCALE) - 0.5 * sq))
-        lw, khat = psis_smooth(lr)
-        if not khat < KHAT_TRUST:
-            continue
-        big = np.max(lw)
-        tot = 0.0
-        for n in range(M):
-            lw[n] = math.exp(lw[n] - big)
-            tot += lw[n]
-        mean = np.zeros(d)
-        for n in range(M):
-            for i in range(d):
-                mean[i] += lw[n] * draws[n, i]
-        mean /= tot
-        cov = np.zeros((d, d))
-        for n in range(M):
-            for i in range(d):
-                di = draws[n, i] - mean[i]
-                for j in range(i + 1):
-                    cov[i, j] += lw[n] * di * (draws[n, j] - mean[j])
-        for i in range(d):
-            for j in range(i + 1):
-                cov[i, j] /= tot
-                cov[j, i] = cov[i, j]
-        if not _cholesky(cov, L):         # too few effective draws to span every direction: Laplace stands
-            continue
-        new_m[c] = mean
-        new_S[c] = cov
-        ev[c] = big + math.log(tot) - math.log(M)
-    new_w = np.full(C, -np.inf)
-    top = -np.inf
-    for c in range(C):
-        if active[c]:
-            new_w[c] = prior_log_w[c] + ev[c]
-            top = max(top, new_w[c])
-    tot = 0.0
-    for c in range(C):
-        if active[c]:
-            tot += math.exp(new_w[c] - top)
-    norm = top + math.log(tot)
+        ev = _log_target(new_m[c], prior_means[c], L0, logdet0, Zall, yall, t + 1, work) - log_q0   # Laplace's
+        if log_w[c] - top_norm >= LOG_MIN_WEIGHT:
+            ok, mean, cov, log_ev = _correct(new_m[c], L, prior_means[c], L0, logdet0, log_q0, Zall, yall, base,
+                                             draws, lr, theta, work)
+            if ok:
+                new_m[c], new_S[c], ev = mean, cov, log_ev
+        new_w[c] = prior_log_w[c] + ev
+    norm = _log_normaliser(new_w, active)
     for c in range(C):
         if active[c]:
             new_w[c] -= norm
