@@ -79,6 +79,12 @@ def fold_session(prior: MixturePrior, z: np.ndarray, y: np.ndarray, belief: str 
     if not (np.isfinite(z).all() and np.isin(y, (0, 1)).all() and np.isfinite(w0).all() and (w0 >= 0).all()
             and w0.sum() > 0):
         raise InputError("fold_session: z must be finite, y 0 or 1 and the prior weights finite, >= 0, not all 0")
+    if not (np.isfinite(m0).all() and np.isfinite(S0).all()):
+        raise InputError("fold_session: the prior's means and covariances must be finite")
+    try:
+        np.linalg.cholesky(S0[w0 > 0])
+    except np.linalg.LinAlgError:
+        raise InputError("fold_session: a prior covariance (of a component with weight) is not positive definite") from None
     n = len(y) if clicks is None else int(clicks)
     if not 0 <= n <= len(y):
         raise InputError(f"fold_session: clicks {clicks!r} outside 0..{len(y)}")

@@ -186,6 +186,9 @@ def test_fold_session_refuses_what_is_not_one_session():
         fold_session(prior, np.zeros((2, 3)), np.zeros(2, int))
     with pytest.raises(InputError):
         check_belief("../laplace")
+    for bad in (prior._replace(means=np.full((1, 2), np.nan)), prior._replace(covs=-np.eye(2)[None])):
+        with pytest.raises(InputError, match="prior"):
+            fold_session(bad, np.zeros((2, 2)), np.zeros(2, int), "adf")
 
 
 @pytest.mark.parametrize("n,df", [(100, 2), (256, 5), (256, 50), (1000, 3), (4000, 2)])

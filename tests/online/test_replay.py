@@ -61,7 +61,7 @@ def test_row_contents(dev_world):
     assert row["excess"] == pytest.approx(row["regret"] - row["floor"])
     assert sum(row["per_user"]["regret"]) == pytest.approx(row["regret"])
     assert row["floor"] <= row["regret"]
-    assert row["settings"] == {"prior_var": 4.0} and "numpy" in row["versions"]          # defaults filled in
+    assert row["settings"] == {"prior_var": 4.0, "belief": "laplace"} and "numpy" in row["versions"]   # defaults filled in
     assert len(row["code"]["digest"]) == 12 and "online.policies.no_transfer" in row["code"]["modules"]
 
 
