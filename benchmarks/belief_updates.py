@@ -11,7 +11,8 @@ from benchmarks.measure import Ratio
 from inference import kernels as kn
 from inference.constants import BELIEFS
 from inference.kernels.importance_laplace import base_draws
-from online.replay import replay, replay_logged
+from benchmarks.replay_speed import best_replay_times
+from online.replay import replay_logged
 
 
 def _fold_all(kind: int, sessions) -> tuple[float, int]:
@@ -50,13 +51,6 @@ def measure_beliefs(world, users: int = 100, repeats: int = 3, arrivals: int | N
                   note=f"microseconds a click, over {n} users' sessions") for b in BELIEFS if b != "laplace"]
     for policy in ("coduel", "no-transfer"):
         specs = [policy] + [f'{policy}[belief="{b}"]' for b in BELIEFS if b != "laplace"]
-        for spec in specs:
-            replay(world, 0, spec, arrivals=4)
-        times = {spec: float("inf") for spec in specs}
-        for r in range(repeats):
-            for spec in specs:
-                t0 = time.perf_counter()
-                replay(world, r, spec, arrivals)
-                times[spec] = min(times[spec], time.perf_counter() - t0)
+        times = best_replay_times(world, specs, repeats, arrivals)
         rows += [Ratio("beliefs", spec, times[spec], policy, times[policy]) for spec in specs[1:]]
     return rows

@@ -13,6 +13,23 @@ from inference.kernels._scalar import _sigmoid, click_mode, probit_log_predictiv
 
 
 @njit(cache=True)
+def eta_prior(m, S, z, Sz):
+    """Mean a and variance s >= 0 of eta = z . theta under N(theta; m, S); fills Sz [d] = S z."""
+    d = m.shape[0]
+    a = 0.0
+    s = 0.0
+    for i in range(d):
+        acc = 0.0
+        for j in range(d):
+            acc += S[i, j] * z[j]
+        Sz[i] = acc
+        a += m[i] * z[i]
+    for i in range(d):
+        s += Sz[i] * z[i]
+    return a, max(s, 0.0)
+
+
+@njit(cache=True)
 def mixture_update(log_w, means, covs, active, z, y):
     """One click into a mixture belief; returns (log_w, means, covs, log p(y | belief)).
 
@@ -28,17 +45,7 @@ def mixture_update(log_w, means, covs, active, z, y):
     for c in range(C):
         if not active[c]:
             continue
-        a = 0.0
-        s = 0.0
-        for i in range(d):
-            acc = 0.0
-            for j in range(d):
-                acc += covs[c, i, j] * z[j]
-            Sz[i] = acc
-            a += means[c, i] * z[i]
-        for i in range(d):
-            s += Sz[i] * z[i]
-        s = max(s, 0.0)
+        a, s = eta_prior(means[c], covs[c], z, Sz)
         lp[c] = log_w[c] + probit_log_predictive(a, s, y)
         top = max(top, lp[c])
         eta = click_mode(a, s, y)

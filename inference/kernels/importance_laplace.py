@@ -23,7 +23,7 @@ from numba import njit
 
 from inference.constants import IS_DRAWS, IS_MIN_WEIGHT, IS_SCALE, IS_SEED, KHAT_TRUST
 from inference.kernels._scalar import _log_sigmoid
-from inference.kernels.belief import mixture_update
+from inference.kernels.belief import eta_prior, mixture_update
 from inference.kernels.linalg import _cholesky
 from inference.kernels.moment_matching import click_moments
 from inference.kernels.psis import psis_smooth
@@ -73,16 +73,12 @@ def _predictive(log_w, means, covs, active, z, y):
     C, d = means.shape
     top = -np.inf
     lp = np.full(C, -np.inf)
+    Sz = np.empty(d)
     for c in range(C):
         if not active[c]:
             continue
-        a = 0.0
-        s = 0.0
-        for i in range(d):
-            a += means[c, i] * z[i]
-            for j in range(d):
-                s += z[i] * covs[c, i, j] * z[j]
-        lp[c] = log_w[c] + click_moments(a, max(s, 0.0), y)[0]
+        a, s = eta_prior(means[c], covs[c], z, Sz)
+        lp[c] = log_w[c] + click_moments(a, s, y)[0]
         top = max(top, lp[c])
     tot = 0.0
     for c in range(C):

@@ -21,6 +21,7 @@ from numba import njit
 
 from inference.constants import GH_NODES
 from inference.kernels._scalar import _log_sigmoid, _sigmoid, click_mode
+from inference.kernels.belief import eta_prior
 
 _X, _W = np.polynomial.hermite.hermgauss(GH_NODES)
 GH_X = np.ascontiguousarray(_X)
@@ -97,17 +98,7 @@ def mixture_update_adf(log_w, means, covs, active, z, y):
     for c in range(C):
         if not active[c]:
             continue
-        a = 0.0
-        s = 0.0
-        for i in range(d):
-            acc = 0.0
-            for j in range(d):
-                acc += covs[c, i, j] * z[j]
-            Sz[i] = acc
-            a += means[c, i] * z[i]
-        for i in range(d):
-            s += Sz[i] * z[i]
-        s = max(s, 0.0)
+        a, s = eta_prior(means[c], covs[c], z, Sz)
         log_z, mu, v = click_moments(a, s, y)
         lp[c] = log_w[c] + log_z
         top = max(top, lp[c])
