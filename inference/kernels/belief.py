@@ -30,41 +30,56 @@ def eta_prior(m, S, z, Sz):
 
 
 @njit(cache=True)
+def rank_one_step(m, S, Sz, shift, k):
+    """A Gaussian's one-click step along Sz = S z, in place: m += Sz shift, S -= Sz Sz' k."""
+    d = m.shape[0]
+    for i in range(d):
+        m[i] += Sz[i] * shift
+        for j in range(d):
+            S[i, j] -= Sz[i] * Sz[j] * k
+
+
+@njit(cache=True)
+def normalised(lp, active):
+    """(lp minus its log-sum-exp over the active slots, -inf elsewhere; that log-sum-exp)."""
+    top = -np.inf
+    for c in range(lp.shape[0]):
+        if active[c]:
+            top = max(top, lp[c])
+    tot = 0.0
+    for c in range(lp.shape[0]):
+        if active[c]:
+            tot += math.exp(lp[c] - top)
+    norm = top + math.log(tot)
+    out = np.full(lp.shape[0], -np.inf)
+    for c in range(lp.shape[0]):
+        if active[c]:
+            out[c] = lp[c] - norm
+    return out, norm
+
+
+@njit(cache=True)
 def mixture_update(log_w, means, covs, active, z, y):
     """One click into a mixture belief; returns (log_w, means, covs, log p(y | belief)).
 
     log_w [C], means [C, d], covs [C, d, d], active [C] bool, z [d], y in {0, 1}.
     """
     C, d = means.shape
-    new_w = np.full(C, -np.inf)
     new_m = means.copy()
     new_S = covs.copy()
     lp = np.empty(C)
-    top = -np.inf
     Sz = np.empty(d)
     for c in range(C):
         if not active[c]:
             continue
         a, s = eta_prior(means[c], covs[c], z, Sz)
         lp[c] = log_w[c] + probit_log_predictive(a, s, y)
-        top = max(top, lp[c])
         eta = click_mode(a, s, y)
         p = _sigmoid(eta)
         w = p * (1.0 - p)
         shift = (eta - a) / s if s > 0.0 else 0.0
-        k = w / (1.0 + w * s)
-        for i in range(d):
-            new_m[c, i] += Sz[i] * shift
-            for j in range(d):
-                new_S[c, i, j] -= Sz[i] * Sz[j] * k
-    tot = 0.0
-    for c in range(C):
-        if active[c]:
-            tot += math.exp(lp[c] - top)
-    log_pred = top + math.log(tot)
-    for c in range(C):
-        if active[c]:
-            new_w[c] = lp[c] - log_pred
+        rank_one_step(new_m[c], new_S[c], Sz, shift, w / (1.0 + w * s))
+    new_w, log_pred = normalised(lp, active)
     return new_w, new_m, new_S, log_pred
 
 

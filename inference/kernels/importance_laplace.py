@@ -23,7 +23,7 @@ from numba import njit
 
 from inference.constants import IS_DRAWS, IS_MIN_WEIGHT, IS_SCALE, IS_SEED, KHAT_TRUST
 from inference.kernels._scalar import _log_sigmoid
-from inference.kernels.belief import eta_prior, mixture_update
+from inference.kernels.belief import eta_prior, mixture_update, normalised
 from inference.kernels.linalg import _cholesky
 from inference.kernels.moment_matching import click_moments
 from inference.kernels.psis import psis_smooth
@@ -139,19 +139,6 @@ def _correct(m, L, m0, L0, logdet0, log_q0, Zall, yall, base, draws, lr, theta, 
 
 
 @njit(cache=True)
-def _log_normaliser(log_w, active):
-    big = -np.inf
-    for c in range(log_w.shape[0]):
-        if active[c]:
-            big = max(big, log_w[c])
-    acc = 0.0
-    for c in range(log_w.shape[0]):
-        if active[c]:
-            acc += math.exp(log_w[c] - big)
-    return big + math.log(acc)
-
-
-@njit(cache=True)
 def mixture_update_is(log_w, means, covs, active, z, y, prior_log_w, prior_means, prior_covs, Zs, ys, t, base):
     """One click into a mixture belief, the Laplace step corrected by importance sampling; returns
     (log_w, means, covs, log p(y | belief before the click)).
@@ -171,7 +158,7 @@ def mixture_update_is(log_w, means, covs, active, z, y, prior_log_w, prior_means
         yall[r] = ys[r]
     Zall[t] = z
     yall[t] = y
-    top_norm = _log_normaliser(log_w, active)
+    top_norm = normalised(log_w, active)[1]
     L, L0 = np.empty((d, d)), np.empty((d, d))
     work, theta = np.empty(d), np.empty(d)
     lr, draws = np.empty(M), np.empty((M, d))
@@ -193,8 +180,4 @@ def mixture_update_is(log_w, means, covs, active, z, y, prior_log_w, prior_means
             if ok:
                 new_m[c], new_S[c], ev = mean, cov, log_ev
         new_w[c] = prior_log_w[c] + ev
-    norm = _log_normaliser(new_w, active)
-    for c in range(C):
-        if active[c]:
-            new_w[c] -= norm
-    return new_w, new_m, new_S, log_pred
+    return normalised(new_w, active)[0], new_m, new_S, log_pred

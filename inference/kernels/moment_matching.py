@@ -21,7 +21,7 @@ from numba import njit
 
 from inference.constants import GH_NODES
 from inference.kernels._scalar import _log_sigmoid, _sigmoid, click_mode
-from inference.kernels.belief import eta_prior
+from inference.kernels.belief import eta_prior, normalised, rank_one_step
 
 _X, _W = np.polynomial.hermite.hermgauss(GH_NODES)
 GH_X = np.ascontiguousarray(_X)
@@ -89,11 +89,9 @@ def mixture_update_adf(log_w, means, covs, active, z, y):
     log_w [C], means [C, d], covs [C, d, d], active [C] bool, z [d], y in {0, 1}.
     """
     C, d = means.shape
-    new_w = np.full(C, -np.inf)
     new_m = means.copy()
     new_S = covs.copy()
     lp = np.empty(C)
-    top = -np.inf
     Sz = np.empty(d)
     for c in range(C):
         if not active[c]:
@@ -101,20 +99,7 @@ def mixture_update_adf(log_w, means, covs, active, z, y):
         a, s = eta_prior(means[c], covs[c], z, Sz)
         log_z, mu, v = click_moments(a, s, y)
         lp[c] = log_w[c] + log_z
-        top = max(top, lp[c])
         if s > 0.0:
-            shift = (mu - a) / s
-            k = (s - v) / (s * s)
-            for i in range(d):
-                new_m[c, i] += Sz[i] * shift
-                for j in range(d):
-                    new_S[c, i, j] -= Sz[i] * Sz[j] * k
-    tot = 0.0
-    for c in range(C):
-        if active[c]:
-            tot += math.exp(lp[c] - top)
-    log_pred = top + math.log(tot)
-    for c in range(C):
-        if active[c]:
-            new_w[c] = lp[c] - log_pred
+            rank_one_step(new_m[c], new_S[c], Sz, (mu - a) / s, (s - v) / (s * s))
+    new_w, log_pred = normalised(lp, active)
     return new_w, new_m, new_S, log_pred
