@@ -55,6 +55,7 @@ from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior
 from tdmodels.errors import InputError
 
 _ONE = np.ones(1, dtype=bool)
+INFORMATION_SESSIONS = 50  # the component-information term's weight halves after this many completed sessions
 RECAL_TOL = 1e-7         # Newton step size at which the recalibration fit stops (quadratic: error ~1e-14 by then)
 
 
@@ -79,6 +80,7 @@ class Settings(NamedTuple):
     refresh: int = pp.REFRESH
     exact_estep: bool = False
     belief: str = "laplace"           # the per-user online belief (``inference.online_beliefs``)
+    component_information: float = 0.0  # pairs: minus this x (decay) x the click's information on the component
 
 
 class Rounds(NamedTuple):
@@ -237,9 +239,32 @@ def select(state: CODuelState, Phi: np.ndarray, settings: Settings = Settings(),
         pair = kn.mixture_greedy(np.zeros(len(active)), b.means, one, kn.recalibrated(_float(Phi), state.A))
         return int(pair[0]), int(pair[1])
     remaining = s.lookahead_weight * (len(state.session.y) - state.t - 1)
+    if s.component_information > 0 and state.transfer and s.lookahead:
+        return _informative_pair(state, b, active, _float(Phi), remaining, s)
     pair = kn.coduel_pair(b.log_w, b.means, b.covs, active, _float(Phi), state.A, state.bank_P, state.n_bank,
                           remaining, state.transfer and s.lookahead)
     return int(pair[0]), int(pair[1])
+
+
+def _informative_pair(state: CODuelState, b: MixtureBelief, active: np.ndarray, Phi: np.ndarray, remaining: float,
+                      s: Settings) -> tuple[int, int]:
+    """The lookahead's pair with each pair's score lowered by weight x (what one click on it says about the
+    user's component, in nats; ``inference.kernels.component_information``), the weight decaying as
+    INFORMATION_SESSIONS / (INFORMATION_SESSIONS + completed sessions): pairs that tell the components apart
+    while the population is being learned, for the users to come. Ties: the earliest pair; the larger mean
+    utility first."""
+    P = kn.recalibrated(Phi, state.A)
+    bank = kn.lookahead_bank(state.bank_P, state.n_bank, P)
+    scores, mu = kn.lookahead_scores(b.log_w, b.means, b.covs, active, P, bank, remaining)
+    weight = s.component_information * INFORMATION_SESSIONS / (INFORMATION_SESSIONS + state.pop.n)
+    best = int(np.argmin(scores - weight * kn.component_information(b.log_w, b.means, b.covs, active, P)))
+    K = len(mu)
+    i = 0
+    while best >= K - 1 - i:            # unordered pairs (i < j), lexicographic
+        best -= K - 1 - i
+        i += 1
+    j = i + 1 + best
+    return (j, i) if mu[j] > mu[i] else (i, j)
 
 
 def update(state: CODuelState, Phi: np.ndarray, pair: tuple[int, int], y: int,
@@ -338,6 +363,8 @@ def check_settings(settings: Settings) -> Settings:
         raise InputError(f"em_iters >= 1 and refresh >= 0 are required, got {s.em_iters}, {s.refresh}")
     if not (math.isfinite(s.lookahead_weight) and s.lookahead_weight >= 0):
         raise InputError(f"lookahead_weight must be a finite number >= 0, got {s.lookahead_weight!r}")
+    if not (math.isfinite(s.component_information) and 0 <= s.component_information <= 100):
+        raise InputError(f"component_information must be a number in [0, 100], got {s.component_information!r}")
     if s.belief not in BELIEFS:
         raise InputError(f"belief must be one of {', '.join(BELIEFS)}, got {s.belief!r}")
     if s.bank_size is not None and int(s.bank_size) < 1:
@@ -364,7 +391,8 @@ def coduel_learner(settings: Settings = Settings()) -> Learner:
 def coduel(population: bool = True, recalibration: bool = True, lookahead: bool = True, gate: bool = True,
            em_iters: Annotated[int, Range(1, 100)] = pp.EM_ITERS,
            refresh: Annotated[int, Range(0, 10_000)] = pp.REFRESH, exact_estep: bool = False,
-           component_thompson: bool = False, belief: str = "laplace") -> Learner:
+           component_thompson: bool = False, belief: str = "laplace",
+           component_information: Annotated[float, Range(0, 100)] = 0.0) -> Learner:
     """CODuel with the reference settings; ablations by setting (``coduel[population=false]``) or by name
     (``coduel-no-population``).
 
@@ -377,6 +405,10 @@ def coduel(population: bool = True, recalibration: bool = True, lookahead: bool 
     component_thompson : bool
         Pairs by Thompson sampling over the belief's components (see `select`), a frontier variant
         (``coduel-component-ts``); False is the paper's CODuel.
+    component_information : float
+        A frontier variant (``coduel-component-info``): while transfer is on, each lookahead score is lowered by
+        this weight (logits per nat), decaying with the completed sessions, times what the click would say
+        about the user's component (see `select`); 0 is the paper's CODuel.
     belief : {"laplace", "adf", "laplace-is"}
         The per-user online belief, in both the population and the no-transfer learner
         (``inference.online_beliefs``): the paper's one-click Laplace step, assumed-density filtering,
@@ -390,7 +422,8 @@ def coduel(population: bool = True, recalibration: bool = True, lookahead: bool 
     return coduel_learner(Settings(population=bool(population), recalibration=bool(recalibration),
                                    lookahead=bool(lookahead), gate=bool(gate), em_iters=int(em_iters),
                                    refresh=int(refresh), exact_estep=bool(exact_estep),
-                                   component_thompson=bool(component_thompson), belief=str(belief)))
+                                   component_thompson=bool(component_thompson), belief=str(belief),
+                                   component_information=float(component_information)))
 
 
 __all__ = ["coduel", "coduel_learner", "CODuelState", "Settings", "Rounds", "Completed", "ArrivalInfo", "Predictions",
