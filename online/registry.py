@@ -60,7 +60,7 @@ ALIASES = {
     "coduel-greedy": ("coduel", {"lookahead": False}),
     "coduel-no-gate": ("coduel", {"gate": False}),
     "coduel-component-ts": ("coduel", {"component_thompson": True}),
-    "coduel-component-info": ("coduel", {"component_information": 1.0}),
+    "coduel-component-info": ("coduel", {"component_information": 4.0}),
     "coldb-lr": ("coldb", {"estimator": "least-squares"}),
     "tempered-kg-greedy": ("tempered-kg", {"gamma": 0.0}),
     "tempered-kg-recalibrated": ("tempered-kg", {"recalibration": True}),
