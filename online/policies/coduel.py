@@ -114,7 +114,7 @@ class CODuelState(NamedTuple):
     t: int                       # rounds played in this session
     session: Rounds              # [S, ...] this session's rounds (rows [:t] filled)
     done: Completed
-    session_z: np.ndarray        # [S, d] this session's click designs as the learner read them (rows [:t])
+    session_z: np.ndarray        # [S, d] this session's click designs as read (rows [:t]; kept by belief="laplace-is")
 
 
 class Predictions(NamedTuple):
@@ -281,9 +281,10 @@ def update(state: CODuelState, Phi: np.ndarray, pair: tuple[int, int], y: int,
     belief, alone = MixtureBelief(w1, m1, S1), MixtureBelief(w2, m2, S2)
     gate = gt.observe(state.gate, lp_pop, lp_alone)
     session = record_round(state.session, state.t, i, j, Phi[:, -1], float(y))
-    session_z = state.session_z.copy()
-    session_z[state.t] = z
-    state = state._replace(session_z=session_z)
+    if kind == 2:                       # only the importance-corrected belief rereads the session's clicks
+        session_z = state.session_z.copy()
+        session_z[state.t] = z
+        state = state._replace(session_z=session_z)
     if settings.lookahead:              # greedy play needs no bank
         state = state._replace(belief=belief, alone=alone, gate=gate, t=state.t + 1, session=session,
                                bank=np.concatenate([state.bank[1:], Phi[None]]),

@@ -90,9 +90,12 @@ def belief_update(state: GaussianState, Phi: np.ndarray, pair: tuple[int, int], 
                                         np.ones(1, dtype=bool), z, int(y), np.zeros(1), state.prior_mean[None],
                                         state.prior_cov[None], state.session_z, state.session_y, t,
                                         base_draws(len(z)))
-    Z, ys = state.session_z.copy(), state.session_y.copy()
-    Z[t], ys[t] = z, float(y)
-    return state._replace(mean=m[0], cov=S[0], session_z=Z, session_y=ys, t=t + 1), UpdateInfo(float(logpred))
+    state = state._replace(mean=m[0], cov=S[0], t=t + 1)
+    if belief == "laplace-is":          # the only belief that rereads the session's clicks
+        Z, ys = state.session_z.copy(), state.session_y.copy()
+        Z[t], ys[t] = z, float(y)
+        state = state._replace(session_z=Z, session_y=ys)
+    return state, UpdateInfo(float(logpred))
 
 
 def _check(prior_var) -> float:
