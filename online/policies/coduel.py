@@ -274,10 +274,15 @@ def update(state: CODuelState, Phi: np.ndarray, pair: tuple[int, int], y: int,
     Phi = _float(Phi)
     b, a = state.belief, state.alone
     pop, kind = state.pop, BELIEFS.index(settings.belief)
-    prior = _belief_from(pop) if kind == 2 else b          # read by the importance-corrected belief only
-    P, z, w1, m1, S1, lp_pop, w2, m2, S2, lp_alone = kn.coduel_click(
-        b.log_w, b.means, b.covs, pop.active, a.log_w, a.means, a.covs, Phi, state.A, i, j, int(y), kind,
-        prior.log_w, prior.means, prior.covs, state.session_z, state.session.y, state.t, base_draws(Phi.shape[1]))
+    if kind == 0:
+        P, z, w1, m1, S1, lp_pop, w2, m2, S2, lp_alone = kn.coduel_click(
+            b.log_w, b.means, b.covs, pop.active, a.log_w, a.means, a.covs, Phi, state.A, i, j, int(y))
+    else:
+        prior = _belief_from(pop) if kind == 2 else b      # read by the importance-corrected belief only
+        P, z, w1, m1, S1, lp_pop, w2, m2, S2, lp_alone = kn.coduel_click_belief(
+            b.log_w, b.means, b.covs, pop.active, a.log_w, a.means, a.covs, Phi, state.A, i, j, int(y), kind,
+            prior.log_w, prior.means, prior.covs, state.session_z, state.session.y, state.t,
+            base_draws(Phi.shape[1]))
     belief, alone = MixtureBelief(w1, m1, S1), MixtureBelief(w2, m2, S2)
     gate = gt.observe(state.gate, lp_pop, lp_alone)
     session = record_round(state.session, state.t, i, j, Phi[:, -1], float(y))

@@ -98,13 +98,15 @@ def test_coduel_pair_and_click_are_the_kernels_they_fuse(seed, n_bank, lookahead
     assert kn.coduel_pair(log_w, m, S, active, Phi, A, bank, n_bank, R, lookahead) == want
     i, j = rng.choice(K, 2, replace=False)
     y = int(rng.integers(2))
-    got = kn.coduel_click(log_w, m, S, active, np.zeros(1), m[:1], S[:1], Phi, A, i, j, y, 0, log_w, m, S,
-                          np.zeros((1, m.shape[1])), np.zeros(1), 0, np.zeros((2, m.shape[1])))
+    got = kn.coduel_click(log_w, m, S, active, np.zeros(1), m[:1], S[:1], Phi, A, i, j, y)
+    by_belief = kn.coduel_click_belief(log_w, m, S, active, np.zeros(1), m[:1], S[:1], Phi, A, i, j, y, 0, log_w, m,
+                                       S, np.zeros((1, m.shape[1])), np.zeros(1), 0, np.zeros((2, m.shape[1])))
     ref = kn.update_both(log_w, m, S, active, np.zeros(1), m[:1], S[:1], P[i] - P[j], y)
     np.testing.assert_array_equal(got[0], P)
     np.testing.assert_array_equal(got[1], P[i] - P[j])
-    for g, r in zip(got[2:], ref):
+    for g, b, r in zip(got[2:], by_belief[2:], ref):
         np.testing.assert_array_equal(g, r)
+        np.testing.assert_array_equal(b, r)
 
 
 @given(st.lists(st.sampled_from([0.0, 1.0, 2.0]), min_size=K, max_size=K))
