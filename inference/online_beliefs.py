@@ -6,10 +6,12 @@ click, and the component weights beside them.
 - ``adf``: assumed-density filtering, the Gaussian replaced by the exact mean and covariance of that
   product (one-dimensional quadrature along z), the weights by the exact one-click predictive
   (``inference.kernels.moment_matching``);
-- ``laplace-is``: the Laplace step, then the Gaussian used as an importance proposal for the exact
-  component posterior on all of the session's clicks, its Pareto-smoothed moments kept where PSIS k-hat
-  trusts them, the weights from each component's evidence for the session
-  (``inference.kernels.importance_laplace``).
+- ``laplace-is``: the Laplace step, then its Gaussian, widened, used as an importance proposal for the
+  exact component posterior on all of the session's clicks (every component of weight 1e-3 or more),
+  its Pareto-smoothed moments kept where PSIS k-hat trusts them, the weights from each component's
+  evidence for the session (``inference.kernels.importance_laplace``; the constants in
+  ``inference.constants``). It costs a fixed number of draws a component a click, each evaluating the
+  session's clicks so far.
 
 The learners that hold a belief take it as a setting (``coduel[belief=adf]``, ``no-transfer[belief=adf]``,
 ``tempered-kg[belief=adf]``); `fold_session` replays one user's clicks through any of them, as
