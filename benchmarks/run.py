@@ -112,6 +112,9 @@ def parse(argv=None) -> argparse.Namespace:
 
 
 def main(argv=None) -> int:
+    from inference.kernel_cache import configure_kernel_cache
+
+    configure_kernel_cache()             # before numba starts: compiled kernels cached by their source
     a = parse(argv)
     quick = a.quick
     policies = a.policies.split(",")

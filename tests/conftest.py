@@ -9,6 +9,9 @@ from hypothesis import settings
 from inference.nuts import configure_jax
 
 configure_jax()          # the tests are a program: host devices and float64 before JAX starts
+from inference.kernel_cache import configure_kernel_cache  # noqa: E402
+
+configure_kernel_cache()  # compiled kernels cached by their source, before numba starts
 os.environ.setdefault("TUTORDUEL_CACHE", tempfile.mkdtemp(prefix="tutorduel-cache-"))   # verdicts: not in ~/.cache
 
 from tdmodels.simulator import build_roster  # noqa: E402

@@ -42,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     """Run the command line; returns the exit status (2: bad input, named on one line; 130: interrupted)."""
+    from inference.kernel_cache import configure_kernel_cache
+
+    configure_kernel_cache()             # first: compiled kernels cached by their source (before numba starts)
     previous = None
     hook = sys.unraisablehook
     if threading.current_thread() is threading.main_thread():
