@@ -18,12 +18,13 @@ from online.replay import replay_logged
 def _fold_all(kind: int, sessions) -> tuple[float, int]:
     """Seconds spent in the belief kernel over every click of every session, and the clicks."""
     spent, clicks = 0.0, 0
+    base = base_draws(sessions[0][4].shape[1])
     for log_w0, m0, S0, active, z, y in sessions:
         log_w, m, S = log_w0, m0, S0
         t0 = time.perf_counter()
         for t in range(len(y)):
             log_w, m, S, _ = kn.belief_update(kind, log_w, m, S, active, z[t], int(y[t]), log_w0, m0, S0, z, y, t,
-                                              base_draws(z.shape[1]))
+                                              base)
         spent += time.perf_counter() - t0
         clicks += len(y)
     return spent, clicks

@@ -17,7 +17,8 @@ import numpy as np
 import xarray as xr
 
 from diagnostics.click_reliability import reliability_table
-from diagnostics.posterior_checks import (BLOCK, KHAT_MAX, PosteriorCheck, btl_log_posterior, check_posterior)
+from diagnostics.posterior_checks import (BLOCK, KHAT_MAX, PosteriorCheck, btl_log_posterior, check_posterior,
+                                          exact_component_weights)
 from tdmodels.errors import InputError
 
 MEASURES = {
@@ -53,12 +54,10 @@ def exact_moments_mixture(units, n_users: int, prior_means: np.ndarray, prior_co
     0 (and the prior's moments). Returns (weights [U, C], means [U, C, d], covs [U, C, d, d])."""
     uu, kk = units["unit_user"].values, units["unit_component"].values
     keep = uu < n_users
-    w = np.zeros(prior_means.shape[:2])
-    m, S = np.array(prior_means, dtype=float), np.array(prior_covs, dtype=float)
-    w[uu[keep], kk[keep]] = units["posterior_weight"].values[keep]
+    m, S = np.array(prior_means[:n_users], dtype=float), np.array(prior_covs[:n_users], dtype=float)
     m[uu[keep], kk[keep]] = units["unit_mean"].values[keep]
     S[uu[keep], kk[keep]] = units["unit_cov"].values[keep]
-    return w[:n_users], m[:n_users], S[:n_users]
+    return exact_component_weights(units, n_users, m.shape[1]), m, S
 
 
 def compare_beliefs(log, reference_draws: np.ndarray, beliefs, users=None, seed: int = 0,

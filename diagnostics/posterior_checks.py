@@ -211,26 +211,16 @@ def weights_distance(online: np.ndarray, exact: np.ndarray) -> np.ndarray:
     return 0.5 * np.abs(p - exact).sum(-1)
 
 
-def beliefs_at_round(log, users, t: int):
+def beliefs_at_round(log, users, t: int, belief: str = "laplace"):
     """Each user's online belief after their first t clicks, recomputed from the log: the prior they
-    arrived under, folded one click at a time through the learner's own update
-    (``inference.mixture_belief.update_belief``) on the design the learner used. At t = S this is
-    the session-end belief the log records. Returns (weights [U, C], means, covs)."""
-    from inference.mixture_belief import MixtureBelief, update_belief
+    arrived under, folded one click at a time through `belief` (``inference.online_beliefs.fold_session``;
+    the learners' default, the Laplace step) on the design the learner used. At t = S this is the
+    session-end belief the log records. Returns (weights [U, C], means, covs)."""
+    from inference.online_beliefs import fold_session
+    from tdmodels.priors import MixturePrior
 
     users = np.asarray(users)
     z, y = log.recalibrated_design(users)
-    out = []
-    for b, u in enumerate(users):
-        w, m, S = (a[u] for a in log.priors)
-        keep = w > 0
-        with np.errstate(divide="ignore"):
-            belief = MixtureBelief(np.log(w[keep]), m[keep], S[keep])
-        for r in range(t):
-            belief, _ = update_belief(belief, z[b, r], int(y[b, r]))
-        wt = np.zeros_like(w)
-        wt[keep] = np.exp(belief.log_w)
-        mt, St = m.copy(), S.copy()
-        mt[keep], St[keep] = belief.means, belief.covs
-        out.append((wt, mt, St))
+    out = [fold_session(MixturePrior(*(a[u] for a in log.priors)), z[b], y[b], belief, clicks=t).belief
+           for b, u in enumerate(users)]
     return tuple(np.array([o[k] for o in out]) for k in range(3))

@@ -39,6 +39,7 @@ def configure_kernel_cache(base: str | os.PathLike | None = None) -> Path | None
     if base is None:
         base = os.environ.get("NUMBA_CACHE_DIR") or Path(os.environ.get("XDG_CACHE_HOME")
                                                            or Path.home() / ".cache") / "tutorduel" / "numba"
-    folder = Path(base) / kernel_digest()
+    digest = kernel_digest()
+    folder = Path(base) if Path(base).name == digest else Path(base) / digest   # a child inherits its parent's
     os.environ["NUMBA_CACHE_DIR"] = str(folder)
     return folder

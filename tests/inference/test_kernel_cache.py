@@ -41,3 +41,12 @@ def test_a_command_line_process_caches_its_kernels_in_the_folder_of_their_digest
     folder = tmp_path / "tutorduel" / "numba" / kernel_digest()
     assert out.stdout.strip().splitlines()[-1] == str(folder)
     assert list(folder.rglob("*.nbi"))                      # the kernels it compiled are cached there
+
+
+def test_a_child_process_keeps_its_parents_cache_folder(tmp_path):
+    """A process started with the folder its parent chose (inherited NUMBA_CACHE_DIR) uses it as is."""
+    folder = tmp_path / kernel_digest()
+    code = ("from inference.kernel_cache import configure_kernel_cache; print(configure_kernel_cache())")
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "NUMBA_CACHE_DIR": str(folder)},
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == str(folder)
