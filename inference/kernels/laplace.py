@@ -54,7 +54,8 @@ def _posterior_objective(problem, x):
 
 @njit(cache=True)
 def _grad_hessian(Zu, yu, theta, m, P, eta, ex, grad, H):
-    """Gradient of the log posterior and Hessian of the negative one, from eta and ex = exp(-|eta|)."""
+    """Gradient of the log posterior and Hessian of the negative one, from eta and ex = exp(-|eta|).
+    The Hessian's lower triangle is accumulated and mirrored (every reader factorises it by Cholesky)."""
     S, d = Zu.shape
     for i in range(d):
         acc = 0.0
@@ -70,8 +71,11 @@ def _grad_hessian(Zu, yu, theta, m, P, eta, ex, grad, H):
         for i in range(d):
             grad[i] += Zu[t, i] * r
             wi = w * Zu[t, i]
-            for j in range(d):
+            for j in range(i + 1):
                 H[i, j] += wi * Zu[t, j]
+    for i in range(d):
+        for j in range(i + 1, d):
+            H[i, j] = H[j, i]
 
 
 @njit(cache=True)

@@ -16,22 +16,20 @@ sufficient statistics. beta = sqrt(d ln S) and alpha = 1 are ours (not tuned).
 """
 from __future__ import annotations
 
+import functools
 from typing import Annotated, NamedTuple
 
 import numpy as np
 from numba import njit
 
-from inference.constants import RIDGE_LOGISTIC_ITERS, RIDGE_LOGISTIC_TOL
-from inference.estimators import ridge_least_squares
-from inference.kernels.laplace import ridge_logistic_mode
 from online import append_only
+from online.policies import coldb_kernels as ck
 from online.learner import Learner, no_session_info
 from online.setting_range import Range, ranged
 from tdmodels.errors import InputError
 
 RIDGE = 1.0
 ALPHA = 1.0
-CLUSTER_ITERS = 8           # Newton steps of the pooled estimate, refitted every click from the last (a cap)
 ESTIMATORS = ("logistic", "least-squares")
 
 
@@ -91,7 +89,7 @@ def component(adjacency: np.ndarray, u: int, n: int) -> np.ndarray:
 def current_component(state: COLDBState) -> np.ndarray:
     """`component` of the current user u among users [:u + 1]: the earlier users' components (fixed during
     u's session, `component_labels`) that u still has an edge into, and u."""
-    return _component_of_last(state.labels, state.edges, state.user)
+    return ck.component_of_last(state.labels, state.edges, state.user)
 
 
 @njit(cache=True)
@@ -115,22 +113,6 @@ def component_labels(adjacency, u):
                     queue[tail] = w
                     tail += 1
     return labels
-
-
-@njit(cache=True)
-def _component_of_last(labels, edges, u):
-    hit = np.zeros(u + 1, dtype=np.bool_)
-    for w in range(u):
-        if edges[w]:
-            hit[labels[w]] = True
-    out = np.empty(u + 1, dtype=np.int64)
-    k = 0
-    for w in range(u):
-        if hit[labels[w]]:
-            out[k] = w
-            k += 1
-    out[k] = u
-    return out[:k + 1]
 
 
 def _freeze(state: COLDBState) -> Users:
@@ -162,67 +144,40 @@ def start_session(state: COLDBState) -> COLDBState:
     return state._replace(cluster=current_component(state))
 
 
-def _with_current(frozen: np.ndarray, V: np.ndarray, current) -> np.ndarray:
-    """frozen[V] with the current user's row (V's last) in place of its unwritten one."""
-    out = frozen[V]
-    out[-1] = current
-    return out
-
-
 def cluster_estimate(state: COLDBState, lam: float, estimator: str) -> tuple[np.ndarray, np.ndarray]:
-    """(theta_V [d], M_V [d, d]) pooled over the current cluster."""
-    V, users = state.cluster, state.users
-    d = state.theta.shape[0]
-    M = lam * np.eye(d) + _with_current(users.gram, V, state.gram).sum(0)
-    if estimator == "least-squares":
-        return ridge_least_squares(M - lam * np.eye(d), _with_current(users.moment, V, state.moment).sum(0), lam), M
-    seen = (np.arange(state.y.shape[0]) < _with_current(users.counts, V, state.count)[:, None]).ravel()
-    rows = _with_current(users.Z, V, state.Z).reshape(-1, d)[seen]
-    ys = _with_current(users.y, V, state.y).ravel()[seen]
-    return _fit(rows, ys, lam, state.theta_cluster, CLUSTER_ITERS), M
+    """(theta_V [d], M_V [d, d]) pooled over the current cluster (``coldb_kernels.cluster_fit``)."""
+    u = state.users
+    return ck.cluster_fit(u.Z, u.y, u.counts, u.gram, u.moment, state.cluster, state.Z, state.y, state.count,
+                          state.gram, state.moment, state.theta_cluster, lam, estimator == "logistic")
 
 
 def choose(theta: np.ndarray, M: np.ndarray, Phi: np.ndarray, beta: float) -> tuple[int, int]:
     """first = argmax theta . x; second = argmax_{j != first} theta . x_j + beta ||x_j - x_first||_{M^-1}."""
-    u = Phi @ theta
-    first = int(np.argmax(u))
-    D = Phi - Phi[first]
-    score = u + beta * np.sqrt(np.maximum(np.einsum("kd,de,ke->k", D, np.linalg.inv(M), D), 0.0))
-    score[first] = -np.inf
-    return first, int(np.argmax(score))
-
-
-def _fit(Z, y, lam, init, iters):
-    """The ridge logistic estimate (``inference.estimators.ridge_logistic``) of rows the policy built
-    itself, without the public function's input checks."""
-    return ridge_logistic_mode(Z, y, lam, init, iters, RIDGE_LOGISTIC_TOL)[0]
-
-
-def _f(T, alpha):
-    return alpha * np.sqrt((1.0 + np.log1p(T)) / (1.0 + T))
+    first, second = ck.choose(theta, M, np.asarray(Phi, dtype=float), float(beta))
+    return int(first), int(second)
 
 
 def update(state: COLDBState, z: np.ndarray, y: int, lam: float, alpha: float, estimator: str) -> COLDBState:
-    """Fold the click (design z, y) into the current user's estimate, cut graph edges to users whose estimates are now too far apart, and refit the cluster's pooled estimate."""
-    i, t = state.user, state.count
-    Z, Y = state.Z.copy(), state.y.copy()
-    Z[t], Y[t] = z, y
-    count = t + 1
-    gram = state.gram + np.outer(z, z)
-    moment = state.moment + z * (2.0 * y - 1.0)
-    if estimator == "least-squares":
-        theta = ridge_least_squares(gram, moment, lam)
-    else:
-        theta = _fit(Z[:t + 1], Y[:t + 1], lam, state.theta, RIDGE_LOGISTIC_ITERS)
-    users = state.users
-    edges = state.edges.copy()
-    nb = np.flatnonzero(edges[:i])
-    cut = nb[np.linalg.norm(users.theta[nb] - theta, axis=1) > _f(count, alpha) + _f(users.counts[nb], alpha)]
-    edges[cut] = False
-    state = state._replace(Z=Z, y=Y, count=count, gram=gram, moment=moment, theta=theta, edges=edges)
-    if len(cut) == 0:           # edges are only ever cut: with none cut the component is the one it was
-        return state
-    return state._replace(cluster=current_component(state))
+    """Fold the click (design z, y) into the current user's estimate, cut graph edges to users whose estimates
+    are now too far apart, and recompute the current user's component if any was cut (the pooled estimate
+    is left as it was: `cluster_estimate`)."""
+    return _clicked(state, np.asarray(z, dtype=float), y, float(lam), float(alpha), estimator == "logistic", False)
+
+
+def _clicked(state: COLDBState, z: np.ndarray, y, lam: float, alpha: float, logistic: bool,
+             refit: bool) -> COLDBState:
+    u = state.users
+    new = ck.click_step(u.Z, u.y, u.counts, u.theta, u.gram, u.moment, state.labels, state.user, state.Z, state.y,
+                        state.count, state.theta, state.gram, state.moment, state.edges, state.cluster,
+                        state.theta_cluster, state.M_cluster, z, float(y), lam, alpha, logistic, refit)
+    Z, y, count, theta, gram, moment, edges, cluster, theta_cluster, M_cluster = new
+    return COLDBState(state.users, state.user, Z, y, count, theta, gram, moment, edges, state.labels, cluster,
+                      theta_cluster, M_cluster)
+
+
+@functools.lru_cache(maxsize=None)
+def _default_beta(S: int, d: int) -> float:
+    return float(np.sqrt(d * np.log(S)))
 
 
 @ranged
@@ -249,21 +204,20 @@ def coldb(estimator: str = "logistic", lam: Annotated[float, Range(0, 1e6, lo_op
         raise InputError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
     if not lam > 0 or not alpha > 0 or (beta is not None and not beta >= 0):
         raise InputError(f"lam and alpha must be positive and beta non-negative; got {lam!r}, {alpha!r}, {beta!r}")
-    lam, alpha = float(lam), float(alpha)
+    lam, alpha, logistic = float(lam), float(alpha), estimator == "logistic"
 
     def estimated(state: COLDBState) -> COLDBState:
         theta, M = cluster_estimate(state, lam, estimator)
         return state._replace(theta_cluster=theta, M_cluster=M)
 
     def select(state, Phi, rng):
-        S, d = state.Z.shape
-        width = float(beta) if beta is not None else float(np.sqrt(d * np.log(S)))
-        return choose(state.theta_cluster, state.M_cluster, Phi, width), None
+        width = float(beta) if beta is not None else _default_beta(*state.Z.shape)
+        first, second = ck.choose(state.theta_cluster, state.M_cluster, np.asarray(Phi, dtype=float), width)
+        return (int(first), int(second)), None
 
     def click(state, Phi, pair, y):
-        state = update(state, Phi[pair[0]] - Phi[pair[1]], y, lam, alpha, estimator)
-        last = state.count == state.Z.shape[0]                    # no select follows in this session
-        return (state if last else estimated(state)), None
+        refit = state.count + 1 < state.Z.shape[0]                # no select follows the session's last click
+        return _clicked(state, Phi[pair[0]] - Phi[pair[1]], y, lam, alpha, logistic, refit), None
 
     return Learner(lambda context: init(context.N, context.S, context.d),
                    lambda state, rng: (estimated(start_session(state)), None), select, click, no_session_info)

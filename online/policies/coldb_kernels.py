@@ -1,0 +1,219 @@
+"""COLDB's compiled steps: a click folded into the current user and its cluster, and the pair rule.
+
+Each function is the compiled statement of one step of ``online.policies.coldb`` (the plain NumPy
+statement is the oracle in tests/online/test_coldb_kernels.py). The earlier users are read from the
+shared [N, ...] buffers by index, so no click gathers or copies the cluster's rows in Python; the
+current user's row (the cluster's last) comes from the state, its buffer row being unwritten.
+Solves are by Cholesky (the matrices are lam I + a Gram matrix, positive definite for lam > 0).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from inference.constants import RIDGE_LOGISTIC_ITERS, RIDGE_LOGISTIC_TOL
+from inference.kernels.laplace import ridge_logistic_mode
+from inference.kernels.linalg import _chol_solve, _cholesky
+
+CLUSTER_ITERS = 8           # Newton steps of the pooled estimate, refitted every click from the last (a cap)
+
+
+@njit(cache=True)
+def edge_radius(T, alpha):
+    """f(T) = alpha sqrt((1 + ln(1 + T)) / (1 + T)): an edge (i, l) is cut when ||theta_i - theta_l|| > f(T_i) + f(T_l)."""
+    return alpha * math.sqrt((1.0 + math.log1p(T)) / (1.0 + T))
+
+
+@njit(cache=True)
+def ridge_solve(gram, moment, lam):
+    """(gram + lam I)^{-1} moment for gram [d, d] positive semi-definite and lam > 0 (the ridge least
+    squares estimate from sufficient statistics)."""
+    d = moment.shape[0]
+    A = gram.copy()
+    for i in range(d):
+        A[i, i] += lam
+    L = np.empty((d, d))
+    if not _cholesky(A, L):
+        raise ValueError("ridge_solve: gram + lam I is not positive definite")
+    out = np.empty(d)
+    _chol_solve(L, moment, out)
+    return out
+
+
+@njit(cache=True)
+def pooled_statistics(users_gram, users_moment, cluster, gram, moment, lam):
+    """(M = lam I + the cluster's sum of z z^T [d, d], the sum of z (2y - 1) [d]); cluster [n_V] lists
+    earlier users then the current one, whose statistics are `gram`, `moment`."""
+    d = moment.shape[0]
+    G = np.zeros((d, d))
+    m = np.zeros(d)
+    for k in range(cluster.shape[0] - 1):
+        v = cluster[k]
+        for i in range(d):
+            m[i] += users_moment[v, i]
+            for j in range(d):
+                G[i, j] += users_gram[v, i, j]
+    for i in range(d):
+        m[i] += moment[i]
+        for j in range(d):
+            G[i, j] += gram[i, j]
+    for i in range(d):
+        G[i, i] += lam
+    return G, m
+
+
+@njit(cache=True)
+def cluster_rows(users_Z, users_y, users_counts, cluster, Z, y, count):
+    """The cluster's clicks as rows [n, d] and outcomes [n]: each earlier user's first T_v rows in the
+    cluster's order, then the current user's first `count`."""
+    d = Z.shape[1]
+    n = count
+    for k in range(cluster.shape[0] - 1):
+        n += users_counts[cluster[k]]
+    rows = np.empty((n, d))
+    ys = np.empty(n)
+    r = 0
+    for k in range(cluster.shape[0] - 1):
+        v = cluster[k]
+        for t in range(users_counts[v]):
+            rows[r] = users_Z[v, t]
+            ys[r] = users_y[v, t]
+            r += 1
+    for t in range(count):
+        rows[r] = Z[t]
+        ys[r] = y[t]
+        r += 1
+    return rows, ys
+
+
+@njit(cache=True)
+def cluster_fit(users_Z, users_y, users_counts, users_gram, users_moment, cluster, Z, y, count, gram, moment,
+                theta_cluster, lam, logistic):
+    """(theta_V [d], M_V [d, d]): the cluster's pooled estimate, by ridge logistic MLE warm-started at
+    theta_cluster (at most CLUSTER_ITERS Newton steps) or by ridge least squares, and lam I + its Gram matrix."""
+    M, m = pooled_statistics(users_gram, users_moment, cluster, gram, moment, lam)
+    if not logistic:
+        d = m.shape[0]
+        G = M.copy()
+        for i in range(d):
+            G[i, i] -= lam
+        return ridge_solve(G, m, lam), M
+    rows, ys = cluster_rows(users_Z, users_y, users_counts, cluster, Z, y, count)
+    return ridge_logistic_mode(rows, ys, lam, theta_cluster, CLUSTER_ITERS, RIDGE_LOGISTIC_TOL)[0], M
+
+
+@njit(cache=True)
+def own_update(Z, y, count, theta, gram, moment, z, click, lam, logistic):
+    """The current user's click (design z [d], click in {0, 1}) added to its rows and statistics (copies),
+    and its own estimate refitted (logistic: warm-started at theta). Returns (Z, y, count, theta, gram, moment)."""
+    d = z.shape[0]
+    Z, y = Z.copy(), y.copy()
+    Z[count] = z
+    y[count] = click
+    count += 1
+    gram, moment = gram.copy(), moment.copy()
+    sign = 2.0 * click - 1.0
+    for i in range(d):
+        moment[i] += z[i] * sign
+        for j in range(d):
+            gram[i, j] += z[i] * z[j]
+    if logistic:
+        theta = ridge_logistic_mode(Z[:count], y[:count], lam, theta, RIDGE_LOGISTIC_ITERS, RIDGE_LOGISTIC_TOL)[0]
+    else:
+        theta = ridge_solve(gram, moment, lam)
+    return Z, y, count, theta, gram, moment
+
+
+@njit(cache=True)
+def cut_edges(users_theta, users_counts, edges, user, theta, count, alpha):
+    """The current user's edges (a copy) with those to earlier users l cut where ||theta - theta_l|| >
+    f(count) + f(T_l); returns (edges, how many were cut)."""
+    edges = edges.copy()
+    d = theta.shape[0]
+    mine = edge_radius(count, alpha)
+    cut = 0
+    for v in range(user):
+        if not edges[v]:
+            continue
+        acc = 0.0
+        for i in range(d):
+            diff = users_theta[v, i] - theta[i]
+            acc += diff * diff
+        if math.sqrt(acc) > mine + edge_radius(users_counts[v], alpha):
+            edges[v] = False
+            cut += 1
+    return edges, cut
+
+
+@njit(cache=True)
+def choose(theta, M, Phi, beta):
+    """first = argmax theta . x; second = argmax_{j != first} theta . x_j + beta ||x_j - x_first||_{M^-1}
+    (the lower index on ties)."""
+    K, d = Phi.shape
+    u = np.empty(K)
+    for k in range(K):
+        acc = 0.0
+        for i in range(d):
+            acc += Phi[k, i] * theta[i]
+        u[k] = acc
+    first = 0
+    for k in range(1, K):
+        if u[k] > u[first]:
+            first = k
+    L = np.empty((d, d))
+    if not _cholesky(M, L):
+        raise ValueError("COLDB: M is not positive definite")
+    w = np.empty(d)
+    second = -1
+    best = -np.inf
+    for k in range(K):
+        if k == first:
+            continue
+        for i in range(d):                  # w = L^-1 (x_k - x_first): ||.||^2_{M^-1} = w . w
+            acc = Phi[k, i] - Phi[first, i]
+            for j in range(i):
+                acc -= L[i, j] * w[j]
+            w[i] = acc / L[i, i]
+        q = 0.0
+        for i in range(d):
+            q += w[i] * w[i]
+        score = u[k] + beta * math.sqrt(q)
+        if second < 0 or score > best:
+            second, best = k, score
+    return first, second
+
+
+@njit(cache=True)
+def click_step(users_Z, users_y, users_counts, users_theta, users_gram, users_moment, labels, user, Z, y, count,
+               theta, gram, moment, edges, cluster, theta_cluster, M_cluster, z, click, lam, alpha, logistic, refit):
+    """A click in one call: `own_update`, `cut_edges`, the current user's component again if an edge was cut
+    (``component_of_last``), and with `refit` the cluster's pooled estimate (`cluster_fit`). Returns the
+    state's (Z, y, count, theta, gram, moment, edges, cluster, theta_cluster, M_cluster)."""
+    Z, y, count, theta, gram, moment = own_update(Z, y, count, theta, gram, moment, z, click, lam, logistic)
+    edges, cut = cut_edges(users_theta, users_counts, edges, user, theta, count, alpha)
+    if cut > 0:             # edges are only ever cut: with none cut the component is the one it was
+        cluster = component_of_last(labels, edges, user)
+    if refit:
+        theta_cluster, M_cluster = cluster_fit(users_Z, users_y, users_counts, users_gram, users_moment, cluster, Z,
+                                               y, count, gram, moment, theta_cluster, lam, logistic)
+    return Z, y, count, theta, gram, moment, edges, cluster, theta_cluster, M_cluster
+
+
+@njit(cache=True)
+def component_of_last(labels, edges, u):
+    """The current user u's connected component among users [:u + 1]: the earlier users whose component
+    (labels [u], fixed during u's session) u has an edge into, in index order, then u."""
+    hit = np.zeros(u + 1, dtype=np.bool_)
+    for w in range(u):
+        if edges[w]:
+            hit[labels[w]] = True
+    out = np.empty(u + 1, dtype=np.int64)
+    k = 0
+    for w in range(u):
+        if hit[labels[w]]:
+            out[k] = w
+            k += 1
+    out[k] = u
+    return out[:k + 1]

@@ -1,0 +1,114 @@
+"""COLDB's compiled steps (online.policies.coldb_kernels) against their plain NumPy statements, on
+random states: the pooled statistics, the cluster's rows, both estimators, the edge cuts and the pair
+rule; and a replay's click step equal to the steps run one by one."""
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from inference.estimators import ridge_logistic
+from online.policies import coldb_kernels as ck
+
+
+def _edge_radius(T, alpha):
+    return alpha * np.sqrt((1.0 + np.log1p(T)) / (1.0 + T))
+
+
+def _random_users(seed, N=9, S=5, d=3):
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(0, S + 1, N)
+    Z = rng.normal(size=(N, S, d))
+    y = (rng.random((N, S)) < 0.5).astype(float)
+    for v in range(N):                       # rows past a user's count are never read: poison them
+        Z[v, counts[v]:] = np.nan
+        y[v, counts[v]:] = np.nan
+    gram = np.stack([Z[v, :counts[v]].T @ Z[v, :counts[v]] for v in range(N)])
+    moment = np.stack([Z[v, :counts[v]].T @ (2 * y[v, :counts[v]] - 1) for v in range(N)])
+    theta = rng.normal(size=(N, d))
+    return rng, Z, y, counts, gram, moment, theta
+
+
+@given(st.integers(0, 10_000))
+@settings(max_examples=40, deadline=None)
+def test_cluster_fit_is_the_pooled_estimate_of_the_clusters_clicks(seed):
+    rng, Z, y, counts, gram, moment, _ = _random_users(seed)
+    N, S, d = Z.shape
+    user = int(rng.integers(1, N))
+    cluster = np.r_[np.sort(rng.choice(user, int(rng.integers(0, user + 1)), replace=False)), user]
+    count = int(rng.integers(0, S))
+    cur_Z, cur_y = np.zeros((S, d)), np.zeros(S)
+    cur_Z[:count], cur_y[:count] = rng.normal(size=(count, d)), rng.random(count) < 0.5
+    cur_gram, cur_moment = cur_Z[:count].T @ cur_Z[:count], cur_Z[:count].T @ (2 * cur_y[:count] - 1)
+    lam = float(rng.uniform(0.1, 3.0))
+    rows = np.concatenate([Z[v, :counts[v]] for v in cluster[:-1]] + [cur_Z[:count]])
+    ys = np.concatenate([y[v, :counts[v]] for v in cluster[:-1]] + [cur_y[:count]])
+    M_want = lam * np.eye(d) + rows.T @ rows
+    got_rows, got_ys = ck.cluster_rows(Z, y, counts, cluster, cur_Z, cur_y, count)
+    np.testing.assert_array_equal(got_rows, rows)
+    np.testing.assert_array_equal(got_ys, ys)
+    theta, M = ck.cluster_fit(Z, y, counts, gram, moment, cluster, cur_Z, cur_y, count, cur_gram, cur_moment,
+                              np.zeros(d), lam, True)
+    np.testing.assert_allclose(M, M_want, rtol=1e-12, atol=1e-12)
+    if len(rows):
+        np.testing.assert_allclose(theta, ridge_logistic(rows, ys, lam), rtol=1e-7, atol=1e-7)
+    theta_ls, M_ls = ck.cluster_fit(Z, y, counts, gram, moment, cluster, cur_Z, cur_y, count, cur_gram, cur_moment,
+                                    np.zeros(d), lam, False)
+    np.testing.assert_array_equal(M_ls, M)
+    np.testing.assert_allclose(theta_ls, np.linalg.solve(M_want, rows.T @ (2 * ys - 1)), rtol=1e-10, atol=1e-12)
+
+
+@given(st.integers(0, 10_000), st.sampled_from([0.05, 0.5, 2.0]))
+@settings(max_examples=40, deadline=None)
+def test_edge_cuts_and_pair_rule_match_their_numpy_statements(seed, alpha):
+    rng, _, _, counts, _, _, theta_users = _random_users(seed)
+    N, d = theta_users.shape
+    user = int(rng.integers(1, N))
+    edges = rng.random(N) < 0.7
+    theta, count = rng.normal(size=d), int(rng.integers(1, 6))
+    got, n_cut = ck.cut_edges(theta_users, counts, edges, user, theta, count, alpha)
+    want = edges.copy()
+    nb = np.flatnonzero(edges[:user])
+    far = np.linalg.norm(theta_users[nb] - theta, axis=1) > _edge_radius(count, alpha) + _edge_radius(counts[nb], alpha)
+    want[nb[far]] = False
+    np.testing.assert_array_equal(got, want)
+    assert n_cut == far.sum()
+    K = 5
+    Phi = rng.normal(size=(K, d))
+    A = rng.normal(size=(d, d))
+    M = A @ A.T + 0.5 * np.eye(d)
+    beta = float(rng.uniform(0, 3))
+    u = Phi @ theta
+    first = int(np.argmax(u))
+    D = Phi - Phi[first]
+    score = u + beta * np.sqrt(np.maximum(np.einsum("kd,de,ke->k", D, np.linalg.inv(M), D), 0.0))
+    score[first] = -np.inf
+    assert ck.choose(theta, M, Phi, beta) == (first, int(np.argmax(score)))
+
+
+def test_edge_radius_is_the_papers_f():
+    T = np.arange(0, 30)
+    np.testing.assert_allclose([ck.edge_radius(t, 0.7) for t in T], _edge_radius(T, 0.7), rtol=1e-15)
+
+
+def test_own_update_adds_the_click_and_refits_without_touching_its_inputs():
+    rng = np.random.default_rng(3)
+    S, d = 4, 3
+    Z, y, gram, moment, theta = np.zeros((S, d)), np.zeros(S), np.zeros((d, d)), np.zeros(d), np.zeros(d)
+    count = 0
+    seen = []
+    for _ in range(S):
+        z, click = rng.normal(size=d), float(rng.random() < 0.5)
+        before = [x.copy() for x in (Z, y, gram, moment, theta)]
+        out = ck.own_update(Z, y, count, theta, gram, moment, z, click, 0.5, True)
+        for x, b in zip((Z, y, gram, moment, theta), before):
+            np.testing.assert_array_equal(x, b)
+        Z, y, count, theta, gram, moment = out
+        seen.append((z, click))
+        rows = np.array([s[0] for s in seen])
+        ys = np.array([s[1] for s in seen])
+        np.testing.assert_allclose(gram, rows.T @ rows, rtol=1e-12)
+        np.testing.assert_allclose(moment, rows.T @ (2 * ys - 1), rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(theta, ridge_logistic(rows, ys, 0.5), atol=1e-7)
+        ls = ck.own_update(Z, y, count - 1, theta, gram - np.outer(z, z), moment - z * (2 * click - 1), z, click,
+                           0.5, False)[3]
+        np.testing.assert_allclose(ls, np.linalg.solve(rows.T @ rows + 0.5 * np.eye(d), rows.T @ (2 * ys - 1)),
+                                   rtol=1e-9, atol=1e-12)
