@@ -62,6 +62,8 @@ class COLDBState(NamedTuple):
     cluster: np.ndarray    # [n_V] users in the current user's component, itself last
     theta_cluster: np.ndarray  # [d] the pooled estimate of the current cluster (also the next fit's warm start)
     M_cluster: np.ndarray  # [d, d] lam I + sum z z^T over the current cluster
+    theta_all: np.ndarray  # [d] the pooled estimate at the last session's start, over every user then (the next
+                           # session start's warm start: a new user is connected to all, so that fit pools everyone)
 
 
 def init(N: int, S: int, d: int) -> COLDBState:
@@ -70,7 +72,7 @@ def init(N: int, S: int, d: int) -> COLDBState:
                   np.zeros((N, d, d)), np.zeros((N, d)), np.zeros((N, N), dtype=bool), append_only.new_mark())
     return COLDBState(users, -1, np.zeros((S, d)), np.zeros(S), 0, np.zeros(d), np.zeros((d, d)), np.zeros(d),
                       np.zeros(N, dtype=bool), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=int), np.zeros(d),
-                      np.eye(d))
+                      np.eye(d), np.zeros(d))
 
 
 def component(adjacency: np.ndarray, u: int, n: int) -> np.ndarray:
@@ -172,7 +174,7 @@ def _clicked(state: COLDBState, z: np.ndarray, y, lam: float, alpha: float, logi
                         state.theta_cluster, state.M_cluster, z, float(y), lam, alpha, logistic, refit)
     Z, y, count, theta, gram, moment, edges, cluster, theta_cluster, M_cluster = new
     return COLDBState(state.users, state.user, Z, y, count, theta, gram, moment, edges, state.labels, cluster,
-                      theta_cluster, M_cluster)
+                      theta_cluster, M_cluster, state.theta_all)
 
 
 @functools.lru_cache(maxsize=None)
@@ -187,7 +189,8 @@ def coldb(estimator: str = "logistic", lam: Annotated[float, Range(0, 1e6, lo_op
     """COLDB over users (COLDB-LR with estimator="least-squares").
 
     The pooled estimate of the current cluster is refitted whenever the cluster or its clicks change
-    (a new user, a click before the session's last), warm-started at the previous one, and kept in
+    (a new user, a click before the session's last), warm-started at the previous one (at a session's
+    start, when the new user's cluster is every user, at the previous session start's), and kept in
     the state for the next select.
 
     Parameters
@@ -206,9 +209,10 @@ def coldb(estimator: str = "logistic", lam: Annotated[float, Range(0, 1e6, lo_op
         raise InputError(f"lam and alpha must be positive and beta non-negative; got {lam!r}, {alpha!r}, {beta!r}")
     lam, alpha, logistic = float(lam), float(alpha), estimator == "logistic"
 
-    def estimated(state: COLDBState) -> COLDBState:
-        theta, M = cluster_estimate(state, lam, estimator)
-        return state._replace(theta_cluster=theta, M_cluster=M)
+    def start(state, rng):
+        state = start_session(state)
+        theta, M = cluster_estimate(state._replace(theta_cluster=state.theta_all), lam, estimator)
+        return state._replace(theta_cluster=theta, M_cluster=M, theta_all=theta), None
 
     def select(state, Phi, rng):
         width = float(beta) if beta is not None else _default_beta(*state.Z.shape)
@@ -220,4 +224,4 @@ def coldb(estimator: str = "logistic", lam: Annotated[float, Range(0, 1e6, lo_op
         return _clicked(state, Phi[pair[0]] - Phi[pair[1]], y, lam, alpha, logistic, refit), None
 
     return Learner(lambda context: init(context.N, context.S, context.d),
-                   lambda state, rng: (estimated(start_session(state)), None), select, click, no_session_info)
+                   start, select, click, no_session_info)
