@@ -81,6 +81,8 @@ class Settings(NamedTuple):
     exact_estep: bool = False
     belief: str = "laplace"           # the per-user online belief (``inference.online_beliefs``)
     component_information: float = 0.0  # pairs: minus this x (decay) x the click's information on the component
+    session_broad_weight: float = 0.0   # a session's belief starts with the broad component's weight at least this
+    broad_memory: int = 0               # ... and at least its mean weight at the end of the last this many sessions
 
 
 class Rounds(NamedTuple):
@@ -115,6 +117,7 @@ class CODuelState(NamedTuple):
     session: Rounds              # [S, ...] this session's rounds (rows [:t] filled)
     done: Completed
     session_z: np.ndarray        # [S, d] this session's click designs as read (rows [:t]; kept by belief="laplace-is")
+    recent_broad: np.ndarray     # [broad_memory] the broad component's weight in the belief at the last sessions' ends
 
 
 class Predictions(NamedTuple):
@@ -154,10 +157,20 @@ def _recalibrated(Phi, A):
     return kn.recalibrated(_float(Phi), A)
 
 
-def _belief_from(pop: Population) -> MixtureBelief:
+def _belief_from(pop: Population, broad_weight: float = 0.0) -> MixtureBelief:
+    w = pop.weights
+    if broad_weight > w[-1]:
+        w = w * ((1.0 - broad_weight) / (1.0 - w[-1]))
+        w[-1] = broad_weight
     with np.errstate(divide="ignore"):
-        log_w = np.where(pop.active, np.log(pop.weights), -np.inf)
+        log_w = np.where(pop.active, np.log(w), -np.inf)
     return MixtureBelief(log_w, pop.means.copy(), pop.covs.copy())
+
+
+def _broad_floor(state: CODuelState, s: Settings) -> float:
+    """The least weight of the broad component in a session's starting belief."""
+    recent = float(state.recent_broad.mean()) if len(state.recent_broad) else 0.0
+    return max(s.session_broad_weight, recent)
 
 
 def _broad(pop: Population) -> MixtureBelief:
@@ -194,14 +207,15 @@ def init(context: Context, settings: Settings = Settings()) -> CODuelState:
     done = Completed(_empty_rounds((N, S), K), np.zeros((N, S, d)), 0, append_only.new_mark())
     return CODuelState(pop, np.eye(K), np.r_[1.0, np.zeros(K * K)], gt.GateState(), False, _belief_from(pop),
                        _broad(pop), np.zeros((B, K, d)), np.zeros((B, K, d)), 0, 0, _empty_rounds((S,), K), done,
-                       np.zeros((S, d)))
+                       np.zeros((S, d)), np.zeros(settings.broad_memory))
 
 
 def start_session(state: CODuelState, settings: Settings = Settings()) -> CODuelState:
     """A new user: beliefs restart from the population prior (and the broad prior, for the no-transfer learner); the gate decides whether the population learner selects this session."""
     s = settings
     transfer = (not s.gate and state.pop.n > 0) or gt.transfer_on(state.gate, s.gate_z, s.gate_min)
-    return state._replace(belief=_belief_from(state.pop), alone=_broad(state.pop), transfer=transfer, t=0,
+    return state._replace(belief=_belief_from(state.pop, _broad_floor(state, s)), alone=_broad(state.pop),
+                          transfer=transfer, t=0,
                           session=Rounds(*(np.zeros_like(x) for x in state.session)))
 
 
@@ -278,7 +292,7 @@ def update(state: CODuelState, Phi: np.ndarray, pair: tuple[int, int], y: int,
         P, z, w1, m1, S1, lp_pop, w2, m2, S2, lp_alone = kn.coduel_click(
             b.log_w, b.means, b.covs, pop.active, a.log_w, a.means, a.covs, Phi, state.A, i, j, int(y))
     else:
-        prior = _belief_from(pop) if kind == 2 else b      # read by the importance-corrected belief only
+        prior = _belief_from(pop, _broad_floor(state, settings)) if kind == 2 else b   # read by "laplace-is" only
         P, z, w1, m1, S1, lp_pop, w2, m2, S2, lp_alone = kn.coduel_click_belief(
             b.log_w, b.means, b.covs, pop.active, a.log_w, a.means, a.covs, Phi, state.A, i, j, int(y), kind,
             prior.log_w, prior.means, prior.covs, state.session_z, state.session.y, state.t,
@@ -358,7 +372,11 @@ def end_session(state: CODuelState, settings: Settings = Settings()) -> tuple[CO
                                refresh=s.refresh, exact=s.exact_estep)
     else:
         pop = pop._replace(n=n)
-    state = state._replace(pop=pop, A=A, recal_w=recal_w, bank_P=bank_P, gate=gt.end_session(state.gate), done=done)
+    recent = state.recent_broad
+    if len(recent):
+        recent = np.r_[recent[1:], math.exp(b.log_w[-1])]
+    state = state._replace(pop=pop, A=A, recal_w=recal_w, bank_P=bank_P, gate=gt.end_session(state.gate), done=done,
+                           recent_broad=recent)
     return state, SessionInfo(final, bool(recalibrated), int(pop.active.sum()))
 
 
@@ -398,7 +416,9 @@ def coduel(population: bool = True, recalibration: bool = True, lookahead: bool 
            em_iters: Annotated[int, Range(1, 100)] = pp.EM_ITERS,
            refresh: Annotated[int, Range(0, 10_000)] = pp.REFRESH, exact_estep: bool = False,
            component_thompson: bool = False, belief: str = "laplace",
-           component_information: Annotated[float, Range(0, 100)] = 0.0) -> Learner:
+           component_information: Annotated[float, Range(0, 100)] = 0.0,
+           session_broad_weight: Annotated[float, Range(0, 1, hi_open=True)] = 0.0,
+           broad_memory: Annotated[int, Range(0, 1000)] = 0) -> Learner:
     """CODuel with the reference settings; ablations by setting (``coduel[population=false]``) or by name
     (``coduel-no-population``).
 
@@ -429,7 +449,8 @@ def coduel(population: bool = True, recalibration: bool = True, lookahead: bool 
                                    lookahead=bool(lookahead), gate=bool(gate), em_iters=int(em_iters),
                                    refresh=int(refresh), exact_estep=bool(exact_estep),
                                    component_thompson=bool(component_thompson), belief=str(belief),
-                                   component_information=float(component_information)))
+                                   component_information=float(component_information),
+                                   session_broad_weight=float(session_broad_weight), broad_memory=int(broad_memory)))
 
 
 __all__ = ["coduel", "coduel_learner", "CODuelState", "Settings", "Rounds", "Completed", "ArrivalInfo", "Predictions",
