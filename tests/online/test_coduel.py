@@ -265,3 +265,33 @@ def _leaves(state):
     if isinstance(state, tuple):
         return [leaf for x in state for leaf in _leaves(x)]
     return [np.asarray(state)] if isinstance(state, (int, float, bool, np.number)) else []
+
+
+def test_a_sessions_belief_starts_with_the_broad_weight_at_least_the_floor():
+    pop = cd.init_population(3)._replace(weights=np.array([0.6, 0.3, 0.0, 0.1]),
+                                          active=np.array([True, True, False, True]))
+    for floor, want in ((0.0, 0.1), (0.05, 0.1), (0.4, 0.4)):
+        w = np.exp(cd._belief_from(pop, floor).log_w)
+        assert w[-1] == pytest.approx(want) and w.sum() == pytest.approx(1.0) and w[2] == 0.0
+        assert w[0] / w[1] == pytest.approx(2.0)                  # the learned components keep their ratios
+
+
+def test_recent_broad_holds_the_last_sessions_end_broad_weights_and_sets_the_next_floor(dev_world):
+    feats = dev_world["features"].values
+    learner = make_learner("coduel[broad_memory=3]")
+    state = learner.init(Context(6, 7, 4, 1.0, 16, 9))
+    ends = []
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        state, _ = learner.start_session(state, rng)
+        floor = max(0.0, state.recent_broad.mean())
+        assert np.exp(state.belief.log_w[-1]) >= floor - 1e-12
+        for _ in range(4):
+            Phi = feats[rng.integers(len(feats))]
+            pair, _ = learner.select(state, Phi, rng)
+            state, _ = learner.update(state, Phi, pair, int(rng.integers(2)))
+        ends.append(np.exp(state.belief.log_w[-1]))
+        state, _ = learner.end_session(state)
+        assert state.recent_broad.shape == (3,)
+    np.testing.assert_allclose(state.recent_broad, ends[-3:], rtol=1e-12)
+    assert make_learner("coduel").init(Context(6, 7, 4, 1.0, 16, 9)).recent_broad.shape == (0,)
