@@ -83,6 +83,7 @@ class Settings(NamedTuple):
     component_information: float = 0.0  # pairs: minus this x (decay) x the click's information on the component
     session_broad_weight: float = 0.0   # a session's belief starts with the broad component's weight at least this
     broad_memory: int = 0               # ... and at least its mean weight at the end of the last this many sessions
+                                        # (0 for each of them before the first session)
 
 
 class Rounds(NamedTuple):
@@ -389,6 +390,10 @@ def check_settings(settings: Settings) -> Settings:
         raise InputError(f"lookahead_weight must be a finite number >= 0, got {s.lookahead_weight!r}")
     if not (math.isfinite(s.component_information) and 0 <= s.component_information <= 100):
         raise InputError(f"component_information must be a number in [0, 100], got {s.component_information!r}")
+    if not (isinstance(s.session_broad_weight, (int, float)) and 0 <= s.session_broad_weight < 1):
+        raise InputError(f"session_broad_weight must be a number in [0, 1), got {s.session_broad_weight!r}")
+    if isinstance(s.broad_memory, bool) or not isinstance(s.broad_memory, int) or not 0 <= s.broad_memory <= 1000:
+        raise InputError(f"broad_memory must be an integer in [0, 1000], got {s.broad_memory!r}")
     if s.belief not in BELIEFS:
         raise InputError(f"belief must be one of {', '.join(BELIEFS)}, got {s.belief!r}")
     if s.bank_size is not None and int(s.bank_size) < 1:

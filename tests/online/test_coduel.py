@@ -295,3 +295,13 @@ def test_recent_broad_holds_the_last_sessions_end_broad_weights_and_sets_the_nex
         assert state.recent_broad.shape == (3,)
     np.testing.assert_allclose(state.recent_broad, ends[-3:], rtol=1e-12)
     assert make_learner("coduel").init(Context(6, 7, 4, 1.0, 16, 9)).recent_broad.shape == (0,)
+
+
+@pytest.mark.parametrize("bad", [{"session_broad_weight": 1.0}, {"session_broad_weight": float("nan")},
+                                 {"session_broad_weight": -0.1}, {"broad_memory": -1}, {"broad_memory": 2.5},
+                                 {"broad_memory": True}])
+def test_broad_floor_settings_out_of_range_are_one_clear_error(bad):
+    from tdmodels.errors import InputError
+
+    with pytest.raises(InputError, match=next(iter(bad))):
+        cd.coduel_learner(cd.Settings(**bad))
