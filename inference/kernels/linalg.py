@@ -74,3 +74,19 @@ def spd_factors(mats):
         _inverse_from_chol(L, inv[b], e, col)
         logdet[b] = acc
     return inv, logdet
+
+
+@njit(cache=True)
+def whitened_sq_norm(L, x, loc, w):
+    """||L^-1 (x - loc)||^2, the squared Mahalanobis distance under L L' (L lower triangular [d, d]);
+    writes w = L^-1 (x - loc) [d]."""
+    d = L.shape[0]
+    for i in range(d):
+        acc = x[i] - loc[i]
+        for j in range(i):
+            acc -= L[i, j] * w[j]
+        w[i] = acc / L[i, i]
+    q = 0.0
+    for i in range(d):
+        q += w[i] * w[i]
+    return q

@@ -15,7 +15,8 @@ from numba import njit
 
 from inference.constants import RIDGE_LOGISTIC_ITERS, RIDGE_LOGISTIC_TOL
 from inference.kernels.laplace import ridge_logistic_mode
-from inference.kernels.linalg import _chol_solve, _cholesky
+from inference.kernels.belief import _utilities
+from inference.kernels.linalg import _chol_solve, _cholesky, whitened_sq_norm
 
 CLUSTER_ITERS = 8           # Newton steps of the pooled estimate, refitted every click from the last (a cap)
 
@@ -152,12 +153,7 @@ def choose(theta, M, Phi, beta):
     """first = argmax theta . x; second = argmax_{j != first} theta . x_j + beta ||x_j - x_first||_{M^-1}
     (the lower index on ties)."""
     K, d = Phi.shape
-    u = np.empty(K)
-    for k in range(K):
-        acc = 0.0
-        for i in range(d):
-            acc += Phi[k, i] * theta[i]
-        u[k] = acc
+    u = _utilities(Phi, theta)
     first = 0
     for k in range(1, K):
         if u[k] > u[first]:
@@ -171,14 +167,7 @@ def choose(theta, M, Phi, beta):
     for k in range(K):
         if k == first:
             continue
-        for i in range(d):                  # w = L^-1 (x_k - x_first): ||.||^2_{M^-1} = w . w
-            acc = Phi[k, i] - Phi[first, i]
-            for j in range(i):
-                acc -= L[i, j] * w[j]
-            w[i] = acc / L[i, i]
-        q = 0.0
-        for i in range(d):
-            q += w[i] * w[i]
+        q = whitened_sq_norm(L, Phi[k], Phi[first], w)          # ||x_k - x_first||^2_{M^-1}
         score = u[k] + beta * math.sqrt(q)
         if second < 0 or score > best:
             second, best = k, score
