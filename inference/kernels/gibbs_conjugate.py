@@ -9,7 +9,7 @@ import math
 import numpy as np
 from numba import njit
 
-from inference.kernels.linalg import _cholesky, _inverse_from_chol
+from inference.kernels.linalg import _cholesky, _inverse_from_chol, whitened_sq_norm
 
 LOG_2PI = math.log(2.0 * math.pi)
 LOG_PI = math.log(math.pi)
@@ -121,14 +121,7 @@ def _slot_logpdf(k, K, x, tdf, tloc, tL, tconst, broad_var, w):
     d = x.shape[0]
     L = tL[k]
     loc = tloc[k]
-    for i in range(d):
-        acc = x[i] - loc[i]
-        for j in range(i):
-            acc -= L[i, j] * w[j]
-        w[i] = acc / L[i, i]
-    delta = 0.0
-    for i in range(d):
-        delta += w[i] * w[i]
+    delta = whitened_sq_norm(L, x, loc, w)
     return tconst[k] - 0.5 * (tdf[k] + d) * math.log1p(delta / tdf[k])
 
 

@@ -24,7 +24,7 @@ from numba import njit
 from inference.constants import IS_DRAWS, IS_MIN_WEIGHT, IS_SCALE, IS_SEED, KHAT_TRUST
 from inference.kernels._scalar import _log_sigmoid
 from inference.kernels.belief import eta_prior, mixture_update, normalised
-from inference.kernels.linalg import _cholesky
+from inference.kernels.linalg import _cholesky, whitened_sq_norm
 from inference.kernels.moment_matching import click_moments
 from inference.kernels.psis import psis_smooth
 
@@ -50,14 +50,7 @@ def base_draws(d: int, n: int = IS_DRAWS) -> np.ndarray:
 def _log_target(theta, m0, L0, logdet0, Zs, ys, t, work):
     """log N(theta; m0, L0 L0') + sum over the first t clicks of log p(y | theta)."""
     d = theta.shape[0]
-    for i in range(d):
-        acc = theta[i] - m0[i]
-        for k in range(i):
-            acc -= L0[i, k] * work[k]
-        work[i] = acc / L0[i, i]
-    quad = 0.0
-    for i in range(d):
-        quad += work[i] * work[i]
+    quad = whitened_sq_norm(L0, theta, m0, work)
     out = -0.5 * (quad + d * LOG_2PI) - 0.5 * logdet0
     for r in range(t):
         eta = 0.0
