@@ -23,6 +23,27 @@ def _log_sigmoid(x):
 
 
 @njit(cache=True)
+def _click_step(eta, a, s, y, lo, hi, dx_old, p, rtol):
+    """One step of the one-click Newton at eta (p = sigmoid(eta)), kept inside the bracket [lo, hi] of the
+    root (bisection where Newton leaves it or does not halve the last step). Returns (eta, lo, hi, the step,
+    converged); converged means the step fell under rtol (1 + |eta|), and eta has taken it."""
+    g = (y - p) - (eta - a) / s
+    if g > 0:
+        lo = eta
+    else:
+        hi = eta
+    dx = g / (p * (1.0 - p) + 1.0 / s)
+    if abs(dx) < rtol * (1.0 + abs(eta)):
+        return eta + dx, lo, hi, dx, True
+    if lo < eta + dx < hi and abs(dx) <= 0.5 * abs(dx_old):
+        eta = eta + dx
+    else:
+        dx = 0.5 * (lo + hi) - eta
+        eta = 0.5 * (lo + hi)
+    return eta, lo, hi, dx, False
+
+
+@njit(cache=True)
 def click_mode(a, s, y, rtol=NEWTON_RTOL, p_a=-1.0, iters=NEWTON_ITERS):
     """Mode of N(eta; a, s) x Bernoulli(y; sigmoid(eta)): the one implementation of the one-click Newton
     (``inference.laplace.click_mode`` documents it and calls this). p_a = sigmoid(a) when the caller has it
@@ -34,23 +55,32 @@ def click_mode(a, s, y, rtol=NEWTON_RTOL, p_a=-1.0, iters=NEWTON_ITERS):
         lo, hi = a, a + s
     else:
         lo, hi = a - s, a
-    dx_old = 2.0 * s
+    dx = 2.0 * s
     for it in range(iters):
         p = p_a if it == 0 and p_a >= 0.0 else _sigmoid(eta)
-        g = (y - p) - (eta - a) / s
-        if g > 0:
-            lo = eta
-        else:
-            hi = eta
-        dx = g / (p * (1.0 - p) + 1.0 / s)
-        if abs(dx) < rtol * (1.0 + abs(eta)):
-            return eta + dx
-        if lo < eta + dx < hi and abs(dx) <= 0.5 * abs(dx_old):
-            eta = eta + dx
-        else:
-            dx = 0.5 * (lo + hi) - eta
-            eta = 0.5 * (lo + hi)
-        dx_old = dx
+        eta, lo, hi, dx, done = _click_step(eta, a, s, y, lo, hi, dx, p, rtol)
+        if done:
+            return eta
+    raise RuntimeError("click_mode: the one-click Newton did not converge")
+
+
+@njit(cache=True)
+def click_modes_both(a, s, rtol=NEWTON_RTOL, p_a=-1.0, iters=NEWTON_ITERS):
+    """(`click_mode` for y = 0, for y = 1) with the two Newton iterations interleaved: two independent
+    chains of the same arithmetic, which the processor overlaps (bit for bit the two calls)."""
+    if s <= 0.0:
+        return a, a
+    e0, lo0, hi0, dx0, done0 = a, a - s, a, 2.0 * s, False
+    e1, lo1, hi1, dx1, done1 = a, a, a + s, 2.0 * s, False
+    for it in range(iters):
+        if not done0:
+            p = p_a if it == 0 and p_a >= 0.0 else _sigmoid(e0)
+            e0, lo0, hi0, dx0, done0 = _click_step(e0, a, s, 0, lo0, hi0, dx0, p, rtol)
+        if not done1:
+            p = p_a if it == 0 and p_a >= 0.0 else _sigmoid(e1)
+            e1, lo1, hi1, dx1, done1 = _click_step(e1, a, s, 1, lo1, hi1, dx1, p, rtol)
+        if done0 and done1:
+            return e0, e1
     raise RuntimeError("click_mode: the one-click Newton did not converge")
 
 

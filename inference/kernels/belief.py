@@ -9,7 +9,7 @@ import numpy as np
 from numba import njit
 
 from inference.constants import LOOKAHEAD_RTOL, PRUNE_NATS
-from inference.kernels._scalar import _sigmoid, click_mode, probit_log_predictive
+from inference.kernels._scalar import _sigmoid, click_mode, click_modes_both, probit_log_predictive
 
 
 @njit(cache=True)
@@ -212,6 +212,7 @@ def lookahead_scores(log_w, means, covs, active, P, bank, remaining):
     pa = np.empty(nk)
     q1 = np.empty(nk)
     mbar = np.empty((2, d))
+    etas = np.empty((nk, 2))      # each kept component's mode of eta after a click of 0, of 1
     wk = np.empty(nk)            # kept components' weights, normalised over the kept ones
     tot = 0.0
     for k in range(nk):
@@ -238,6 +239,8 @@ def lookahead_scores(log_w, means, covs, active, P, bank, remaining):
             p1 = 0.0
             for k in range(nk):
                 p1 += wk[k] * q1[k]
+            for k in range(nk):
+                etas[k, 0], etas[k, 1] = click_modes_both(a[k], s[k], LOOKAHEAD_RTOL, pa[k])
             for y in range(2):
                 py = p1 if y == 1 else 1.0 - p1
                 for t in range(d):
@@ -245,8 +248,7 @@ def lookahead_scores(log_w, means, covs, active, P, bank, remaining):
                 for k in range(nk):
                     c = keep[k]
                     wc = wk[k] * (q1[k] if y == 1 else 1.0 - q1[k]) / py
-                    eta = click_mode(a[k], s[k], y, LOOKAHEAD_RTOL, pa[k])
-                    shift = (eta - a[k]) / s[k] if s[k] > 0.0 else 0.0
+                    shift = (etas[k, y] - a[k]) / s[k] if s[k] > 0.0 else 0.0
                     for t in range(d):
                         mbar[y, t] += wc * (means[c, t] + (SP[k, i, t] - SP[k, j, t]) * shift)
             p0 = 1.0 - p1

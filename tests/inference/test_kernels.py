@@ -204,3 +204,12 @@ def test_ridge_logistic_refuses_bad_input_by_name(Z, y, lam, what, extra):
 
     with pytest.raises(InputError, match=what.replace("{", r"\{").replace("}", r"\}")):
         ridge_logistic(Z, y, lam, **(extra or {}))
+
+
+@given(st.floats(-30, 30), st.floats(0, 200), st.sampled_from([1e-12, 1e-6]), st.booleans())
+@settings(max_examples=300, deadline=None)
+def test_both_outcomes_interleaved_are_the_two_one_click_newtons_bit_for_bit(a, s, rtol, given_p):
+    from inference.kernels._scalar import _sigmoid, click_mode as mode, click_modes_both
+
+    p_a = float(_sigmoid(a)) if given_p else -1.0
+    assert click_modes_both(a, s, rtol, p_a) == (mode(a, s, 0, rtol, p_a), mode(a, s, 1, rtol, p_a))
