@@ -13,6 +13,7 @@ import numpy as np
 
 from inference.constants import RIDGE_LOGISTIC_ITERS, RIDGE_LOGISTIC_TOL
 from inference.kernels.laplace import ridge_logistic_mode
+from inference.kernels.linalg import ridge_solve
 from tdmodels.errors import InputError
 
 
@@ -63,5 +64,12 @@ def ridge_logistic(Z: np.ndarray, y: np.ndarray, lam: float, init: np.ndarray | 
 
 
 def ridge_least_squares(gram: np.ndarray, moment: np.ndarray, lam: float) -> np.ndarray:
-    """(lam I + sum z z^T)^{-1} sum z (2y - 1), from gram = sum z z^T [d, d] and moment = sum z (2y - 1) [d]."""
-    return np.linalg.solve(gram + lam * np.eye(len(moment)), moment)
+    """(lam I + sum z z^T)^{-1} sum z (2y - 1), from gram = sum z z^T [d, d] and moment = sum z (2y - 1) [d], by
+    Cholesky (the compiled ``inference.kernels.linalg.ridge_solve``, which COLDB-LR runs)."""
+    gram, moment = np.asarray(gram, dtype=float), np.asarray(moment, dtype=float)
+    d = moment.shape[0] if moment.ndim == 1 else -1
+    if gram.shape != (d, d) or not (np.isfinite(gram).all() and np.isfinite(moment).all()):
+        raise InputError(f"ridge_least_squares: gram [d, d] and moment [d] finite, got {gram.shape} and {moment.shape}")
+    if not (isinstance(lam, (int, float, np.floating, np.integer)) and lam > 0):
+        raise InputError(f"ridge_least_squares: lam must be > 0, got {lam!r}")
+    return ridge_solve(np.ascontiguousarray(gram), np.ascontiguousarray(moment), float(lam))

@@ -90,3 +90,19 @@ def whitened_sq_norm(L, x, loc, w):
     for i in range(d):
         q += w[i] * w[i]
     return q
+
+
+@njit(cache=True)
+def ridge_solve(gram, moment, lam):
+    """(gram + lam I)^{-1} moment for gram [d, d] positive semi-definite and lam > 0, by Cholesky (the ridge
+    least squares estimate from sufficient statistics)."""
+    d = moment.shape[0]
+    A = gram.copy()
+    for i in range(d):
+        A[i, i] += lam
+    L = np.empty((d, d))
+    if not _cholesky(A, L):
+        raise ValueError("ridge_solve: gram + lam I is not positive definite")
+    out = np.empty(d)
+    _chol_solve(L, moment, out)
+    return out

@@ -35,6 +35,7 @@ predictions and the belief after every click (`UpdateInfo`), each user's final b
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Annotated, NamedTuple
 
 import numpy as np
@@ -158,20 +159,42 @@ def _recalibrated(Phi, A):
     return kn.recalibrated(_float(Phi), A)
 
 
-def _belief_from(pop: Population, broad_weight: float = 0.0) -> MixtureBelief:
-    w = pop.weights
-    if broad_weight > w[-1]:
-        w = w * ((1.0 - broad_weight) / (1.0 - w[-1]))
-        w[-1] = broad_weight
+def _floored(weights: np.ndarray, floor: float) -> np.ndarray:
+    """Mixture weights [C] (broad last) with the broad weight raised to `floor` if below it, the others scaled
+    down in proportion."""
+    if floor <= weights[-1]:
+        return weights
+    w = weights * ((1.0 - floor) / (1.0 - weights[-1]))
+    w[-1] = floor
+    return w
+
+
+def _belief_from(pop: Population, floor: float = 0.0) -> MixtureBelief:
     with np.errstate(divide="ignore"):
-        log_w = np.where(pop.active, np.log(w), -np.inf)
+        log_w = np.where(pop.active, np.log(_floored(pop.weights, floor)), -np.inf)
     return MixtureBelief(log_w, pop.means.copy(), pop.covs.copy())
 
 
+BROAD_FLOOR_MAX = 0.99   # recent sessions raise the floor at most to this: the learned components keep weight
+
+
 def _broad_floor(state: CODuelState, s: Settings) -> float:
-    """The least weight of the broad component in a session's starting belief."""
-    recent = float(state.recent_broad.mean()) if len(state.recent_broad) else 0.0
+    """The least weight of the broad component in a session's starting belief (`session_broad_weight`, and the
+    mean of `recent_broad` up to BROAD_FLOOR_MAX)."""
+    recent = min(float(state.recent_broad.mean()), BROAD_FLOOR_MAX) if len(state.recent_broad) else 0.0
     return max(s.session_broad_weight, recent)
+
+
+def _unfloored_broad(state: CODuelState, s: Settings) -> float:
+    """The broad component's weight in the session's final belief re-weighted from the floored prior the session
+    started under to the population's own: the posterior probability that the user fits no learned type, as
+    CODuel's prior would have it (so that the floor does not feed on itself)."""
+    pop, a = state.pop, state.pop.active
+    w0 = pop.weights[a]
+    wf = _floored(pop.weights, _broad_floor(state, s))[a]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lp = np.where(w0 > 0, state.belief.log_w[a] + np.log(w0) - np.log(wf), -np.inf)
+    return float(np.exp(lp[-1] - np.logaddexp.reduce(lp)))
 
 
 def _broad(pop: Population) -> MixtureBelief:
@@ -222,16 +245,19 @@ def start_session(state: CODuelState, settings: Settings = Settings()) -> CODuel
 
 class ArrivalInfo(NamedTuple):
     """What a user arrives under (the info of `start_session`)."""
-    prior: MixturePrior      # the population prior, its active components
+    prior: MixturePrior      # the population prior, its active components (broad weight floored as the session's belief)
     A: np.ndarray            # [K, K] the rater recalibration the user's clicks are read with
     transfer: bool           # whether the population learner selects this session's pairs
     gate_mean: float         # the gate's mean log-likelihood ratio over completed sessions
     gate_se: float           # its standard error (nan below two sessions)
 
 
-def arrival(state: CODuelState) -> tuple[CODuelState, ArrivalInfo]:
-    """The state after `start_session`, with what the user arrives under."""
-    return state, ArrivalInfo(state.pop.prior, state.A, state.transfer, state.gate.mean, gt.standard_error(state.gate))
+def arrival(state: CODuelState, settings: Settings = Settings()) -> tuple[CODuelState, ArrivalInfo]:
+    """The state after `start_session`, with what the user arrives under (the population prior with the
+    broad weight raised to the session's floor, if any: the prior the session's belief starts from)."""
+    pop, a = state.pop, state.pop.active
+    prior = MixturePrior(_floored(pop.weights, _broad_floor(state, settings))[a], pop.means[a], pop.covs[a])
+    return state, ArrivalInfo(prior, state.A, state.transfer, state.gate.mean, gt.standard_error(state.gate))
 
 
 def select(state: CODuelState, Phi: np.ndarray, settings: Settings = Settings(),
@@ -374,8 +400,8 @@ def end_session(state: CODuelState, settings: Settings = Settings()) -> tuple[CO
     else:
         pop = pop._replace(n=n)
     recent = state.recent_broad
-    if len(recent):
-        recent = np.r_[recent[1:], math.exp(b.log_w[-1])]
+    if len(recent) and state.pop.n_learned > 0:     # with no learned type the broad weight is 1 by construction
+        recent = np.r_[recent[1:], _unfloored_broad(state, s)]
     state = state._replace(pop=pop, A=A, recal_w=recal_w, bank_P=bank_P, gate=gt.end_session(state.gate), done=done,
                            recent_broad=recent)
     return state, SessionInfo(final, bool(recalibrated), int(pop.active.sum()))
@@ -390,9 +416,11 @@ def check_settings(settings: Settings) -> Settings:
         raise InputError(f"lookahead_weight must be a finite number >= 0, got {s.lookahead_weight!r}")
     if not (math.isfinite(s.component_information) and 0 <= s.component_information <= 100):
         raise InputError(f"component_information must be a number in [0, 100], got {s.component_information!r}")
-    if not (isinstance(s.session_broad_weight, (int, float)) and 0 <= s.session_broad_weight < 1):
+    if isinstance(s.session_broad_weight, bool) or not isinstance(s.session_broad_weight, numbers.Real) \
+            or not 0 <= s.session_broad_weight < 1:
         raise InputError(f"session_broad_weight must be a number in [0, 1), got {s.session_broad_weight!r}")
-    if isinstance(s.broad_memory, bool) or not isinstance(s.broad_memory, int) or not 0 <= s.broad_memory <= 1000:
+    if isinstance(s.broad_memory, bool) or not isinstance(s.broad_memory, numbers.Integral) \
+            or not 0 <= s.broad_memory <= 1000:
         raise InputError(f"broad_memory must be an integer in [0, 1000], got {s.broad_memory!r}")
     if s.belief not in BELIEFS:
         raise InputError(f"belief must be one of {', '.join(BELIEFS)}, got {s.belief!r}")
@@ -409,7 +437,7 @@ def coduel_learner(settings: Settings = Settings()) -> Learner:
     form, with the settings a spec may change)."""
     s = check_settings(settings)
     return Learner(lambda context: init(context, s),
-                   lambda state, rng: arrival(start_session(state, s)),
+                   lambda state, rng: arrival(start_session(state, s), s),
                    lambda state, Phi, rng: (select(state, Phi, s, rng), None),
                    lambda state, Phi, pair, y: update(state, Phi, pair, y, s),
                    lambda state: end_session(state, s),
@@ -440,6 +468,13 @@ def coduel(population: bool = True, recalibration: bool = True, lookahead: bool 
         A frontier variant (``coduel-component-info``): while transfer is on, each lookahead score is lowered by
         this weight (logits per nat), decaying with the completed sessions, times what the click would say
         about the user's component (see `select`); 0 is the paper's CODuel.
+    session_broad_weight : float
+        In [0, 1): each session's belief starts with the broad component's weight at least this (the learned
+        components scaled down in proportion); 0 is the paper's CODuel.
+    broad_memory : int
+        In [0, 1000]: ... and at least the mean, over the last this many sessions, of the posterior probability
+        that the user fitted no learned type (at most BROAD_FLOOR_MAX; ``coduel-recent-broad`` is 5); 0 is
+        the paper's CODuel.
     belief : {"laplace", "adf", "laplace-is"}
         The per-user online belief, in both the population and the no-transfer learner
         (``inference.online_beliefs``): the paper's one-click Laplace step, assumed-density filtering,

@@ -155,7 +155,11 @@ def cluster_estimate(state: COLDBState, lam: float, estimator: str) -> tuple[np.
 
 def choose(theta: np.ndarray, M: np.ndarray, Phi: np.ndarray, beta: float) -> tuple[int, int]:
     """first = argmax theta . x; second = argmax_{j != first} theta . x_j + beta ||x_j - x_first||_{M^-1}."""
-    first, second = ck.choose(theta, M, np.asarray(Phi, dtype=float), float(beta))
+    Phi = np.asarray(Phi, dtype=float)
+    d = len(theta)
+    if Phi.ndim != 2 or Phi.shape[0] < 2 or Phi.shape[1] != d or np.shape(M) != (d, d):
+        raise InputError(f"COLDB: Phi [K >= 2, {d}] and M [{d}, {d}] for theta [{d}], got {Phi.shape}, {np.shape(M)}")
+    first, second = ck.choose(theta, M, Phi, float(beta))
     return int(first), int(second)
 
 
@@ -163,7 +167,11 @@ def update(state: COLDBState, z: np.ndarray, y: int, lam: float, alpha: float, e
     """Fold the click (design z, y) into the current user's estimate, cut graph edges to users whose estimates
     are now too far apart, and recompute the current user's component if any was cut (the pooled estimate
     is left as it was: `cluster_estimate`)."""
-    return _clicked(state, np.asarray(z, dtype=float), y, float(lam), float(alpha), estimator == "logistic", False)
+    z = np.asarray(z, dtype=float)
+    if z.shape != state.theta.shape or state.count >= len(state.y) or state.user < 0:
+        raise InputError(f"COLDB: a click needs a started session with rounds left and z [{len(state.theta)}]; "
+                         f"got z {z.shape} at round {state.count} of {len(state.y)}")
+    return _clicked(state, z, y, float(lam), float(alpha), estimator == "logistic", False)
 
 
 def _clicked(state: COLDBState, z: np.ndarray, y, lam: float, alpha: float, logistic: bool,
@@ -216,8 +224,7 @@ def coldb(estimator: str = "logistic", lam: Annotated[float, Range(0, 1e6, lo_op
 
     def select(state, Phi, rng):
         width = float(beta) if beta is not None else _default_beta(*state.Z.shape)
-        first, second = ck.choose(state.theta_cluster, state.M_cluster, np.asarray(Phi, dtype=float), width)
-        return (int(first), int(second)), None
+        return choose(state.theta_cluster, state.M_cluster, Phi, width), None
 
     def click(state, Phi, pair, y):
         refit = state.count + 1 < state.Z.shape[0]                # no select follows the session's last click

@@ -16,7 +16,7 @@ from numba import njit
 from inference.constants import RIDGE_LOGISTIC_ITERS, RIDGE_LOGISTIC_TOL
 from inference.kernels.laplace import ridge_logistic_mode
 from inference.kernels.belief import _utilities
-from inference.kernels.linalg import _chol_solve, _cholesky, whitened_sq_norm
+from inference.kernels.linalg import _cholesky, ridge_solve, whitened_sq_norm
 
 CLUSTER_ITERS = 8           # Newton steps of the pooled estimate, refitted every click from the last (a cap)
 
@@ -25,22 +25,6 @@ CLUSTER_ITERS = 8           # Newton steps of the pooled estimate, refitted ever
 def edge_radius(T, alpha):
     """f(T) = alpha sqrt((1 + ln(1 + T)) / (1 + T)): an edge (i, l) is cut when ||theta_i - theta_l|| > f(T_i) + f(T_l)."""
     return alpha * math.sqrt((1.0 + math.log1p(T)) / (1.0 + T))
-
-
-@njit(cache=True)
-def ridge_solve(gram, moment, lam):
-    """(gram + lam I)^{-1} moment for gram [d, d] positive semi-definite and lam > 0 (the ridge least
-    squares estimate from sufficient statistics)."""
-    d = moment.shape[0]
-    A = gram.copy()
-    for i in range(d):
-        A[i, i] += lam
-    L = np.empty((d, d))
-    if not _cholesky(A, L):
-        raise ValueError("ridge_solve: gram + lam I is not positive definite")
-    out = np.empty(d)
-    _chol_solve(L, moment, out)
-    return out
 
 
 @njit(cache=True)
@@ -110,6 +94,8 @@ def own_update(Z, y, count, theta, gram, moment, z, click, lam, logistic):
     """The current user's click (design z [d], click in {0, 1}) added to its rows and statistics (copies),
     and its own estimate refitted (logistic: warm-started at theta). Returns (Z, y, count, theta, gram, moment)."""
     d = z.shape[0]
+    if count >= Z.shape[0] or d != Z.shape[1]:
+        raise ValueError("COLDB: a click past the session's rounds, or a design of the wrong length")
     Z, y = Z.copy(), y.copy()
     Z[count] = z
     y[count] = click
@@ -153,6 +139,8 @@ def choose(theta, M, Phi, beta):
     """first = argmax theta . x; second = argmax_{j != first} theta . x_j + beta ||x_j - x_first||_{M^-1}
     (the lower index on ties)."""
     K, d = Phi.shape
+    if K < 2 or d != theta.shape[0] or M.shape[0] != d or M.shape[1] != d:
+        raise ValueError("COLDB: Phi [K >= 2, d], theta [d] and M [d, d] do not agree")
     u = _utilities(Phi, theta)
     first = 0
     for k in range(1, K):

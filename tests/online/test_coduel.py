@@ -276,25 +276,49 @@ def test_a_sessions_belief_starts_with_the_broad_weight_at_least_the_floor():
         assert w[0] / w[1] == pytest.approx(2.0)                  # the learned components keep their ratios
 
 
-def test_recent_broad_holds_the_last_sessions_end_broad_weights_and_sets_the_next_floor(dev_world):
+def test_recent_broad_holds_the_last_sessions_unfloored_end_weights_and_sets_the_next_floor(dev_world):
+    """The recorded weight is the session's final broad weight re-weighted to the population's own prior (the
+    same clicks folded from that prior), so the floor does not feed on itself; the arrival info's prior is
+    the one the session's belief starts from."""
+    from inference.kernels.belief import mixture_update
+
     feats = dev_world["features"].values
     learner = make_learner("coduel[broad_memory=3]")
-    state = learner.init(Context(6, 7, 4, 1.0, 16, 9))
-    ends = []
+    state = learner.init(Context(6, 7, 4, 1.0, 16, 12))
     rng = np.random.default_rng(0)
-    for _ in range(5):
-        state, _ = learner.start_session(state, rng)
-        floor = max(0.0, state.recent_broad.mean())
-        assert np.exp(state.belief.log_w[-1]) >= floor - 1e-12
+    for n in range(8):
+        before = state.recent_broad.copy()
+        state, info = learner.start_session(state, rng)
+        active = state.pop.active
+        np.testing.assert_allclose(np.exp(state.belief.log_w[active]), info.prior.weights, rtol=1e-12)
+        floor = min(before.mean(), cd.BROAD_FLOOR_MAX)
+        assert info.prior.weights[-1] >= floor - 1e-12
+        plain = cd._belief_from(state.pop)
+        log_w, means, covs = plain.log_w, plain.means, plain.covs
         for _ in range(4):
             Phi = feats[rng.integers(len(feats))]
             pair, _ = learner.select(state, Phi, rng)
-            state, _ = learner.update(state, Phi, pair, int(rng.integers(2)))
-        ends.append(np.exp(state.belief.log_w[-1]))
+            y = int(rng.integers(2))
+            state, _ = learner.update(state, Phi, pair, y)
+            P = cd.recalibrate(Phi, state.A)
+            log_w, means, covs, _ = mixture_update(log_w, means, covs, active, P[pair[0]] - P[pair[1]], y)
+        learned = state.pop.n_learned > 0
         state, _ = learner.end_session(state)
         assert state.recent_broad.shape == (3,)
-    np.testing.assert_allclose(state.recent_broad, ends[-3:], rtol=1e-12)
+        if learned:
+            assert state.recent_broad[-1] == pytest.approx(np.exp(log_w[-1]), rel=1e-9, abs=1e-12)
+            np.testing.assert_array_equal(state.recent_broad[:-1], before[1:])
+        else:                                   # no learned type yet: nothing to record
+            np.testing.assert_array_equal(state.recent_broad, before)
     assert make_learner("coduel").init(Context(6, 7, 4, 1.0, 16, 9)).recent_broad.shape == (0,)
+
+
+def test_a_one_session_memory_never_locks_transfer_off(dev_world):
+    """broad_memory=1 once fed on its own floored sessions (each ending at broad weight 1, the learned types
+    emptied, transfer never on); re-weighted to the population's prior the floor stays below 1."""
+    row = replay(dev_world, 0, "coduel[broad_memory=1]", arrivals=40)
+    base = replay(dev_world, 0, "no-transfer", arrivals=40)
+    assert row["score"] > base["score"] + 5
 
 
 @pytest.mark.parametrize("bad", [{"session_broad_weight": 1.0}, {"session_broad_weight": float("nan")},

@@ -112,3 +112,50 @@ def test_own_update_adds_the_click_and_refits_without_touching_its_inputs():
                            0.5, False)[3]
         np.testing.assert_allclose(ls, np.linalg.solve(rows.T @ rows + 0.5 * np.eye(d), rows.T @ (2 * ys - 1)),
                                    rtol=1e-9, atol=1e-12)
+
+
+def test_a_click_step_is_its_parts_in_order(dev_world):
+    """`click_step`, what the learner runs, equals own_update, cut_edges, component_of_last and cluster_fit
+    called one by one, along a dev replay's first users."""
+    from online.policies import coldb
+
+    feats = dev_world["features"].values
+    rng = np.random.default_rng(1)
+    state = coldb.start_session(coldb.init(N=6, S=5, d=7))
+    for _ in range(4):
+        for _ in range(5):
+            Phi = feats[rng.integers(len(feats))]
+            z, y = Phi[0] - Phi[1], float(rng.integers(2))
+            u = state.users
+            got = ck.click_step(u.Z, u.y, u.counts, u.theta, u.gram, u.moment, state.labels, state.user, state.Z,
+                                state.y, state.count, state.theta, state.gram, state.moment, state.edges,
+                                state.cluster, state.theta_cluster, state.M_cluster, z, y, 0.7, 0.3, True, True)
+            Z, Y, count, theta, gram, moment = ck.own_update(state.Z, state.y, state.count, state.theta, state.gram,
+                                                             state.moment, z, y, 0.7, True)
+            edges, cut = ck.cut_edges(u.theta, u.counts, state.edges, state.user, theta, count, 0.3)
+            cluster = ck.component_of_last(state.labels, edges, state.user) if cut else state.cluster
+            fit = ck.cluster_fit(u.Z, u.y, u.counts, u.gram, u.moment, cluster, Z, Y, count, gram, moment,
+                                 state.theta_cluster, 0.7, True)
+            for g, w in zip(got, (Z, Y, count, theta, gram, moment, edges, cluster) + fit):
+                np.testing.assert_array_equal(g, w)
+            state = state._replace(Z=Z, y=Y, count=count, theta=theta, gram=gram, moment=moment, edges=edges,
+                                   cluster=cluster, theta_cluster=fit[0], M_cluster=fit[1])
+        state = coldb.start_session(state)
+
+
+def test_coldb_refuses_a_click_past_the_session_and_mismatched_shapes():
+    import pytest
+
+    from online.policies import coldb
+    from tdmodels.errors import InputError
+
+    s = coldb.start_session(coldb.init(N=2, S=2, d=3))
+    for _ in range(2):
+        s = coldb.update(s, np.ones(3), 1, lam=1.0, alpha=1.0, estimator="logistic")
+    with pytest.raises(InputError, match="rounds left"):
+        coldb.update(s, np.ones(3), 1, lam=1.0, alpha=1.0, estimator="logistic")
+    with pytest.raises(InputError, match="z"):
+        coldb.update(coldb.start_session(s), np.ones(4), 1, lam=1.0, alpha=1.0, estimator="logistic")
+    for Phi in (np.ones((5, 2)), np.ones((5, 4)), np.ones((1, 3))):
+        with pytest.raises(InputError, match="Phi"):
+            coldb.choose(np.zeros(3), np.eye(3), Phi, 1.0)
