@@ -237,6 +237,9 @@ def init(context: Context, settings: Settings = Settings()) -> CODuelState:
 def start_session(state: CODuelState, settings: Settings = Settings()) -> CODuelState:
     """A new user: beliefs restart from the population prior (and the broad prior, for the no-transfer learner); the gate decides whether the population learner selects this session."""
     s = settings
+    if len(state.recent_broad) != s.broad_memory:
+        raise InputError(f"CODuel: a state made with broad_memory={len(state.recent_broad)} given settings with "
+                         f"broad_memory={s.broad_memory}")
     transfer = (not s.gate and state.pop.n > 0) or gt.transfer_on(state.gate, s.gate_z, s.gate_min)
     return state._replace(belief=_belief_from(state.pop, _broad_floor(state, s)), alone=_broad(state.pop),
                           transfer=transfer, t=0,

@@ -329,3 +329,11 @@ def test_broad_floor_settings_out_of_range_are_one_clear_error(bad):
 
     with pytest.raises(InputError, match=next(iter(bad))):
         cd.coduel_learner(cd.Settings(**bad))
+
+
+def test_a_state_and_settings_of_different_broad_memories_are_one_clear_error():
+    from tdmodels.errors import InputError
+
+    state = cd.init(Context(6, 7, 4, 1.0, 16, 9), cd.Settings(broad_memory=3))
+    with pytest.raises(InputError, match="broad_memory=3"):
+        cd.start_session(state, cd.Settings(broad_memory=5))
