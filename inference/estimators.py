@@ -8,6 +8,7 @@ regression of the centred outcome 2y - 1 on z with the same ridge, from sufficie
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
@@ -70,6 +71,6 @@ def ridge_least_squares(gram: np.ndarray, moment: np.ndarray, lam: float) -> np.
     d = moment.shape[0] if moment.ndim == 1 else -1
     if gram.shape != (d, d) or not (np.isfinite(gram).all() and np.isfinite(moment).all()):
         raise InputError(f"ridge_least_squares: gram [d, d] and moment [d] finite, got {gram.shape} and {moment.shape}")
-    if not (isinstance(lam, (int, float, np.floating, np.integer)) and lam > 0):
-        raise InputError(f"ridge_least_squares: lam must be > 0, got {lam!r}")
+    if isinstance(lam, bool) or not isinstance(lam, numbers.Real) or not (0 < lam < math.inf):
+        raise InputError(f"ridge_least_squares: lam must be a finite number > 0, got {lam!r}")
     return ridge_solve(np.ascontiguousarray(gram), np.ascontiguousarray(moment), float(lam))

@@ -171,6 +171,8 @@ def update(state: COLDBState, z: np.ndarray, y: int, lam: float, alpha: float, e
     if z.shape != state.theta.shape or state.count >= len(state.y) or state.user < 0:
         raise InputError(f"COLDB: a click needs a started session with rounds left and z [{len(state.theta)}]; "
                          f"got z {z.shape} at round {state.count} of {len(state.y)}")
+    if type(y) not in (int, float, np.int64, np.float64, np.int8) or y not in (0, 1) or not np.isfinite(z).all():
+        raise InputError(f"COLDB: a click is 0 or 1 on a finite design, got y={y!r}")
     return _clicked(state, z, y, float(lam), float(alpha), estimator == "logistic", False)
 
 

@@ -159,3 +159,15 @@ def test_coldb_refuses_a_click_past_the_session_and_mismatched_shapes():
     for Phi in (np.ones((5, 2)), np.ones((5, 4)), np.ones((1, 3))):
         with pytest.raises(InputError, match="Phi"):
             coldb.choose(np.zeros(3), np.eye(3), Phi, 1.0)
+
+
+def test_coldb_refuses_a_click_that_is_not_0_or_1_and_a_nonfinite_design():
+    import pytest
+
+    from online.policies import coldb
+    from tdmodels.errors import InputError
+
+    s = coldb.start_session(coldb.init(N=2, S=2, d=3))
+    for y, z in ((2, np.ones(3)), (float("nan"), np.ones(3)), (True, np.ones(3)), (1, np.array([1.0, np.nan, 0.0]))):
+        with pytest.raises(InputError, match="0 or 1"):
+            coldb.update(s, z, y, lam=1.0, alpha=1.0, estimator="logistic")

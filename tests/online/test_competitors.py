@@ -202,3 +202,9 @@ def test_coldb_with_more_users_than_its_context_says_is_one_clear_error():
     s = coldb.start_session(s)
     with pytest.raises(InputError, match="more users than the 1 arrivals"):
         coldb.start_session(s)
+
+
+@pytest.mark.parametrize("lam", [0.0, -1.0, float("nan"), float("inf"), True, "1"])
+def test_ridge_least_squares_refuses_a_ridge_that_is_not_a_finite_positive_number(lam):
+    with pytest.raises(InputError, match="lam"):
+        ridge_least_squares(np.eye(2), np.ones(2), lam)
