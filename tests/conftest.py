@@ -6,12 +6,14 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from inference.nuts import configure_jax
+from inference.kernel_cache import configure_kernel_cache
+
+# compiled kernels cached by their source: first, since numba reads its configuration once, when it is
+# first imported (arviz imports it, and JAX's configuration below imports arviz)
+configure_kernel_cache()
+from inference.nuts import configure_jax  # noqa: E402
 
 configure_jax()          # the tests are a program: host devices and float64 before JAX starts
-from inference.kernel_cache import configure_kernel_cache  # noqa: E402
-
-configure_kernel_cache()  # compiled kernels cached by their source, before numba starts
 os.environ.setdefault("TUTORDUEL_CACHE", tempfile.mkdtemp(prefix="tutorduel-cache-"))   # verdicts: not in ~/.cache
 
 from tdmodels.simulator import build_roster  # noqa: E402

@@ -50,3 +50,12 @@ def test_a_child_process_keeps_its_parents_cache_folder(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "NUMBA_CACHE_DIR": str(folder)},
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == str(folder)
+
+
+def test_the_test_session_itself_caches_its_kernels_in_the_folder_of_their_digest():
+    """conftest configures the cache before anything imports numba (arviz does, on import): else the
+    tests ran kernels from the source tree's __pycache__, where a caller compiled against an older callee
+    went on running it."""
+    import numba
+
+    assert Path(numba.config.CACHE_DIR).name == kernel_digest()
