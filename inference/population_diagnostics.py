@@ -16,18 +16,18 @@ the labels, computed per draw:
   sum_k (1 - prod_u (1 - r_uk));
 - ``log_lik``: the clicks' log likelihood at the draw's theta.
 
-Each gets rank-normalised split R-hat and bulk ESS (ArviZ); a fit is healthy only if every one
+Each gets rank-normalised split R-hat and bulk ESS (ArviZ's figures, ``inference.convergence``); a fit is healthy only if every one
 has R-hat <= 1.01 and bulk ESS >= 400, and it has at least two chains.
 """
 from __future__ import annotations
 
 from typing import NamedTuple
 
-import arviz as az
 import numpy as np
 import xarray as xr
 from scipy.special import logsumexp
 
+from inference.convergence import rhat_and_bulk_ess
 from tdmodels.priors import DEFAULT_PRIOR_VAR
 
 MAX_RHAT = 1.01
@@ -66,7 +66,7 @@ def slot_log_joint(weights, mu, cov_chol, x, broad_var: float = DEFAULT_PRIOR_VA
     means = np.concatenate([mu, np.zeros((S, 1, d))], 1)
     x = np.broadcast_to(x, (S,) + np.shape(x)[-2:])
     diff = x[:, None] - means[:, :, None]                                                       # [S, C, P, d]
-    sol = np.einsum("scij,scpj->scpi", np.linalg.inv(L), diff)          # L^-1 (x - mu), no [S, C, P, d, d] copy
+    sol = diff @ np.swapaxes(np.linalg.inv(L), -1, -2)                  # rows (L^-1 (x - mu))^T
     logn = (-0.5 * (sol ** 2).sum(-1) - np.log(np.abs(np.diagonal(L, axis1=-2, axis2=-1))).sum(-1)[..., None]
             - 0.5 * d * np.log(2 * np.pi))
     with np.errstate(divide="ignore"):
@@ -125,7 +125,10 @@ def label_invariant_draws(posterior: xr.Dataset, z: np.ndarray, y: np.ndarray, t
         out["occupied"].append((1.0 - np.exp(empty)).sum(-1))
         eta = np.einsum("usd,nud->nus", z, part["theta"])
         out["log_lik"].append((y * -np.logaddexp(0.0, -eta) + (1 - y) * -np.logaddexp(0.0, eta)).sum((1, 2)))
-    shape = lambda a: np.concatenate(a).reshape((nc, nd) + np.concatenate(a).shape[1:])  # noqa: E731
+    def shape(parts):
+        flat = np.concatenate(parts)
+        return flat.reshape((nc, nd) + flat.shape[1:])
+
     return xr.Dataset({"log_density": (("chain", "draw", "point"), shape(out["log_density"])),
                        "co_clustering": (("chain", "draw", "pair"), shape(out["co_clustering"])),
                        "occupied": (("chain", "draw"), shape(out["occupied"])),
@@ -193,9 +196,9 @@ class LabelInvariantHealth(NamedTuple):
 
 
 def _quantity_health(da: xr.DataArray) -> QuantityHealth:
-    ds = da.to_dataset(name="q")
-    rhat = np.ravel(az.rhat(ds)["q"].values)
-    ess = np.ravel(az.ess(ds, method="bulk")["q"].values)
+    x = da.transpose("chain", "draw", ...).values
+    x = x.reshape(x.shape[:2] + (-1,))
+    rhat, ess = rhat_and_bulk_ess(x)
     ok = np.isfinite(rhat)
     n = int(ok.sum())
     if n == 0:

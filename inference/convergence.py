@@ -1,0 +1,95 @@
+"""Rank-normalised split R-hat and bulk ESS of many scalar quantities at once.
+
+The same figures as ``arviz.rhat`` (method "rank") and ``arviz.ess`` (method "bulk"), Vehtari et al.
+(2021), computed for every entry of a [chain, draw, entry] array together. ArviZ computes them one entry
+at a time; a population fit's label-invariant check has thousands of entries (every user's theta, 2,000
+co-clustering pairs) and runs after every round of its chains, while the chains wait. The tests hold
+these to ArviZ's values.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy.fft import irfft, next_fast_len, rfft
+from scipy.special import ndtri
+
+from inference.kernels.convergence import average_ranks, geyer_ess
+
+CHUNK = 512          # entries handled together (bounds the memory of the FFTs)
+
+
+def _split_rows(x: np.ndarray) -> np.ndarray:
+    """[C, N, E] -> [E, 2C, N // 2], contiguous: each chain's first and last halves as chains (the middle
+    draw of an odd N left out), an entry's draws in one row."""
+    half = x.shape[1] // 2
+    split = np.concatenate([x[:, :half], x[:, x.shape[1] - half:]], axis=0)
+    return np.ascontiguousarray(np.moveaxis(split, -1, 0))
+
+
+def _z_scale(rows: np.ndarray) -> np.ndarray:
+    """Normal scores of the pooled average ranks of each entry's values: [E, C, M] -> the same shape."""
+    E, C, M = rows.shape
+    flat = rows.reshape(E, C * M)
+    ranks = np.empty_like(flat)
+    average_ranks(flat, ranks)
+    ranks -= 0.375
+    ranks /= C * M + 0.25
+    return ndtri(ranks).reshape(E, C, M)
+
+
+def _rhat(z: np.ndarray) -> np.ndarray:
+    E, C, M = z.shape
+    between = M * np.var(z.mean(axis=2), axis=1, ddof=1)
+    within = np.var(z, axis=2, ddof=1).mean(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.sqrt((between / within + M - 1) / M)
+
+
+def rhat_and_bulk_ess(x) -> tuple[np.ndarray, np.ndarray]:
+    """Rank-normalised split R-hat (the larger of the bulk's and the folded tail's; ``arviz.rhat``) and
+    bulk effective sample size (``arviz.ess``, method "bulk") of each entry of x [chain, draw, entry].
+
+    Returns
+    -------
+    rhat, ess : arrays [entry]
+        NaN for an entry with a NaN value or fewer than 4 draws; R-hat also NaN with fewer than 2 chains.
+    """
+    x = np.asarray(x, dtype=float)
+    C, N, E = x.shape
+    rhat, ess = np.full(E, np.nan), np.full(E, np.nan)
+    if N < 4:
+        return rhat, ess
+    ok = ~np.isnan(x).any(axis=(0, 1))
+    for s in range(0, E, CHUNK):
+        idx = np.flatnonzero(ok[s:s + CHUNK]) + s
+        if not len(idx):
+            continue
+        rows = _split_rows(x[:, :, idx])
+        z = _z_scale(rows)
+        ess[idx] = _ess(z)
+        if C < 2:
+            continue
+        bulk = _rhat(z)
+        med = np.median(rows.reshape(len(idx), -1), axis=1)
+        tail = _rhat(_z_scale(np.abs(rows - med[:, None, None])))
+        rhat[idx] = np.where(np.isnan(bulk) | ~(tail > bulk), bulk, tail)    # ArviZ's max(bulk, tail)
+    return rhat, ess
+
+
+def _ess(z: np.ndarray) -> np.ndarray:
+    """ESS of each entry of z [E, C, M] (ArviZ's `_ess`: FFT autocovariances, Geyer's truncation)."""
+    E, C, M = z.shape
+    n = next_fast_len(2 * M)
+    f = rfft(z - z.mean(axis=2, keepdims=True), n=n, axis=2, workers=-1)
+    f *= np.conjugate(f)
+    acov = irfft(f, n=n, axis=2, workers=-1)[..., :M] / M                            # [E, C, M]
+    mean_var = acov[..., 0].mean(axis=1) * M / (M - 1.0)
+    var_plus = mean_var * (M - 1.0) / M
+    if C > 1:
+        var_plus = var_plus + np.var(z.mean(axis=2), axis=1, ddof=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho = 1.0 - (mean_var[:, None] - acov.mean(axis=1)) / var_plus[:, None]       # [E, M]
+    ess = geyer_ess(np.ascontiguousarray(rho), C)
+    ess[np.isnan(rho).any(axis=1)] = np.nan
+    flat = (z.max(axis=(1, 2)) - z.min(axis=(1, 2))) < np.finfo(float).resolution
+    ess[flat] = C * M
+    return ess

@@ -1,0 +1,41 @@
+"""Vectorised R-hat and bulk ESS against ArviZ's own, entry by entry."""
+import arviz as az
+import numpy as np
+import pytest
+import xarray as xr
+
+from inference.convergence import rhat_and_bulk_ess
+
+
+def _arviz(x):
+    ds = xr.Dataset({"q": (("chain", "draw", "entry"), x)})
+    return az.rhat(ds)["q"].values, az.ess(ds, method="bulk")["q"].values
+
+
+def _draws(chains, draws, seed):
+    """Entries of every kind: independent, strongly autocorrelated (AR(1), 0.95), chains that disagree,
+    ties (rounded values, a rare 1), a constant, a NaN."""
+    rng = np.random.default_rng(seed)
+    e = rng.standard_normal((chains, draws, 9))
+    ar = np.zeros((chains, draws))
+    for t in range(1, draws):
+        ar[:, t] = 0.95 * ar[:, t - 1] + e[:, t, 0]
+    x = np.stack([e[..., 1], ar, e[..., 2] + np.arange(chains)[:, None], np.round(e[..., 3]),
+                  (e[..., 4] > 2.0).astype(float), np.full((chains, draws), 0.3), e[..., 5] ** 3,
+                  np.where(np.arange(draws) == 7, np.nan, e[..., 6]), np.exp(e[..., 7])], axis=-1)
+    return x
+
+
+@pytest.mark.parametrize("chains, draws, seed", [(4, 1000, 0), (2, 501, 1), (3, 64, 2), (1, 200, 3), (4, 5, 4)])
+def test_rhat_and_bulk_ess_are_arviz_figures(chains, draws, seed):
+    x = _draws(chains, draws, seed)
+    rhat, ess = _arviz(x)
+    ours = rhat_and_bulk_ess(x)
+    np.testing.assert_allclose(ours[0], rhat, rtol=1e-10, atol=0, equal_nan=True)
+    np.testing.assert_allclose(ours[1], ess, rtol=1e-8, atol=0, equal_nan=True)
+
+
+def test_too_few_draws_give_nan():
+    x = np.random.default_rng(0).standard_normal((4, 3, 2))
+    rhat, ess = rhat_and_bulk_ess(x)
+    assert np.isnan(rhat).all() and np.isnan(ess).all()
