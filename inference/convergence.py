@@ -4,7 +4,9 @@ The same figures as ``arviz.rhat`` (method "rank") and ``arviz.ess`` (method "bu
 (2021), computed for every entry of a [chain, draw, entry] array together. ArviZ computes them one entry
 at a time; a population fit's label-invariant check has thousands of entries (every user's theta, 2,000
 co-clustering pairs) and runs after every round of its chains, while the chains wait. The tests hold
-these to ArviZ's values.
+these to ArviZ's values. One difference: where more than half of an entry's values are infinite, the
+folded values hold NaN, which ArviZ's ranks omit and these rank last (no label-invariant quantity is
+infinite).
 """
 from __future__ import annotations
 
@@ -78,7 +80,7 @@ def rhat_and_bulk_ess(x) -> tuple[np.ndarray, np.ndarray]:
 def _ess(z: np.ndarray) -> np.ndarray:
     """ESS of each entry of z [E, C, M] (ArviZ's `_ess`: FFT autocovariances, Geyer's truncation)."""
     E, C, M = z.shape
-    n = next_fast_len(2 * M)
+    n = next_fast_len(2 * M, real=True)
     f = rfft(z - z.mean(axis=2, keepdims=True), n=n, axis=2, workers=-1)
     f *= np.conjugate(f)
     acov = irfft(f, n=n, axis=2, workers=-1)[..., :M] / M                            # [E, C, M]

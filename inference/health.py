@@ -1,8 +1,8 @@
 """Sampler health of a NUTS fit, checked against reference-posterior thresholds.
 
-Thresholds (posteriordb practice): rank-normalised split R-hat <= 1.01 for every
-checked parameter, no divergent transitions, E-BFMI >= 0.2 in every chain, and bulk and
-tail ESS reported (warned below 100 per chain). `check_health` warns or raises; a fit
+Thresholds (posteriordb practice): rank-normalised split R-hat (``inference.convergence``) <= 1.01
+for every checked parameter, no divergent transitions, E-BFMI >= 0.2 in every chain, and bulk
+and tail ESS reported (warned below 100 per chain). `check_health` warns or raises; a fit
 that misses a threshold is never passed off as healthy.
 """
 from __future__ import annotations
@@ -12,6 +12,8 @@ from typing import NamedTuple
 
 import arviz as az
 import numpy as np
+
+from inference.convergence import rhat_and_bulk_ess
 
 MAX_RHAT = 1.01
 MIN_BFMI = 0.2
@@ -70,10 +72,12 @@ class Health(NamedTuple):
 def fit_health(idata: az.InferenceData, var_names: list[str] | None = None) -> Health:
     """Health of the posterior variables `var_names` (default: all) of a NUTS fit."""
     post = idata.posterior if var_names is None else idata.posterior[var_names]
-    rhat = np.concatenate([np.ravel(v) for v in az.rhat(post).data_vars.values()])
-    ess_b = np.concatenate([np.ravel(v) for v in az.ess(post, method="bulk").data_vars.values()])
+    values = [v.transpose("chain", "draw", ...).values for v in post.data_vars.values()]
+    rhat, ess_b = rhat_and_bulk_ess(np.concatenate([v.reshape(v.shape[:2] + (-1,)) for v in values], axis=-1))
     ess_t = np.concatenate([np.ravel(v) for v in az.ess(post, method="tail").data_vars.values()])
-    finite = np.isfinite(rhat)   # constant parameters (e.g. fixed entries) have no R-hat; one chain gives none
+    # constant parameters (e.g. fixed entries) have no R-hat (NaN), nor has one chain; chains stuck at
+    # different constants have an infinite one, which counts (and fails)
+    finite = ~np.isnan(rhat)
     stats = idata.sample_stats
     div = int(stats["diverging"].sum()) if "diverging" in stats else 0
     bfmi = float(np.min(az.bfmi(idata))) if "energy" in stats else float("nan")

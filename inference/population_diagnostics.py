@@ -199,7 +199,7 @@ def _quantity_health(da: xr.DataArray) -> QuantityHealth:
     x = da.transpose("chain", "draw", ...).values
     x = x.reshape(x.shape[:2] + (-1,))
     rhat, ess = rhat_and_bulk_ess(x)
-    ok = np.isfinite(rhat)
+    ok = ~np.isnan(rhat)       # an infinite R-hat (chains stuck at different constants) counts, and fails
     n = int(ok.sum())
     if n == 0:
         return QuantityHealth(0, float("nan"), 0, float("nan"), float("nan"), float("nan"))

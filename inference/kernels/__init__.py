@@ -6,10 +6,12 @@ The library's own functions over them (``inference.mixture_belief.update_belief`
 ``inference.laplace.laplace_fit_batch``, ``inference.recalibration_fit.fit_recalibration_map``) run
 them. Each is checked against a plain NumPy statement of the same computation (``inference.reference``,
 ``online.lookahead_reference``, closed forms in tests/inference/test_population.py): same Newton
-iterations, same tolerances, same tie-breaks, agreeing to rounding (tests/inference/test_kernels.py). Kernels allocate and
-return new arrays and never write to their inputs, except `surrogate_estep`, which updates
-the per-session buffers of a population its caller has just copied (so the functional core
-stays pure).
+iterations, same tolerances, same tie-breaks, agreeing to rounding (tests/inference/test_kernels.py);
+the convergence kernels are checked against ArviZ (tests/inference/test_convergence.py). Kernels
+allocate and return new arrays and never write to their inputs, except `surrogate_estep`, which
+updates the per-session buffers of a population its caller has just copied (so the functional core
+stays pure), and the convergence kernels and the population sampler's moves, which write into
+arrays their callers hand them for that.
 
 Why compiled loops and not JAX: shapes are tiny (17 components, d = 7, 6 personas), and
 XLA on CPU spends more on dispatch than on the arithmetic (NOTES-inference.md: a jitted

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from inference import convergence
 from inference.convergence import rhat_and_bulk_ess
 
 
@@ -27,7 +28,10 @@ def _draws(chains, draws, seed):
 
 
 @pytest.mark.parametrize("chains, draws, seed", [(4, 1000, 0), (2, 501, 1), (3, 64, 2), (1, 200, 3), (4, 5, 4)])
-def test_rhat_and_bulk_ess_are_arviz_figures(chains, draws, seed):
+@pytest.mark.parametrize("chunk", [convergence.CHUNK, 4])
+def test_rhat_and_bulk_ess_are_arviz_figures(chains, draws, seed, chunk, monkeypatch):
+    """Entry by entry, in one chunk of entries or in several."""
+    monkeypatch.setattr(convergence, "CHUNK", chunk)
     x = _draws(chains, draws, seed)
     rhat, ess = _arviz(x)
     ours = rhat_and_bulk_ess(x)

@@ -99,3 +99,20 @@ def test_one_user_has_no_pairs_and_is_judged_on_the_rest():
     h = label_invariant_health(draws, post["theta"])
     assert draws["co_clustering"].sizes["pair"] == 0 and "co_clustering" not in h.quantities
     assert not any("no finite R-hat" in p for p in h.problems)
+
+
+def test_chains_stuck_at_different_constants_fail_the_check():
+    """Two users certain to share a component in one chain and certain not to in the other: each
+    chain's co-clustering is a constant, the within-chain variance 0 and R-hat infinite (or huge, by
+    rounding). That entry counts, and fails; an infinite one was left out as not finite, and the fit
+    called healthy."""
+    rng = np.random.default_rng(5)
+    post = _posterior([_chain(rng, together=False), _chain(rng, together=False)])
+    z, y = _clicks(rng)
+    draws = label_invariant_draws(post, z, y, test_points=CENTRES[[0, 2]], broad_var=4.0)
+    stuck = draws["co_clustering"].values.copy()
+    stuck[0, :, 0], stuck[1, :, 0] = 0.0, 1.0
+    draws["co_clustering"] = (draws["co_clustering"].dims, stuck)
+    h = label_invariant_health(draws, post["theta"])
+    q = h.quantities["co_clustering"]
+    assert q.max_rhat > 1e6 and q.n_rhat_over >= 1 and not h.ok

@@ -115,3 +115,18 @@ def test_nuts_reference_agrees_with_importance_sampling(small_mixture_fit):
         mcse = az.mcse(th.to_dataset(name="t"), method="mean")["t"].values
         err = np.abs(th.mean(("chain", "draw")).values - mean)
         assert np.all(err <= 4 * mcse + 0.03 * sd), (u, err / sd, mcse / sd)
+
+
+def test_chains_stuck_at_different_values_are_reported_not_hidden():
+    """Chains that never move, each at its own value: the within-chain variance is 0 and R-hat infinite.
+    That parameter counts, and fails (R-hat huge or infinite). ArviZ's R-hat is NaN there, so it was left out as a constant and the
+    fit called healthy."""
+
+    rng = np.random.default_rng(0)
+    theta = rng.standard_normal((2, 1000, 3))
+    theta[:, :, 1] = np.array([[0.5], [1.5]])                      # stuck, at a different value per chain
+    idata = az.from_dict(posterior={"theta": theta}, sample_stats={"diverging": np.zeros((2, 1000), bool)})
+    assert np.isnan(az.rhat(idata)["theta"].values[1])             # ArviZ's own figure here (its variance rounds)
+    h = fit_health(idata)
+    assert h.max_rhat > 1e6 and h.n_params == 3 and not h.ok
+    assert h.min_ess_bulk < 10
