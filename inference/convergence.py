@@ -56,6 +56,8 @@ def rhat_and_bulk_ess(x) -> tuple[np.ndarray, np.ndarray]:
         NaN for an entry with a NaN value or fewer than 4 draws; R-hat also NaN with fewer than 2 chains.
     """
     x = np.asarray(x, dtype=float)
+    if x.ndim != 3:
+        raise ValueError(f"draws must be an array [chain, draw, entry]; got shape {x.shape}")
     C, N, E = x.shape
     rhat, ess = np.full(E, np.nan), np.full(E, np.nan)
     if N < 4:

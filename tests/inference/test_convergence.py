@@ -43,3 +43,10 @@ def test_too_few_draws_give_nan():
     x = np.random.default_rng(0).standard_normal((4, 3, 2))
     rhat, ess = rhat_and_bulk_ess(x)
     assert np.isnan(rhat).all() and np.isnan(ess).all()
+
+
+def test_draws_of_another_shape_are_refused_by_shape_and_no_entries_give_empty_figures():
+    with pytest.raises(ValueError, match=r"\[chain, draw, entry\]; got shape \(4, 100\)"):
+        rhat_and_bulk_ess(np.zeros((4, 100)))
+    rhat, ess = rhat_and_bulk_ess(np.zeros((4, 100, 0)))
+    assert rhat.shape == ess.shape == (0,)
