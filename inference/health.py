@@ -47,7 +47,7 @@ class Health(NamedTuple):
             out.append(f"{self.chains} chain: R-hat needs at least 2 chains, so convergence is unchecked")
         elif self.n_params == 0:
             out.append("no parameter has a finite R-hat, so convergence is unchecked")
-        if np.isfinite(self.max_rhat) and not self.max_rhat <= MAX_RHAT:
+        if not np.isnan(self.max_rhat) and not self.max_rhat <= MAX_RHAT:     # an infinite one too
             out.append(f"R-hat {self.max_rhat:.3f} > {MAX_RHAT} ({self.n_rhat_over} of {self.n_params} parameters)")
         if self.divergences:
             out.append(f"{self.divergences} divergent transition(s)")
@@ -77,14 +77,14 @@ def fit_health(idata: az.InferenceData, var_names: list[str] | None = None) -> H
     ess_t = np.concatenate([np.ravel(v) for v in az.ess(post, method="tail").data_vars.values()])
     # constant parameters (e.g. fixed entries) have no R-hat (NaN), nor has one chain; chains stuck at
     # different constants have an infinite one, which counts (and fails)
-    finite = ~np.isnan(rhat)
+    counted = ~np.isnan(rhat)
     stats = idata.sample_stats
     div = int(stats["diverging"].sum()) if "diverging" in stats else 0
     bfmi = float(np.min(az.bfmi(idata))) if "energy" in stats else float("nan")
-    return Health(n_params=int(finite.sum()), max_rhat=float(rhat[finite].max()) if finite.any() else float("nan"),
-                  n_rhat_over=int(np.sum(rhat[finite] > MAX_RHAT)),
-                  min_ess_bulk=float(np.min(ess_b[finite], initial=np.inf)),
-                  min_ess_tail=float(np.min(ess_t[finite], initial=np.inf)),
+    return Health(n_params=int(counted.sum()), max_rhat=float(rhat[counted].max()) if counted.any() else float("nan"),
+                  n_rhat_over=int(np.sum(rhat[counted] > MAX_RHAT)),
+                  min_ess_bulk=float(np.min(ess_b[counted], initial=np.inf)),
+                  min_ess_tail=float(np.min(ess_t[counted], initial=np.inf)),
                   divergences=div, min_bfmi=bfmi, chains=int(post.sizes["chain"]), draws=int(post.sizes["draw"]))
 
 

@@ -130,3 +130,4 @@ def test_chains_stuck_at_different_values_are_reported_not_hidden():
     h = fit_health(idata)
     assert h.max_rhat > 1e6 and h.n_params == 3 and not h.ok
     assert h.min_ess_bulk < 10
+    assert any(p.startswith("R-hat inf") for p in h._replace(max_rhat=np.inf).problems)
