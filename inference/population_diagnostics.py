@@ -16,8 +16,9 @@ the labels, computed per draw:
   sum_k (1 - prod_u (1 - r_uk));
 - ``log_lik``: the clicks' log likelihood at the draw's theta.
 
-Each gets rank-normalised split R-hat and bulk ESS (ArviZ's figures, ``inference.convergence``); a fit is healthy only if every one
-has R-hat <= 1.01 and bulk ESS >= 400, and it has at least two chains.
+Each gets rank-normalised split R-hat and bulk ESS (ArviZ's figures, ``inference.convergence``); a
+fit is healthy only if every one has R-hat <= 1.01 (an infinite one counts, and fails) and bulk ESS
+>= 400, and it has at least two chains.
 """
 from __future__ import annotations
 
