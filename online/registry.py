@@ -62,6 +62,7 @@ ALIASES = {
     "coduel-component-ts": ("coduel", {"component_thompson": True}),
     "coduel-component-info": ("coduel", {"component_information": 4.0}),
     "coduel-recent-broad": ("coduel", {"broad_memory": 5}),
+    "coduel-challenger": ("coduel", {"challenger": 0.7}),
     "coldb-lr": ("coldb", {"estimator": "least-squares"}),
     "tempered-kg-greedy": ("tempered-kg", {"gamma": 0.0}),
     "tempered-kg-recalibrated": ("tempered-kg", {"recalibration": True}),

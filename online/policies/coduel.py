@@ -50,13 +50,13 @@ from inference.recalibration_fit import RIDGE_A
 from online import append_only
 from online import gate as gt
 from online.learner import Context, Learner
+from online.policies.coduel_pairs import challenged_pair, informative_pair
 from online.setting_range import Range, ranged
 from tdmodels.population_model import ALPHA, N_LEARNED, RIDGE, recalibrated_design
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior
 from tdmodels.errors import InputError
 
 _ONE = np.ones(1, dtype=bool)
-INFORMATION_SESSIONS = 50  # the component-information term's weight halves after this many completed sessions
 RECAL_TOL = 1e-7         # Newton step size at which the recalibration fit stops (quadratic: error ~1e-14 by then)
 
 
@@ -85,6 +85,7 @@ class Settings(NamedTuple):
     session_broad_weight: float = 0.0   # a session's belief starts with the broad component's weight at least this
     broad_memory: int = 0               # ... and at least its mean weight at the end of the last this many sessions
                                         # (0 for each of them before the first session)
+    challenger: float = 0.0             # pairs: the no-transfer learner's favourite as second at this confidence
 
 
 class Rounds(NamedTuple):
@@ -268,7 +269,8 @@ def select(state: CODuelState, Phi: np.ndarray, settings: Settings = Settings(),
     """The pair to show for the question Phi [K, d]; the lookahead's bank is the state's with Phi added. With
     `component_thompson` (and transfer on), the greedy pair under the mean of one component of the user's
     belief, drawn with the belief's weights from `rng`: the user's type is explored, theta within a component
-    never sampled."""
+    never sampled. With `component_information` or `challenger` (and transfer on), the rules of
+    ``online.policies.coduel_pairs``; the challenger applies to the pair of any rule."""
     s = settings
     b = state.belief if state.transfer else state.alone
     active = state.pop.active if state.transfer else _ONE
@@ -281,34 +283,18 @@ def select(state: CODuelState, Phi: np.ndarray, settings: Settings = Settings(),
         one = np.zeros(len(active), dtype=bool)
         one[k] = True
         pair = kn.mixture_greedy(np.zeros(len(active)), b.means, one, kn.recalibrated(_float(Phi), state.A))
-        return int(pair[0]), int(pair[1])
-    remaining = s.lookahead_weight * (len(state.session.y) - state.t - 1)
-    if s.component_information > 0 and state.transfer and s.lookahead:
-        return _informative_pair(state, b, active, _float(Phi), remaining, s)
-    pair = kn.coduel_pair(b.log_w, b.means, b.covs, active, _float(Phi), state.A, state.bank_P, state.n_bank,
-                          remaining, state.transfer and s.lookahead)
+    elif s.component_information > 0 and state.transfer and s.lookahead:
+        P = kn.recalibrated(_float(Phi), state.A)
+        pair = informative_pair(b.log_w, b.means, b.covs, active, P, kn.lookahead_bank(state.bank_P, state.n_bank, P),
+                                s.lookahead_weight * (len(state.session.y) - state.t - 1), s.component_information,
+                                state.pop.n)
+    else:
+        pair = kn.coduel_pair(b.log_w, b.means, b.covs, active, _float(Phi), state.A, state.bank_P, state.n_bank,
+                              s.lookahead_weight * (len(state.session.y) - state.t - 1), state.transfer and s.lookahead)
+    if s.challenger > 0 and state.transfer:
+        return challenged_pair(pair, state.alone.means[0], state.alone.covs[0], kn.recalibrated(_float(Phi), state.A),
+                               s.challenger)
     return int(pair[0]), int(pair[1])
-
-
-def _informative_pair(state: CODuelState, b: MixtureBelief, active: np.ndarray, Phi: np.ndarray, remaining: float,
-                      s: Settings) -> tuple[int, int]:
-    """The lookahead's pair with each pair's score lowered by weight x (what one click on it says about the
-    user's component, in nats; ``inference.kernels.component_information``), the weight decaying as
-    INFORMATION_SESSIONS / (INFORMATION_SESSIONS + completed sessions): pairs that tell the components apart
-    while the population is being learned, for the users to come. Ties: the earliest pair; the larger mean
-    utility first."""
-    P = kn.recalibrated(Phi, state.A)
-    bank = kn.lookahead_bank(state.bank_P, state.n_bank, P)
-    scores, mu = kn.lookahead_scores(b.log_w, b.means, b.covs, active, P, bank, remaining)
-    weight = s.component_information * INFORMATION_SESSIONS / (INFORMATION_SESSIONS + state.pop.n)
-    best = int(np.argmin(scores - weight * kn.component_information(b.log_w, b.means, b.covs, active, P)))
-    K = len(mu)
-    i = 0
-    while best >= K - 1 - i:            # unordered pairs (i < j), lexicographic
-        best -= K - 1 - i
-        i += 1
-    j = i + 1 + best
-    return (j, i) if mu[j] > mu[i] else (i, j)
 
 
 def update(state: CODuelState, Phi: np.ndarray, pair: tuple[int, int], y: int,
@@ -425,6 +411,8 @@ def check_settings(settings: Settings) -> Settings:
     if isinstance(s.broad_memory, bool) or not isinstance(s.broad_memory, numbers.Integral) \
             or not 0 <= s.broad_memory <= 1000:
         raise InputError(f"broad_memory must be an integer in [0, 1000], got {s.broad_memory!r}")
+    if isinstance(s.challenger, bool) or not isinstance(s.challenger, numbers.Real) or not 0 <= s.challenger < 1:
+        raise InputError(f"challenger must be a number in [0, 1), got {s.challenger!r}")
     if s.belief not in BELIEFS:
         raise InputError(f"belief must be one of {', '.join(BELIEFS)}, got {s.belief!r}")
     if s.bank_size is not None and int(s.bank_size) < 1:
@@ -454,7 +442,8 @@ def coduel(population: bool = True, recalibration: bool = True, lookahead: bool 
            component_thompson: bool = False, belief: str = "laplace",
            component_information: Annotated[float, Range(0, 100)] = 0.0,
            session_broad_weight: Annotated[float, Range(0, 1, hi_open=True)] = 0.0,
-           broad_memory: Annotated[int, Range(0, 1000)] = 0) -> Learner:
+           broad_memory: Annotated[int, Range(0, 1000)] = 0,
+           challenger: Annotated[float, Range(0, 1, hi_open=True)] = 0.0) -> Learner:
     """CODuel with the reference settings; ablations by setting (``coduel[population=false]``) or by name
     (``coduel-no-population``).
 
@@ -478,6 +467,10 @@ def coduel(population: bool = True, recalibration: bool = True, lookahead: bool 
         In [0, 1000]: ... and at least the mean, over the last this many sessions, of the posterior probability
         that the user fitted no learned type (at most BROAD_FLOOR_MAX; ``coduel-recent-broad`` is 5); 0 is
         the paper's CODuel.
+    challenger : float
+        In [0, 1): while transfer is on, the second persona of the pair is replaced by the no-transfer learner's
+        favourite when that learner gives it at least this probability of beating the pair's first
+        (``online.policies.coduel_pairs.challenged_pair``; ``coduel-challenger`` is 0.7); 0 is the paper's CODuel.
     belief : {"laplace", "adf", "laplace-is"}
         The per-user online belief, in both the population and the no-transfer learner
         (``inference.online_beliefs``): the paper's one-click Laplace step, assumed-density filtering,
@@ -493,7 +486,8 @@ def coduel(population: bool = True, recalibration: bool = True, lookahead: bool 
                                    refresh=int(refresh), exact_estep=bool(exact_estep),
                                    component_thompson=bool(component_thompson), belief=str(belief),
                                    component_information=float(component_information),
-                                   session_broad_weight=float(session_broad_weight), broad_memory=int(broad_memory)))
+                                   session_broad_weight=float(session_broad_weight), broad_memory=int(broad_memory),
+                                   challenger=float(challenger)))
 
 
 __all__ = ["coduel", "coduel_learner", "CODuelState", "Settings", "Rounds", "Completed", "ArrivalInfo", "Predictions",
