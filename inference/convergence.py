@@ -1,7 +1,7 @@
-"""Rank-normalised split R-hat and bulk ESS of many scalar quantities at once.
+"""Rank-normalised split R-hat, bulk ESS and tail ESS of many scalar quantities at once.
 
-The same figures as ``arviz.rhat`` (method "rank") and ``arviz.ess`` (method "bulk"), Vehtari et al.
-(2021), computed for every entry of a [chain, draw, entry] array together. ArviZ computes them one entry
+The same figures as ``arviz.rhat`` (method "rank") and ``arviz.ess`` (methods "bulk" and "tail"),
+Vehtari et al. (2021), computed for every entry of a [chain, draw, entry] array together. ArviZ computes them one entry
 at a time; a population fit's label-invariant check has thousands of entries (every user's theta, 2,000
 co-clustering pairs) and runs after every round of its chains, while the chains wait. The tests hold
 these to ArviZ's values. One difference: where more than half of an entry's values are infinite, the
@@ -17,6 +17,7 @@ from scipy.special import ndtri
 from inference.kernels.convergence import average_ranks, geyer_ess
 
 CHUNK = 512          # entries handled together (bounds the memory of the FFTs)
+TAIL_PROBS = (0.05, 0.95)   # the quantiles whose indicators' ESS is the tail ESS (ArviZ's)
 
 
 def _split_rows(x: np.ndarray) -> np.ndarray:
@@ -77,6 +78,45 @@ def rhat_and_bulk_ess(x) -> tuple[np.ndarray, np.ndarray]:
         tail = _rhat(_z_scale(np.abs(rows - med[:, None, None])))
         rhat[idx] = np.where(np.isnan(bulk) | ~(tail > bulk), bulk, tail)    # ArviZ's max(bulk, tail)
     return rhat, ess
+
+
+def _type7_quantile(sorted_values: np.ndarray, p: float) -> np.ndarray:
+    """The p-quantile of each row of sorted_values [E, n] (n >= 2) as ArviZ takes it (R's type 7, by
+    ``scipy.stats.mstats.mquantiles`` with alphap = betap = 1), in the same arithmetic."""
+    n = sorted_values.shape[1]
+    aleph = n * p + (1.0 + p * (1.0 - 1.0 - 1.0))
+    k = int(np.floor(np.clip(aleph, 1, n - 1)))
+    gamma = float(np.clip(aleph - k, 0, 1))
+    return (1.0 - gamma) * sorted_values[:, k - 1] + gamma * sorted_values[:, k]
+
+
+def tail_ess(x) -> np.ndarray:
+    """Tail effective sample size (``arviz.ess``, method "tail") of each entry of x [chain, draw, entry]: the
+    smaller of the split-chain ESS of the indicators x <= q at the 5% and the 95% quantiles q of the entry's
+    draws.
+
+    Returns
+    -------
+    array [entry]
+        NaN for an entry with a NaN value or fewer than 4 draws.
+    """
+    x = np.asarray(x, dtype=float)
+    if x.ndim != 3:
+        raise ValueError(f"draws must be an array [chain, draw, entry]; got shape {x.shape}")
+    C, N, E = x.shape
+    out = np.full(E, np.nan)
+    if N < 4:
+        return out
+    ok = ~np.isnan(x).any(axis=(0, 1))
+    for s in range(0, E, CHUNK):
+        idx = np.flatnonzero(ok[s:s + CHUNK]) + s
+        if not len(idx):
+            continue
+        rows = _split_rows(x[:, :, idx])                                   # [e, 2C, N // 2]
+        ordered = np.sort(np.moveaxis(x[:, :, idx], -1, 0).reshape(len(idx), C * N), axis=1)
+        low, high = (_ess((rows <= _type7_quantile(ordered, p)[:, None, None]).astype(float)) for p in TAIL_PROBS)
+        out[idx] = np.where(high < low, high, low)                         # Python's min(low, high), as ArviZ's
+    return out
 
 
 def _ess(z: np.ndarray) -> np.ndarray:

@@ -1,9 +1,9 @@
 """Sampler health of a NUTS fit, checked against reference-posterior thresholds.
 
-Thresholds (posteriordb practice): rank-normalised split R-hat (``inference.convergence``) <= 1.01
-for every checked parameter, no divergent transitions, E-BFMI >= 0.2 in every chain, and bulk
-and tail ESS reported (warned below 100 per chain). `check_health` warns or raises; a fit
-that misses a threshold is never passed off as healthy.
+Thresholds (posteriordb practice): rank-normalised split R-hat <= 1.01 for every checked parameter,
+no divergent transitions, E-BFMI >= 0.2 in every chain, and bulk and tail ESS reported (warned below
+100 per chain); R-hat and both ESS come from ``inference.convergence``. `check_health` warns or
+raises; a fit that misses a threshold is never passed off as healthy.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import NamedTuple
 import arviz as az
 import numpy as np
 
-from inference.convergence import rhat_and_bulk_ess
+from inference.convergence import rhat_and_bulk_ess, tail_ess
 
 MAX_RHAT = 1.01
 MIN_BFMI = 0.2
@@ -73,8 +73,9 @@ def fit_health(idata: az.InferenceData, var_names: list[str] | None = None) -> H
     """Health of the posterior variables `var_names` (default: all) of a NUTS fit."""
     post = idata.posterior if var_names is None else idata.posterior[var_names]
     values = [v.transpose("chain", "draw", ...).values for v in post.data_vars.values()]
-    rhat, ess_b = rhat_and_bulk_ess(np.concatenate([v.reshape(v.shape[:2] + (-1,)) for v in values], axis=-1))
-    ess_t = np.concatenate([np.ravel(v) for v in az.ess(post, method="tail").data_vars.values()])
+    draws = np.concatenate([v.reshape(v.shape[:2] + (-1,)) for v in values], axis=-1)
+    rhat, ess_b = rhat_and_bulk_ess(draws)
+    ess_t = tail_ess(draws)
     # constant parameters (e.g. fixed entries) have no R-hat (NaN), nor has one chain; chains stuck at
     # different constants have an infinite one, which counts (and fails)
     counted = ~np.isnan(rhat)

@@ -50,3 +50,21 @@ def test_draws_of_another_shape_are_refused_by_shape_and_no_entries_give_empty_f
         rhat_and_bulk_ess(np.zeros((4, 100)))
     rhat, ess = rhat_and_bulk_ess(np.zeros((4, 100, 0)))
     assert rhat.shape == ess.shape == (0,)
+
+
+@pytest.mark.parametrize("chains, draws, seed", [(4, 1000, 0), (2, 501, 1), (3, 64, 2), (1, 200, 3), (4, 5, 4),
+                                                 (4, 4001, 5)])
+@pytest.mark.parametrize("chunk", [convergence.CHUNK, 4])
+def test_tail_ess_is_arviz_figure(chains, draws, seed, chunk, monkeypatch):
+    """Entry by entry, with ties, a constant, a NaN and a quantile that falls on a draw (4 x 4001 draws)."""
+    monkeypatch.setattr(convergence, "CHUNK", chunk)
+    x = _draws(chains, draws, seed)
+    want = az.ess(xr.Dataset({"q": (("chain", "draw", "entry"), x)}), method="tail")["q"].values
+    np.testing.assert_allclose(convergence.tail_ess(x), want, rtol=1e-8, atol=0, equal_nan=True)
+
+
+def test_tail_ess_refuses_other_shapes_and_gives_nan_below_4_draws():
+    with pytest.raises(ValueError, match=r"\[chain, draw, entry\]"):
+        convergence.tail_ess(np.zeros((4, 100)))
+    assert np.isnan(convergence.tail_ess(np.zeros((4, 3, 2)))).all()
+    assert convergence.tail_ess(np.zeros((4, 100, 0))).shape == (0,)

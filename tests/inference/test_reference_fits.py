@@ -131,3 +131,22 @@ def test_chains_stuck_at_different_values_are_reported_not_hidden():
     assert h.max_rhat > 1e6 and h.n_params == 3 and not h.ok
     assert h.min_ess_bulk < 10
     assert any(p.startswith("R-hat inf") for p in h._replace(max_rhat=np.inf).problems)
+
+
+def test_health_figures_are_arviz_minima_over_every_variable():
+    """R-hat, bulk and tail ESS come from ``inference.convergence`` in one pass over all variables: the same
+    figures as ArviZ's per variable, the worst of each taken."""
+    rng = np.random.default_rng(1)
+    e = rng.standard_normal((4, 400, 6))
+    ar = np.zeros((4, 400))
+    for t in range(1, 400):
+        ar[:, t] = 0.9 * ar[:, t - 1] + e[:, t, 5]
+    post = {"a": e[..., :2], "b": e[..., 2:5].reshape(4, 400, 3, 1) ** 3, "c": ar}
+    idata = az.from_dict(posterior=post, sample_stats={"diverging": np.zeros((4, 400), bool)})
+    h = fit_health(idata)
+    want = {m: np.concatenate([np.ravel(v) for v in az.ess(idata, method=m).data_vars.values()])
+            for m in ("bulk", "tail")}
+    rhat = np.concatenate([np.ravel(v) for v in az.rhat(idata).data_vars.values()])
+    assert h.n_params == 6
+    np.testing.assert_allclose([h.max_rhat, h.min_ess_bulk, h.min_ess_tail],
+                               [rhat.max(), want["bulk"].min(), want["tail"].min()], rtol=1e-8)
