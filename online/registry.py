@@ -52,6 +52,7 @@ REGISTRY = {
     "hierts": "online.policies.hierarchical_ts:hierts",
     "coduel-ask": "online.policies.coduel_ask:coduel_ask",
     "tempered-kg": "online.policies.tempered_kg:tempered_kg",
+    "low-rank": "online.policies.low_rank:low_rank",
 }
 # Named ablations: an alias stands for its settings, so both spellings name the same store cell.
 ALIASES = {
