@@ -11,8 +11,11 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import numbers
 import typing
 from typing import NamedTuple
+import numpy as np
+
 from tdmodels.errors import InputError
 
 
@@ -24,9 +27,9 @@ class Range(NamedTuple):
     hi_open: bool = False
 
     def __contains__(self, value) -> bool:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
             return False
-        if isinstance(value, float) and not math.isfinite(value):
+        if not math.isfinite(value):
             return False
         above = value > self.lo if self.lo_open else value >= self.lo
         below = value < self.hi if self.hi_open else value <= self.hi
@@ -66,6 +69,15 @@ def declared_ranges(fn) -> dict[str, Range]:
     return out
 
 
+def declared_integers(fn) -> set[str]:
+    """The parameters a function declares as ``Annotated[int, Range(...)]``."""
+    try:
+        hints = typing.get_type_hints(fn, include_extras=True)
+    except Exception:
+        return set()
+    return {name for name, hint in hints.items() if annotated_range(hint) == (int, hint_range(hint)) and hint_range(hint)}
+
+
 def range_problem(name: str, value, rng: Range) -> str | None:
     """None where `value` is None (an optional setting left unset) or inside `rng`; else what is wrong."""
     if value is None or value in rng:
@@ -74,16 +86,20 @@ def range_problem(name: str, value, rng: Range) -> str | None:
 
 
 def ranged(fn):
-    """Check every ranged argument of a call against its declared Range (ValueError naming the first outside)."""
+    """Check every ranged argument of a call against its declared Range, and that an int-ranged one is an
+    integer (InputError naming the first that fails)."""
     sig = inspect.signature(fn)
 
     @functools.wraps(fn)
     def checked(*args, **kwargs):
         if "_ranges" not in checked.__dict__:        # read on first use: annotations may name later definitions
-            checked._ranges = declared_ranges(fn)
+            checked._ranges, checked._integers = declared_ranges(fn), declared_integers(fn)
         ranges = checked._ranges
         bound = sig.bind(*args, **kwargs)
         for name, value in bound.arguments.items():
+            if name in checked._integers and value is not None and (
+                    isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer))):
+                raise InputError(f"{name}={value!r} must be an integer")
             if name in ranges:
                 problem = range_problem(name, value, ranges[name])
                 if problem:

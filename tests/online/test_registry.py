@@ -1,10 +1,12 @@
 """Policy specs: settings parsed by their declared types, canonical forms, refusals that name everything."""
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from online.registry import PolicySpecError, canonical_spec, make_learner, policy_spec, split_specs
 from online.store import RunStore
+from tdmodels.errors import InputError
 from online.sweep import run_sweep
 
 
@@ -122,3 +124,25 @@ def test_a_setting_outside_its_range_is_refused_by_spec_and_by_python(spec):
     target = {"coduel-ask": "coduel-ask"}.get(ps_target, ps_target)
     with pytest.raises(ValueError, match="outside its range"):
         resolve(target)(**{key: float(text) if "." in text or "e" in text else int(text)})
+
+
+def _integer_settings():
+    from online.registry import REGISTRY, declared_settings, resolve
+
+    for name in sorted(REGISTRY):
+        for key, s in declared_settings(resolve(name))[0].items():
+            if s.kind is int and s.range is not None:
+                yield name, key, int(s.range.lo + s.range.lo_open)
+
+
+@pytest.mark.parametrize("name,key,lo", list(_integer_settings()))
+def test_an_integer_setting_refuses_a_float_or_a_bool_from_python(name, key, lo):
+    """The Python API types a setting as the spec parser does (low-rank[rank=1.5] from Python was truncated to 1 before)."""
+    from online.registry import resolve
+
+    factory = resolve(name)
+    for bad in (lo + 0.5, float(lo), True, str(lo)):
+        with pytest.raises(InputError, match="must be an integer|outside its range"):
+            factory(**{key: bad})
+    factory(**{key: lo})
+    factory(**{key: np.int64(lo)})
