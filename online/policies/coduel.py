@@ -18,7 +18,8 @@ previous A); the population prior is refitted by incremental EM (``inference.pop
 Pairs: knowledge-gradient lookahead over the bank of the `bank_size` most recent questions,
 this one included (``inference.kernels.lookahead_pair``; the rule stated in ``online.lookahead_reference``), its future term weighted by `lookahead_weight` (1 in
 CODuel; ``online.policies.tempered_kg`` tempers it), or greedy; the no-transfer learner's greedy pair
-while the gate is closed. Ablations are settings: population=False keeps the prior
+while the gate is closed. Frontier settings change the pair while transfer is on (component Thompson
+sampling, component information, the challenger: ``online.policies.coduel_pairs``). Ablations are settings: population=False keeps the prior
 isotropic, recalibration=False, lookahead=False, gate=False (always transfer once a session
 is complete).
 
@@ -269,8 +270,8 @@ def select(state: CODuelState, Phi: np.ndarray, settings: Settings = Settings(),
     """The pair to show for the question Phi [K, d]; the lookahead's bank is the state's with Phi added. With
     `component_thompson` (and transfer on), the greedy pair under the mean of one component of the user's
     belief, drawn with the belief's weights from `rng`: the user's type is explored, theta within a component
-    never sampled. With `component_information` or `challenger` (and transfer on), the rules of
-    ``online.policies.coduel_pairs``; the challenger applies to the pair of any rule."""
+    never sampled. With `component_information` (and the lookahead) or `challenger` (and transfer on), the
+    rules of ``online.policies.coduel_pairs``; the challenger applies to the pair of any rule."""
     s = settings
     b = state.belief if state.transfer else state.alone
     active = state.pop.active if state.transfer else _ONE
@@ -413,6 +414,8 @@ def check_settings(settings: Settings) -> Settings:
         raise InputError(f"broad_memory must be an integer in [0, 1000], got {s.broad_memory!r}")
     if isinstance(s.challenger, bool) or not isinstance(s.challenger, numbers.Real) or not 0 <= s.challenger < 1:
         raise InputError(f"challenger must be a number in [0, 1), got {s.challenger!r}")
+    if 0 < s.challenger < 0.5:    # the favourite's probability of beating the first is never below 0.5
+        raise InputError(f"challenger must be 0 (off) or in [0.5, 1): below 0.5 it acts as 0.5, got {s.challenger!r}")
     if s.belief not in BELIEFS:
         raise InputError(f"belief must be one of {', '.join(BELIEFS)}, got {s.belief!r}")
     if s.bank_size is not None and int(s.bank_size) < 1:
@@ -468,7 +471,7 @@ def coduel(population: bool = True, recalibration: bool = True, lookahead: bool 
         that the user fitted no learned type (at most BROAD_FLOOR_MAX; ``coduel-recent-broad`` is 5); 0 is
         the paper's CODuel.
     challenger : float
-        In [0, 1): while transfer is on, the second persona of the pair is replaced by the no-transfer learner's
+        0, or in [0.5, 1) (the favourite's probability is never below 0.5): while transfer is on, the second persona of the pair is replaced by the no-transfer learner's
         favourite when that learner gives it at least this probability of beating the pair's first
         (``online.policies.coduel_pairs.challenged_pair``; ``coduel-challenger`` is 0.7); 0 is the paper's CODuel.
     belief : {"laplace", "adf", "laplace-is"}

@@ -1,4 +1,4 @@
-"""Vectorised R-hat and bulk ESS against ArviZ's own, entry by entry."""
+"""Vectorised R-hat, bulk ESS and tail ESS against ArviZ's own, entry by entry."""
 import arviz as az
 import numpy as np
 import pytest
@@ -53,12 +53,16 @@ def test_draws_of_another_shape_are_refused_by_shape_and_no_entries_give_empty_f
 
 
 @pytest.mark.parametrize("chains, draws, seed", [(4, 1000, 0), (2, 501, 1), (3, 64, 2), (1, 200, 3), (4, 5, 4),
-                                                 (4, 4001, 5)])
+                                                 (4, 4001, 5), (1, 201, 6), (3, 27, 7)])
 @pytest.mark.parametrize("chunk", [convergence.CHUNK, 4])
 def test_tail_ess_is_arviz_figure(chains, draws, seed, chunk, monkeypatch):
-    """Entry by entry, with ties, a constant, a NaN and a quantile that falls on a draw (4 x 4001 draws)."""
+    """Entry by entry, with ties, a constant, a NaN, infinities, and quantiles that fall on a draw (type 7 puts the
+    5% quantile on draw (n - 1) 0.05 + 1 of the n pooled draws: whole for n = 201 and 81)."""
     monkeypatch.setattr(convergence, "CHUNK", chunk)
     x = _draws(chains, draws, seed)
+    inf = np.where(np.arange(draws) % 9 == 2, np.inf, x[..., :1])
+    both = np.where(np.arange(draws) % 11 == 3, -np.inf, inf)
+    x = np.concatenate([x, inf, both], axis=-1)
     want = az.ess(xr.Dataset({"q": (("chain", "draw", "entry"), x)}), method="tail")["q"].values
     np.testing.assert_allclose(convergence.tail_ess(x), want, rtol=1e-8, atol=0, equal_nan=True)
 

@@ -7,6 +7,7 @@ from scipy.stats import norm
 from online.policies import coduel as cd
 from online.policies.coduel_pairs import challenged_pair
 from online.learner import Context
+from tdmodels.errors import InputError
 
 
 def _belief(rng, d):
@@ -83,3 +84,12 @@ def test_a_challenger_outside_0_1_is_refused(bad):
     from tdmodels.errors import InputError
     with pytest.raises(InputError, match="challenger"):
         cd.check_settings(cd.Settings(challenger=bad))
+
+
+@pytest.mark.parametrize("p", [0.1, 0.25, 0.4999])
+def test_a_challenger_below_one_half_is_refused(p):
+    """The favourite's probability of beating the first is never below 0.5, so these would all act as 0.5."""
+    from online.policies.coduel import coduel
+    with pytest.raises(InputError, match=r"0 \(off\) or in \[0.5, 1\)"):
+        coduel(challenger=p)
+    coduel(challenger=0.5)
