@@ -19,6 +19,7 @@ EXAMPLES = {
     "population_reference.py": ["--arrivals", "10", "--holdout", "3", "--chains", "2", "--warmup", "50",
                                 "--draws", "100"],
     "bring_your_own_world.py": ["--students", "12", "--seeds", "2", "--arrivals", "20"],
+    "oracle_population_prior.py": ["--seeds", "2", "--arrivals", "20"],
     "calibrate_simulator.py": ["--simulations", "10", "--wave-size", "3", "--jobs", "1"],
 }
 
