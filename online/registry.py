@@ -53,6 +53,7 @@ REGISTRY = {
     "coduel-ask": "online.policies.coduel_ask:coduel_ask",
     "tempered-kg": "online.policies.tempered_kg:tempered_kg",
     "low-rank": "online.policies.low_rank:low_rank",
+    "coduel-or-low-rank": "online.policies.predictive_selection:coduel_or_low_rank",
 }
 # Named ablations: an alias stands for its settings, so both spellings name the same store cell.
 ALIASES = {

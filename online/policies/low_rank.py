@@ -14,6 +14,7 @@ from typing import Annotated, NamedTuple
 
 import numpy as np
 
+from inference.kernels import probit_log_predictive
 from inference.gaussian_population import GaussianPopulation, fit_gaussian_population
 from online.append_only import new_mark, writable_at
 from online.learner import Learner
@@ -52,13 +53,20 @@ def start_session(state: LowRankState) -> LowRankState:
     return state._replace(user=user)
 
 
-def update(state: LowRankState, Phi: np.ndarray, pair: tuple[int, int], y: int) -> tuple[LowRankState, nt.UpdateInfo]:
+class UpdateInfo(NamedTuple):
+    """The belief's predictive probability of the click, computed before it was revealed."""
+    log_predictive: float    # log p(click) with theta ~ the belief (probit approximation)
+
+
+def update(state: LowRankState, Phi: np.ndarray, pair: tuple[int, int], y: int) -> tuple[LowRankState, UpdateInfo]:
     """One Laplace step on the click; the click is kept for the session's end."""
-    user, info = nt.update(state.user, Phi, pair, y)
+    z = Phi[pair[0]] - Phi[pair[1]]
+    log_predictive = float(probit_log_predictive(float(z @ state.user.mean), float(z @ state.user.cov @ z), int(y)))
+    user, _ = nt.update(state.user, Phi, pair, y)
     t = user.t
     Z, ys = user.session_z.copy(), user.session_y.copy()
-    Z[t], ys[t] = Phi[pair[0]] - Phi[pair[1]], float(y)
-    return state._replace(user=user._replace(session_z=Z, session_y=ys, t=t + 1)), info
+    Z[t], ys[t] = z, float(y)
+    return state._replace(user=user._replace(session_z=Z, session_y=ys, t=t + 1)), UpdateInfo(log_predictive)
 
 
 def end_session(state: LowRankState, rank: int, prior_var: float, pseudo: float, em_iters: int) -> LowRankState:

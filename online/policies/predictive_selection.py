@@ -1,0 +1,96 @@
+"""Two learners, one followed per session: the one that predicted the recent sessions' clicks better.
+
+    learner = coduel_or_low_rank(memory=20)      # an online.learner.Learner
+
+Both learners see every click (each on the pair actually shown), so each keeps its own population and
+belief. Each session follows, for all of its rounds, the learner whose log predictive probabilities of
+the clicks of the last `memory` finished sessions sum higher (the first learner on a tie and before
+any session). A prequential choice between two population models: CODuel's mixture, which serves
+populations made of distinct types, and `low-rank`'s single Gaussian, which pools more where users
+share a few directions of taste.
+"""
+from __future__ import annotations
+
+from typing import Annotated, Any, Callable, NamedTuple
+
+import numpy as np
+
+from online.learner import Learner
+from online.policies.coduel import coduel
+from online.policies.low_rank import low_rank
+from online.setting_range import Range, ranged
+
+MEMORY = 20
+
+
+class SelectionState(NamedTuple):
+    """Both learners' states and how well each predicted the recent sessions."""
+    first: Any
+    second: Any
+    recent: np.ndarray       # [memory, 2] each learner's summed log predictive of a finished session (ring)
+    session: np.ndarray      # [2] the same for the current session so far
+    n: int                   # finished sessions
+    followed: int            # 0 or 1: the learner followed this session
+
+
+class SelectionInfo(NamedTuple):
+    """Which learner chose the pair, and its own info."""
+    followed: int
+    info: Any
+
+
+def predictive_selection(first: Learner, second: Learner, memory: int,
+                         log_predictive: tuple[Callable[[Any, Any], float], Callable[[Any, Any], float]]) -> Learner:
+    """The combined learner (see the module docstring). `log_predictive[k](state_before, update_info)` reads
+    learner k's log predictive probability of a click off its state before the click and its update info."""
+
+    def init(context):
+        return SelectionState(first.init(context), second.init(context), np.zeros((memory, 2)), np.zeros(2), 0, 0)
+
+    def start_session(state, rng):
+        a, info_a = first.start_session(state.first, rng)
+        b, info_b = second.start_session(state.second, rng)
+        totals = state.recent[:min(state.n, memory)].sum(axis=0)
+        followed = int(totals[1] > totals[0])
+        return state._replace(first=a, second=b, session=np.zeros(2), followed=followed), (info_a, info_b)
+
+    def select(state, Phi, rng):
+        if state.followed == 0:
+            pair, info = first.select(state.first, Phi, rng)
+        else:
+            pair, info = second.select(state.second, Phi, rng)
+        return pair, SelectionInfo(state.followed, info)
+
+    def update(state, Phi, pair, y):
+        a, info_a = first.update(state.first, Phi, pair, y)
+        b, info_b = second.update(state.second, Phi, pair, y)
+        lp = np.array([log_predictive[0](state.first, info_a), log_predictive[1](state.second, info_b)])
+        return state._replace(first=a, second=b, session=state.session + lp), (info_a, info_b)
+
+    def end_session(state):
+        a, info_a = first.end_session(state.first)
+        b, info_b = second.end_session(state.second)
+        recent = state.recent.copy()
+        recent[state.n % memory] = state.session
+        return state._replace(first=a, second=b, recent=recent, n=state.n + 1), (info_a, info_b)
+
+    return Learner(init, start_session, select, update, end_session)
+
+
+def _coduel_log_predictive(state, info) -> float:
+    """What CODuel acted on: the population learner while transfer is on, else the no-transfer learner."""
+    return info.log_predictive_population if state.transfer else info.log_predictive_alone
+
+
+@ranged
+def coduel_or_low_rank(memory: Annotated[int, Range(1, 10_000)] = MEMORY) -> Learner:
+    """CODuel and `low-rank`, each session following the one that predicted the last `memory` sessions'
+    clicks better (CODuel first).
+
+    Parameters
+    ----------
+    memory : int
+        Finished sessions whose clicks decide, in [1, 10000].
+    """
+    return predictive_selection(coduel(), low_rank(), int(memory),
+                                (_coduel_log_predictive, lambda state, info: info.log_predictive))
