@@ -10,6 +10,8 @@ infinite).
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 from scipy.fft import irfft, next_fast_len, rfft
 from scipy.special import ndtri
@@ -18,6 +20,9 @@ from inference.kernels.convergence import average_ranks, geyer_ess
 
 CHUNK = 512          # entries handled together (bounds the memory of the FFTs)
 TAIL_PROBS = (0.05, 0.95)   # the quantiles whose indicators' ESS is the tail ESS (ArviZ's)
+# The ranks run in a parallel kernel; numba's workqueue threading layer (used where OpenMP and TBB are not)
+# aborts the process when two Python threads enter a parallel kernel at once, so calls take turns.
+_RANKS_LOCK = threading.Lock()
 
 
 def _split_rows(x: np.ndarray) -> np.ndarray:
@@ -33,7 +38,8 @@ def _z_scale(rows: np.ndarray) -> np.ndarray:
     E, C, M = rows.shape
     flat = rows.reshape(E, C * M)
     ranks = np.empty_like(flat)
-    average_ranks(flat, ranks)
+    with _RANKS_LOCK:
+        average_ranks(flat, ranks)
     ranks -= 0.375
     ranks /= C * M + 0.25
     return ndtri(ranks).reshape(E, C, M)

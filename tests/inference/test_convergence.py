@@ -72,3 +72,26 @@ def test_tail_ess_refuses_other_shapes_and_gives_nan_below_4_draws():
         convergence.tail_ess(np.zeros((4, 100)))
     assert np.isnan(convergence.tail_ess(np.zeros((4, 3, 2)))).all()
     assert convergence.tail_ess(np.zeros((4, 100, 0))).shape == (0,)
+
+
+def test_threads_may_call_it_at_once_under_any_numba_threading_layer(tmp_path):
+    """numba's workqueue layer aborts the process (SIGABRT) when two threads enter a parallel kernel at once."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = tmp_path / "threads.py"
+    script.write_text(
+        "from concurrent.futures import ThreadPoolExecutor\n"
+        "import numpy as np\n"
+        "from inference.convergence import rhat_and_bulk_ess, tail_ess\n"
+        "x = np.random.default_rng(0).normal(size=(4, 400, 600))\n"
+        "with ThreadPoolExecutor(4) as ex:\n"
+        "    out = list(ex.map(lambda k: (rhat_and_bulk_ess(x) if k % 2 else (tail_ess(x),))[0].sum(), range(16)))\n"
+        "print(len(out))\n")
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "NUMBA_THREADING_LAYER": "workqueue", "PYTHONPATH": str(root)}
+    out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "16"
