@@ -13,7 +13,7 @@ import argparse
 import numpy as np
 
 from diagnostics.stats import t_interval
-from inference.gaussian_population import ppca_covariance
+from inference.gaussian_population import identified_basis, ppca_covariance
 from inference.hindsight import fit_btl_hindsight
 from online.learner import Learner
 from online.policies import no_transfer as nt
@@ -23,11 +23,16 @@ from tdmodels.rosters import open_world
 
 
 def hindsight_population(world, rank=None):
-    """Mean [d] and covariance [d, d] of the students' hindsight thetas (PPCA of the given rank if any)."""
+    """Mean [d] and covariance [d, d] of the students' hindsight thetas; with a rank, PPCA within the
+    directions that the world's pairs identify, as `low-rank` fits it."""
     probs, feats = world["probs"].values, world["features"].values
     theta = np.stack([fit_btl_hindsight(feats[None], probs[s][None])[0] for s in range(probs.shape[0])])
     cov = np.cov(theta.T) if len(theta) > 1 else np.zeros((theta.shape[1],) * 2)
-    return theta.mean(axis=0), cov if rank is None else ppca_covariance(cov, rank)
+    if rank is None:
+        return theta.mean(axis=0), cov
+    diffs = (feats[:, :, None] - feats[:, None]).reshape(-1, feats.shape[-1])
+    Q = identified_basis(diffs.T @ diffs)
+    return theta.mean(axis=0), Q @ ppca_covariance(Q.T @ cov @ Q, rank) @ Q.T
 
 
 def fixed_prior_learner(mean, cov):

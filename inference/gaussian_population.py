@@ -10,10 +10,13 @@ One EM iteration:
 
 - E-step: every session's Laplace posterior N(m_u, S_u) under N(mean, cov)
   (``inference.laplace.laplace_fit_batch``);
-- M-step, with `pseudo` sessions at N(0, prior_var I) as a conjugate prior:
+- M-step, shrunk by `pseudo` sessions: the mean towards 0 and the covariance towards prior_var I,
   mean = sum_u m_u / (n + pseudo),
   cov = (sum_u S_u + (m_u - mean)(m_u - mean)^T + pseudo prior_var I) / (n + pseudo),
-  then the covariance's eigenvalues beyond the first `rank` replaced by their mean (PPCA).
+  then the covariance's eigenvalues beyond the first `rank` replaced by their mean (PPCA). The two
+  shrinkages are separate (a normal-inverse-Wishart prior would also add the shrunk mean's own spread,
+  pseudo n / (n + pseudo) mean mean^T, to the covariance); with the mean near 0, as on worlds whose
+  features are persona indicators and a centred rater, they differ little.
 
 Only directions that some click design spans are fitted: with persona indicators among the
 features, adding a constant to every persona's coordinate changes no click, so that direction
@@ -76,7 +79,7 @@ def fit_gaussian_population(Z: np.ndarray, y: np.ndarray, gram: np.ndarray, star
     rank : int
         Principal directions kept (at least 1).
     prior_var, pseudo : float
-        The conjugate prior's variance and weight in sessions.
+        The shrinkage target's variance, and the weight of both shrinkages in sessions.
     em_iters : int
         EM iterations (at least 1).
 

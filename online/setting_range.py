@@ -29,7 +29,7 @@ class Range(NamedTuple):
     def __contains__(self, value) -> bool:
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
             return False
-        if not math.isfinite(value):
+        if isinstance(value, (float, np.floating)) and not math.isfinite(value):   # ints of any size are finite
             return False
         above = value > self.lo if self.lo_open else value >= self.lo
         below = value < self.hi if self.hi_open else value <= self.hi

@@ -77,7 +77,7 @@ def challenged_pair(pair: tuple[int, int], mean: np.ndarray, cov: np.ndarray, P:
     P : np.ndarray
         [K, d] the question's recalibrated features (what both learners read).
     least : float
-        The setting ``challenger``, in (0, 1).
+        The setting ``challenger``, in [0.5, 1) (below 0.5 it would act as 0.5).
 
     Returns
     -------

@@ -98,10 +98,11 @@ def low_rank(rank: Annotated[int, Range(1, 64)] = RANK,
         Principal directions of the population's covariance, in [1, 64] (at least the number of
         identified directions: a full covariance).
     prior_var : float
-        The population before any session, N(0, prior_var I), and the conjugate prior's variance,
-        in (0, 1e4].
+        The population before any session, N(0, prior_var I), and the covariance's shrinkage target
+        prior_var I, in (0, 1e4].
     pseudo_sessions : float
-        The conjugate prior's weight, in sessions, in [0, 1e4].
+        The shrinkages' weight (the mean towards 0, the covariance towards prior_var I), in sessions,
+        in [0, 1e4].
     em_iters : int
         Laplace EM iterations after each session, in [1, 100].
     """

@@ -48,17 +48,20 @@ def test_sessions_are_kept_and_branches_do_not_see_each_other():
     state, _ = play_session(lr, lr.init(ctx), rng, questions(rng, ctx.S, ctx.K, np.r_[2.0, 0, 0, 0, 0]))
     assert state.n == 1 and not np.allclose(state.population.mean, 0)
     assert np.allclose(state.gram, np.einsum("sd,se->de", state.designs[0], state.designs[0]))
+    before = (state.population.mean.copy(), state.population.cov.copy(), state.population.modes.copy(), state.gram.copy())
     a, _ = play_session(lr, state, rng, questions(rng, ctx.S, ctx.K, np.r_[0, 2.0, 0, 0, 0]))
     b, _ = play_session(lr, state, rng, questions(rng, ctx.S, ctx.K, np.r_[0, 0, 2.0, 0, 0]))
     assert a.n == b.n == 2
     assert not np.allclose(a.designs[1], b.designs[1]) and not np.allclose(a.population.mean, b.population.mean)
     assert np.array_equal(a.designs[0], state.designs[0]) and np.array_equal(b.designs[0], state.designs[0])
+    after = (state.population.mean, state.population.cov, state.population.modes, state.gram)
+    assert all(np.array_equal(x, y) for x, y in zip(before, after))       # the parent state is as it was
     s, _ = lr.start_session(a, rng)
     assert s.user.t == 0 and not s.user.session_z.any()
     assert np.array_equal(s.user.mean, a.population.mean) and np.array_equal(s.user.cov, a.population.cov)
 
 
-def test_a_replay_is_reproducible_and_learns_across_users(dev_world):
+def test_a_replay_is_reproducible_and_plays_otherwise_than_no_transfer(dev_world):
     a = replay(dev_world, 0, "low-rank", arrivals=12)
     b = replay(dev_world, 0, "low-rank", arrivals=12)
     assert a["played"] == b["played"] and a["score"] == b["score"]

@@ -113,7 +113,8 @@ def test_every_setting_at_each_end_of_its_range_gives_a_finite_run(dev_world, na
 
 @pytest.mark.parametrize("spec", ["coduel[em_iters=99999999999999999999999999999]", "colstim[c=1e308]",
                                   "rucb[alpha=1e308]", "coldb[lam=0]", "hierts[q_var=1e5]",
-                                  "coduel-ask[em_iters=101]", "tempered-kg[gamma=-1]", "rucb[alpha=0.5]"])
+                                  "coduel-ask[em_iters=101]", "tempered-kg[gamma=-1]", "rucb[alpha=0.5]",
+                                  "low-rank[rank=" + "9" * 400 + "]"])
 def test_a_setting_outside_its_range_is_refused_by_spec_and_by_python(spec):
     from online.registry import resolve
 
