@@ -19,6 +19,8 @@ _EXPORTS = {
     "init_population": ".population",
     "refit_population": ".population",
     "fit_mixture_em": ".mixture_em",
+    "GaussianPopulation": ".gaussian_population",
+    "fit_gaussian_population": ".gaussian_population",
     "fit_recalibration_map": ".recalibration_fit",
     "configure_jax": ".nuts",
     "run_nuts": ".nuts",
