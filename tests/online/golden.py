@@ -8,7 +8,8 @@ bank fix (the bank had held 8 questions, not the world's 16; with bank_size=8 th
 reproduced the old rows exactly); Meta-TS's once, when its prior draw moved from numpy's SVD factor
 (whose signs depend on the LAPACK build) to the Cholesky one (issue 17's session; every other
 policy's scores were equal to the old golden ones to 1e-9 on seeds 0-3). tempered-kg's rows were added
-when it was (issue 18), the others left as they were (CODuel's lookahead_weight 1 reproduced them).
+when it was (issue 18), the others left as they were (CODuel's lookahead_weight 1 reproduced them);
+low-rank's likewise (issue 31).
 
     python -m tests.online.golden           # print the figures of this code
     python -m tests.online.golden --write   # store them as the golden file (only after checking why they moved)
@@ -21,7 +22,7 @@ from pathlib import Path
 
 SPECS = ("random", "no-transfer", "coduel", "coduel-no-population", "coduel-no-recalibration", "coduel-greedy",
          "coduel-no-gate", "rucb", "pooled", 'pooled[rule="thompson"]', "colstim", "coldb", "coldb-lr", "meta-ts",
-         "hierts", "tempered-kg")
+         "hierts", "tempered-kg", "low-rank")
 SEEDS = (0, 1, 2, 3)
 FIELDS = ("regret", "floor", "random", "excess", "score", "per_user", "per_round", "arrivals", "rounds")
 PATH = Path(__file__).with_name("data") / "dev_golden.json"
