@@ -4,13 +4,19 @@
 
 Both learners see every click (each on the pair actually shown), so each keeps its own population and
 belief. Each session follows, for all of its rounds, the learner whose log predictive probabilities of
-the clicks of the last `memory` finished sessions sum higher (the first learner on a tie and before
-any session). A prequential choice between two population models: CODuel's mixture, which serves
+the clicks of the last `memory` finished sessions sum higher (the first learner on a tie, within
+TIE_RTOL, and before any session). A prequential choice between two population models: CODuel's mixture, which serves
 populations made of distinct types, and `low-rank`'s single Gaussian, which pools more where users
 share a few directions of taste.
+
+Each click's update info carries both learners' P(first wins) before the click (the click log's
+``predictions``, one entry per learner), so which learner each session followed can be recomputed
+from a run's click log.
 """
 from __future__ import annotations
 
+import math
+from collections import namedtuple
 from typing import Annotated, Any, Callable, NamedTuple
 
 import numpy as np
@@ -21,6 +27,8 @@ from online.policies.low_rank import low_rank
 from online.setting_range import Range, ranged
 
 MEMORY = 20
+TIE_RTOL = 1e-9      # totals this close are a tie: both learners start from N(0, 4 I) and predict the first
+                     # session alike, up to rounding, which must not pick the learner
 
 
 class SelectionState(NamedTuple):
@@ -39,10 +47,19 @@ class SelectionInfo(NamedTuple):
     info: Any
 
 
+class SelectionUpdateInfo(NamedTuple):
+    """Each learner's P(first wins) before the click (fields named after the learners), and their own infos."""
+    predictions: tuple
+    infos: tuple
+
+
 def predictive_selection(first: Learner, second: Learner, memory: int,
-                         log_predictive: tuple[Callable[[Any, Any], float], Callable[[Any, Any], float]]) -> Learner:
+                         log_predictive: tuple[Callable[[Any, Any], float], Callable[[Any, Any], float]],
+                         names: tuple[str, str] = ("first", "second")) -> Learner:
     """The combined learner (see the module docstring). `log_predictive[k](state_before, update_info)` reads
-    learner k's log predictive probability of a click off its state before the click and its update info."""
+    learner k's log predictive probability of a click off its state before the click and its update info;
+    `names` name the two learners in the click log's predictions."""
+    Predictions = namedtuple("Predictions", names)
 
     def init(context):
         return SelectionState(first.init(context), second.init(context), np.zeros((memory, 2)), np.zeros(2), 0, 0)
@@ -51,7 +68,7 @@ def predictive_selection(first: Learner, second: Learner, memory: int,
         a, info_a = first.start_session(state.first, rng)
         b, info_b = second.start_session(state.second, rng)
         totals = state.recent[:min(state.n, memory)].sum(axis=0)
-        followed = int(totals[1] > totals[0])
+        followed = int(totals[1] - totals[0] > TIE_RTOL * (1.0 + abs(totals[0])))
         return state._replace(first=a, second=b, session=np.zeros(2), followed=followed), (info_a, info_b)
 
     def select(state, Phi, rng):
@@ -65,7 +82,9 @@ def predictive_selection(first: Learner, second: Learner, memory: int,
         a, info_a = first.update(state.first, Phi, pair, y)
         b, info_b = second.update(state.second, Phi, pair, y)
         lp = np.array([log_predictive[0](state.first, info_a), log_predictive[1](state.second, info_b)])
-        return state._replace(first=a, second=b, session=state.session + lp), (info_a, info_b)
+        first_wins = Predictions(*(math.exp(v) if y else -math.expm1(v) for v in lp))
+        return state._replace(first=a, second=b, session=state.session + lp), SelectionUpdateInfo(first_wins,
+                                                                                                   (info_a, info_b))
 
     def end_session(state):
         a, info_a = first.end_session(state.first)
@@ -74,7 +93,7 @@ def predictive_selection(first: Learner, second: Learner, memory: int,
         recent[state.n % memory] = state.session
         return state._replace(first=a, second=b, recent=recent, n=state.n + 1), (info_a, info_b)
 
-    return Learner(init, start_session, select, update, end_session)
+    return Learner(init, start_session, select, update, end_session, records=frozenset({"click_predictions"}))
 
 
 def _coduel_log_predictive(state, info) -> float:
@@ -93,4 +112,4 @@ def coduel_or_low_rank(memory: Annotated[int, Range(1, 10_000)] = MEMORY) -> Lea
         Finished sessions whose clicks decide, in [1, 10000].
     """
     return predictive_selection(coduel(), low_rank(), int(memory),
-                                (_coduel_log_predictive, lambda state, info: info.log_predictive))
+                                (_coduel_log_predictive, lambda state, info: info.log_predictive), ("coduel", "low_rank"))

@@ -6,7 +6,7 @@ import pytest
 
 from online.learner import Context
 from online.policies.no_transfer import no_transfer
-from online.policies.predictive_selection import coduel_or_low_rank, predictive_selection
+from online.policies.predictive_selection import TIE_RTOL, coduel_or_low_rank, predictive_selection
 from tdmodels.errors import InputError
 
 CTX = Context(K=4, d=5, S=6, beta=1.0, b=16, N=10)
@@ -79,3 +79,21 @@ def test_coduel_or_low_rank_plays_coduel_until_a_session_is_done(dev_world):
 def test_bad_memory_is_refused(memory):
     with pytest.raises(InputError):
         coduel_or_low_rank(memory=memory)
+
+
+def test_the_click_log_says_which_learner_each_session_followed(dev_world):
+    """Both learners' predictions are in the click log, so the rule can be replayed from it alone."""
+    from online.replay import play, prepare_run, replay_logged
+
+    N, memory = 30, 20
+    row, log = replay_logged(dev_world, 0, "coduel-or-low-rank", arrivals=N)
+    followed = []
+    run = prepare_run(dev_world, 0, "coduel-or-low-rank", N)
+    play(run, observe=lambda kind, arrival, round_, info:
+         followed.append(info.followed) if kind == "select" and round_ == 0 else None)
+    y = log.outcome.astype(float)
+    lp = {k: np.log(np.where(y == 1, p, 1 - p)).sum(axis=1) for k, p in log.predictions.items()}   # [N] per session
+    totals = [(lp["coduel"][max(0, n - memory):n].sum(), lp["low_rank"][max(0, n - memory):n].sum()) for n in range(N)]
+    again = [int(b - a > TIE_RTOL * (1 + abs(a))) for a, b in totals]
+    assert abs(totals[1][1] - totals[1][0]) < 1e-9          # the first session: the same prior, the same predictions
+    assert followed == again and 0 < sum(followed) < N
