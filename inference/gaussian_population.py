@@ -30,6 +30,7 @@ from typing import NamedTuple
 import numpy as np
 
 from inference.laplace import laplace_fit_batch
+from tdmodels.errors import InputError
 
 IDENTIFIED_RTOL = 1e-9    # a direction is spanned when the designs' Gram eigenvalue exceeds this times the largest
 
@@ -62,6 +63,26 @@ def ppca_covariance(cov: np.ndarray, rank: int) -> np.ndarray:
     return (top * (w[:rank] - rest)) @ top.T + rest * np.eye(r)
 
 
+def _check(Z, y, gram, start, rank, prior_var, pseudo, em_iters) -> None:
+    """InputError naming the first argument that is not what `fit_gaussian_population` needs."""
+    if np.ndim(Z) != 3:
+        raise InputError(f"Gaussian population: Z must be [n, S, d], got shape {np.shape(Z)}")
+    n, S, d = np.shape(Z)
+    for name, a, shape in (("y", y, (n, S)), ("gram", gram, (d, d)), ("start.mean", start.mean, (d,)),
+                           ("start.cov", start.cov, (d, d)), ("start.modes", start.modes, (n, d))):
+        if np.shape(a) != shape:
+            raise InputError(f"Gaussian population: {name} has shape {np.shape(a)}, expected {shape}")
+        if not np.isfinite(a).all():
+            raise InputError(f"Gaussian population: {name} has non-finite entries")
+    for name, v, ok in (("rank", rank, isinstance(rank, (int, np.integer)) and rank >= 1),
+                        ("em_iters", em_iters, isinstance(em_iters, (int, np.integer)) and em_iters >= 1),
+                        ("prior_var", prior_var, np.isfinite(prior_var) and prior_var > 0),
+                        ("pseudo", pseudo, np.isfinite(pseudo) and pseudo >= 0)):
+        if isinstance(v, bool) or not ok:
+            raise InputError(f"Gaussian population: {name}={v!r} is not allowed (rank and em_iters integers >= 1, "
+                             "prior_var > 0, pseudo >= 0)")
+
+
 def fit_gaussian_population(Z: np.ndarray, y: np.ndarray, gram: np.ndarray, start: GaussianPopulation,
                             rank: int, prior_var: float, pseudo: float, em_iters: int) -> GaussianPopulation:
     """`em_iters` Laplace EM iterations from `start` (see the module docstring).
@@ -87,7 +108,13 @@ def fit_gaussian_population(Z: np.ndarray, y: np.ndarray, gram: np.ndarray, star
     -------
     GaussianPopulation
         The fitted mean [d] and cov [d, d], and each session's E-step mode [n, d].
+
+    Raises
+    ------
+    InputError
+        A shape that does not match Z, a non-finite entry, or a setting out of its domain.
     """
+    _check(Z, y, gram, start, rank, prior_var, pseudo, em_iters)
     n, _, d = Z.shape
     Q = identified_basis(gram)
     r = Q.shape[1]

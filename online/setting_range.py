@@ -14,6 +14,7 @@ import math
 import numbers
 import typing
 from typing import NamedTuple
+
 import numpy as np
 
 from tdmodels.errors import InputError
@@ -55,27 +56,21 @@ def hint_range(hint) -> Range | None:
     return rng
 
 
-def declared_ranges(fn) -> dict[str, Range]:
-    """The ranges a function's (or a class's ``__init__``'s) parameters declare."""
+def _hints(fn) -> dict:
     try:
-        hints = typing.get_type_hints(fn, include_extras=True)
+        return typing.get_type_hints(fn, include_extras=True)
     except Exception:  # an annotation that does not evaluate declares nothing
         return {}
-    out = {}
-    for name, hint in hints.items():
-        rng = hint_range(hint)
-        if rng is not None:
-            out[name] = rng
-    return out
+
+
+def declared_ranges(fn) -> dict[str, Range]:
+    """The ranges a function's (or a class's ``__init__``'s) parameters declare."""
+    return {name: rng for name, rng in ((n, hint_range(h)) for n, h in _hints(fn).items()) if rng is not None}
 
 
 def declared_integers(fn) -> set[str]:
     """The parameters a function declares as ``Annotated[int, Range(...)]``."""
-    try:
-        hints = typing.get_type_hints(fn, include_extras=True)
-    except Exception:
-        return set()
-    return {name for name, hint in hints.items() if annotated_range(hint) == (int, hint_range(hint)) and hint_range(hint)}
+    return {name for name, hint in _hints(fn).items() if annotated_range(hint)[0] is int and hint_range(hint)}
 
 
 def range_problem(name: str, value, rng: Range) -> str | None:

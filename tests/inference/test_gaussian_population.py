@@ -113,3 +113,16 @@ def test_no_session_or_no_click_gives_the_prior():
     start = GaussianPopulation(np.ones(d), np.eye(d), np.zeros((2, d)))
     fit = fit_gaussian_population(np.zeros((2, 5, d)), np.zeros((2, 5)), np.zeros((d, d)), start, 2, 4.0, 2.0, 3)
     assert np.allclose(fit.mean, 0) and np.allclose(fit.cov, 4.0 * np.eye(d))
+
+
+@pytest.mark.parametrize("bad", [dict(rank=0), dict(rank=1.5), dict(rank=True), dict(em_iters=0), dict(pseudo=-1.0),
+                                 dict(prior_var=0.0), dict(prior_var=float("nan")), dict(y=np.zeros((2, 4))),
+                                 dict(Z=np.full((2, 5, 3), np.nan)), dict(Z=np.zeros((5, 3)))])
+def test_bad_input_is_one_input_error(bad):
+    from tdmodels.errors import InputError
+    d = 3
+    args = dict(Z=np.zeros((2, 5, d)), y=np.zeros((2, 5)), gram=np.eye(d),
+                start=GaussianPopulation(np.zeros(d), np.eye(d), np.zeros((2, d))),
+                rank=2, prior_var=4.0, pseudo=2.0, em_iters=3)
+    with pytest.raises(InputError):
+        fit_gaussian_population(**{**args, **bad})
