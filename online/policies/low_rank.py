@@ -63,10 +63,7 @@ def update(state: LowRankState, Phi: np.ndarray, pair: tuple[int, int], y: int) 
     z = Phi[pair[0]] - Phi[pair[1]]
     log_predictive = float(probit_log_predictive(float(z @ state.user.mean), float(z @ state.user.cov @ z), int(y)))
     user, _ = nt.update(state.user, Phi, pair, y)
-    t = user.t
-    Z, ys = user.session_z.copy(), user.session_y.copy()
-    Z[t], ys[t] = z, float(y)
-    return state._replace(user=user._replace(session_z=Z, session_y=ys, t=t + 1)), UpdateInfo(log_predictive)
+    return state._replace(user=nt.recorded(user, z, y)), UpdateInfo(log_predictive)
 
 
 def end_session(state: LowRankState, rank: int, prior_var: float, pseudo: float, em_iters: int) -> LowRankState:

@@ -90,12 +90,21 @@ def belief_update(state: GaussianState, Phi: np.ndarray, pair: tuple[int, int], 
                                         np.ones(1, dtype=bool), z, int(y), np.zeros(1), state.prior_mean[None],
                                         state.prior_cov[None], state.session_z, state.session_y, t,
                                         base_draws(len(z)))
-    state = state._replace(mean=m[0], cov=S[0], t=t + 1)
+    state = state._replace(mean=m[0], cov=S[0])
     if belief == "laplace-is":          # the only belief that rereads the session's clicks
-        Z, ys = state.session_z.copy(), state.session_y.copy()
-        Z[t], ys[t] = z, float(y)
-        state = state._replace(session_z=Z, session_y=ys)
-    return state, UpdateInfo(float(logpred))
+        return recorded(state, z, y), UpdateInfo(float(logpred))
+    return state._replace(t=t + 1), UpdateInfo(float(logpred))
+
+
+def recorded(state: GaussianState, z: np.ndarray, y: int) -> GaussianState:
+    """The state with the session's click t kept (its design z [d] and click y, in copies of the session's
+    arrays) and t advanced."""
+    t = state.t
+    if t >= len(state.session_y):
+        raise InputError(f"click {t + 1} of a session of {len(state.session_y)}")
+    Z, ys = state.session_z.copy(), state.session_y.copy()
+    Z[t], ys[t] = z, float(y)
+    return state._replace(session_z=Z, session_y=ys, t=t + 1)
 
 
 def _check(prior_var) -> float:

@@ -73,3 +73,17 @@ def test_a_replay_is_reproducible_and_plays_otherwise_than_no_transfer(dev_world
 def test_bad_settings_are_refused(settings):
     with pytest.raises(InputError):
         low_rank(**settings)
+
+
+def test_a_click_past_the_session_is_refused_and_the_state_kept():
+    rng = np.random.default_rng(2)
+    ctx = Context(K=4, d=5, S=2, beta=1.0, b=16, N=2)
+    lr = low_rank()
+    state, _ = lr.start_session(lr.init(ctx), rng)
+    for Phi, _u in questions(rng, ctx.S, ctx.K, np.zeros(ctx.d)):
+        state, _ = lr.update(state, Phi, (0, 1), 1)
+    kept = (state.user.session_z.copy(), state.user.session_y.copy(), state.user.t)
+    with pytest.raises(InputError, match="click 3 of a session of 2"):
+        lr.update(state, questions(rng, 1, ctx.K, np.zeros(ctx.d))[0][0], (0, 1), 1)
+    assert np.array_equal(state.user.session_z, kept[0]) and np.array_equal(state.user.session_y, kept[1])
+    assert state.user.t == kept[2] == 2 and np.array_equal(state.user.session_y, [1.0, 1.0])
