@@ -19,7 +19,7 @@ from tdmodels.limits import MAX_ARRIVALS
 
 GROUPS = ("replay", "sweep", "memory", "nuts", "population", "leaderboard", "beliefs")
 SHORT = ("replay", "sweep", "memory")
-POLICIES = "no-transfer,pooled,rucb,colstim,coldb,coldb-lr,meta-ts,hierts,coduel,coduel-greedy,tempered-kg"
+POLICIES = "no-transfer,pooled,rucb,colstim,coldb,coldb-lr,meta-ts,hierts,coduel,coduel-greedy,tempered-kg,low-rank"
 
 
 def parse(argv=None) -> argparse.Namespace:
