@@ -21,6 +21,7 @@ EXAMPLES = {
     "bring_your_own_world.py": ["--students", "12", "--seeds", "2", "--arrivals", "20"],
     "oracle_population_prior.py": ["--seeds", "2", "--arrivals", "20"],
     "challenger_diagnostic.py": ["--seeds", "2", "--arrivals", "40"],
+    "gate_around_a_switch.py": ["--world", "dev", "--seeds", "2", "--arrivals", "30"],
     "which_learner_predicted.py": ["--seeds", "1", "--arrivals", "30"],
     "trace_user.py": ["--world", "dev", "--arrival", "30", "--seeds", "2", "--arrivals", "40"],
     "calibrate_simulator.py": ["--simulations", "10", "--wave-size", "3", "--jobs", "1"],
