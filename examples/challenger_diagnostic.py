@@ -20,32 +20,28 @@ def diagnose(world, seed, threshold, arrivals=None):
     """Counts of the rounds with transfer on and of those challenged, and [challenged, 3] the student's
     utilities of the pick, CODuel's first and CODuel's second in each challenged round. The run's score is
     checked against the registered policy's."""
-    run = prepare_run(world, seed, "coduel", arrivals)
-    settings = cd.check_settings(cd.Settings(challenger=threshold))
-    own = settings._replace(challenger=0.0)
-    learner = cd.coduel_learner(settings)
-    util = world["utilities"].values                  # [student, question, persona]
-    student, question = run.sched.student, run.sched.question
+    run = prepare_run(world, seed, f"coduel[challenger={threshold}]", arrivals)
+    own = cd.check_settings(cd.Settings())            # CODuel's own rule: the challenger off
     where = {"arrival": 0, "round": 0}
     counts = {"transfer": 0, "challenged": 0}
     triples = []
 
     def select(state, Phi, rng):
-        pair = cd.select(state, Phi, settings, rng)
+        pair, info = run.learner.select(state, Phi, rng)
         if state.transfer:
             counts["transfer"] += 1
             first, second = cd.select(state, Phi, own, rng)
             if tuple(pair) != (first, second):
                 counts["challenged"] += 1
-                u = util[student[where["arrival"]], question[where["arrival"], where["round"]]]
+                u = run.U[where["arrival"], where["round"]]
                 triples.append((u[pair[1]], u[first], u[second]))
-        return pair, None
+        return pair, info
 
     def observe(kind, a, t, info):
         if kind in ("start_session", "update"):       # the next select is this arrival's round t + 1
             where["arrival"], where["round"] = a, t + 1
 
-    played = play(run._replace(learner=learner._replace(select=select)), observe=observe)
+    played = play(run._replace(learner=run.learner._replace(select=select)), observe=observe)
     score = score_played(world, seed, arrivals, played.pairs, played.clicks, run.sched)["score"]
     registered = replay(world, seed, f"coduel[challenger={threshold}]", arrivals=arrivals)["score"]
     if score != registered:             # the diagnostic must watch the very rows the policy plays
@@ -57,6 +53,8 @@ def main(args):
     world = open_world(args.world, allow_test=args.allow_test)
     if not 0.5 <= args.threshold < 1:
         raise SystemExit(f"--threshold {args.threshold}: the challenger acts in [0.5, 1)")
+    if args.seeds < 1:
+        raise SystemExit(f"--seeds {args.seeds}: at least 1")
     print("world     rounds challenged (of transfer-on)  pick beats first  pick beats second  "
           "utility gained on the second")
     for seed in range(args.seeds):

@@ -56,6 +56,8 @@ def windows(world, n, before, first, after):
 
 def main(args):
     world = open_world(args.world, allow_test=args.allow_test)
+    if args.seeds < 1:
+        raise SystemExit(f"--seeds {args.seeds}: at least 1")
     runs = [(per_session(world, s, "coduel", args.arrivals), per_session(world, s, "no-transfer", args.arrivals)[0])
             for s in range(args.seeds)]
     n = len(runs[0][1])

@@ -3,7 +3,8 @@ belief's broad weight and the gate's log-likelihood ratio moved.
 
 Behind the traced user in docs/results/stress.md (the first user after stress-shift's switch). The user's
 score (100 (random - regret) / (random - floor), over the session's questions) is then compared with
-no-transfer's on the same arrival over several seeds.
+no-transfer's on the same arrival over several seeds (the same student on each seed where the world's
+students arrive in a fixed order, as on the stress worlds).
 
     python examples/trace_user.py --world stress-shift --seed 0 --arrival 175 --seeds 8
 """
@@ -13,17 +14,17 @@ import numpy as np
 
 from online.policies.coduel import recalibrate
 from online.replay import play, prepare_run
+from online.scoring import benchmark_score
 from online.verify import score_played
 from tdmodels.rosters import open_world
 
 
 def user_score(world, seed, policy, arrival, arrivals, observe=None):
-    """The arrival's score under `policy` on `seed`, and the run's schedule."""
+    """The arrival's score under `policy` on `seed`, the run's setup and what it played."""
     run = prepare_run(world, seed, policy, arrivals)
     played = play(run, observe=observe)
     u = score_played(world, seed, arrivals, played.pairs, played.clicks, run.sched)["per_user"]
-    r, G, R = (u[k][arrival] for k in ("regret", "floor", "random"))
-    return 100.0 * (R - r) / (R - G), run.sched, played
+    return float(benchmark_score(*(u[k][arrival] for k in ("regret", "floor", "random")))), run, played
 
 
 def trace(world, seed, arrival, arrivals=None):
@@ -34,11 +35,11 @@ def trace(world, seed, arrival, arrivals=None):
         if a == arrival:
             infos.setdefault(kind, []).append(info)
 
-    score, sched, played = user_score(world, seed, "coduel", arrival, arrivals, observe)
+    score, run, played = user_score(world, seed, "coduel", arrival, arrivals, observe)
     start, rounds = infos["start_session"][0], infos["update"]
-    feats, util = world["features"].values, world["utilities"].values
-    student, questions = sched.student[arrival], sched.question[arrival]
-    best = util[student, questions].argmax(axis=1)                  # [S] the user's best persona per question
+    feats = world["features"].values
+    student, questions = run.sched.student[arrival], run.sched.question[arrival]
+    best = run.U[arrival].argmax(axis=1)                             # [S] the user's best persona per question
     fav = int(np.bincount(best).argmax())
     prior = start.prior
     P = np.stack([recalibrate(feats[q], start.A) for q in questions])   # [S, K, d]
@@ -67,14 +68,19 @@ def trace(world, seed, arrival, arrivals=None):
 
 def main(args):
     world = open_world(args.world, allow_test=args.allow_test)
-    n = world.attrs["arrivals"] if args.arrivals is None else args.arrivals
+    n = int(world.attrs["arrivals"]) if args.arrivals is None else min(args.arrivals, int(world.attrs["arrivals"]))
     if not 0 <= args.arrival < n:
         raise SystemExit(f"--arrival {args.arrival}: the run has arrivals 0..{n - 1}")
+    if args.seed < 0 or args.seeds < 1:
+        raise SystemExit(f"--seed {args.seed}, --seeds {args.seeds}: a seed is >= 0, and --seeds at least 1")
     trace(world, args.seed, args.arrival, args.arrivals)
     seeds = range(args.seeds)
+    students = [int(prepare_run(world, seed, "random", args.arrivals).sched.student[args.arrival]) for seed in seeds]
     for policy in ("coduel", "no-transfer"):
         s = [user_score(world, seed, policy, args.arrival, args.arrivals)[0] for seed in seeds]
         print(f"{policy:12s} arrival {args.arrival}'s score over {len(s)} seeds: {np.mean(s):.1f}")
+    if len(set(students)) > 1:          # on a world whose students arrive in another order on each seed
+        print(f"(arrival {args.arrival} is a different student on each seed: {students})")
 
 
 if __name__ == "__main__":

@@ -34,6 +34,8 @@ def followed_low_rank(lp, memory=MEMORY):
 
 def main(args):
     world = open_world(args.world, allow_test=args.allow_test)
+    if args.seeds < 1:
+        raise SystemExit(f"--seeds {args.seeds}: at least 1")
     print("world  seed  score  low-rank minus CODuel, nats a session  sessions following low-rank")
     for seed in range(args.seeds):
         row, log = replay_logged(world, seed, "coduel-or-low-rank", arrivals=args.arrivals)
