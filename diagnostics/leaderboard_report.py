@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+from scipy.stats import spearmanr
 
 from tdmodels.atomic_file import atomic_save
 
@@ -121,6 +122,28 @@ def findings(lines_by_roster: dict[str, list[dict]]) -> list[str]:
         if oracle is not None:
             out.append(f"{r}: per-user linear oracle {oracle:.1f} (published 81-85; within 2 points: "
                        f"{'holds' if 81 - 2 <= oracle <= 85 + 2 else 'does not hold'})")
+    return out + published_agreement(policies)
+
+
+def published_agreement(policies: dict[str, dict[str, float]]) -> list[str]:
+    """How close the paper's policies (random excepted) come to their published scores: per roster and over
+    every cell, the mean absolute difference, and per roster the rank correlation (Spearman) of ours with
+    the published order. `policies`: {roster: {published name: our score}}."""
+    out, diffs = [], []
+    for r, scores in policies.items():
+        pairs = [(v, published(n, r)) for n, v in scores.items() if n != "random" and n in PUBLISHED]
+        pairs = [(v, p) for v, p in pairs if p is not None]
+        if len(pairs) < 2:
+            continue
+        ours, pub = np.array(pairs).T
+        d = np.abs(ours - pub)
+        diffs.extend(d)
+        rho = spearmanr(ours, pub)[0]
+        out.append(f"{r}: the paper's policies against their published scores: mean absolute difference "
+                   f"{d.mean():.1f} points over {len(d)} policies, rank correlation (Spearman) {rho:.2f}")
+    if diffs:
+        out.append(f"all rosters: mean absolute difference from the published scores {np.mean(diffs):.1f} points "
+                   f"over {len(diffs)} cells")
     return out
 
 

@@ -24,3 +24,22 @@ def test_pages_link_to_the_pages_beside_them(tmp_path):
     assert "href='watch.html'" in links and "href='validation-dev.html'" in links
     assert "leaderboard.html" not in links and "play.html" not in links
     assert nav(tmp_path / "nowhere" / "page.html") == ""
+
+
+def test_agreement_with_the_published_scores_reproduces_the_leaderboard_page():
+    """docs/results/leaderboard.md's sim-1 table (test_profiles and dev columns): mean absolute difference
+    9.3 and 4.0, rank correlations 0.68 and 0.42; random is left out of both."""
+    test_profiles = dict(coduel=59.1, coldb=40.0, colstim=32.5, hierts=35.0, rucb=11.7, pooled=26.5,
+                         random=-0.1, **{"coldb-lr": 29.2, "meta-ts": 34.6, "no-transfer": 38.5})
+    dev = dict(coduel=55.8, coldb=40.8, colstim=33.2, hierts=37.1, rucb=38.1, pooled=42.3, random=50.0,
+               **{"coldb-lr": 40.8, "meta-ts": 37.3, "no-transfer": 38.9})
+    out = findings({"test_profiles": _lines(**test_profiles), "dev": _lines(**dev)})
+    assert ("test_profiles: the paper's policies against their published scores: mean absolute difference 9.3 "
+            "points over 9 policies, rank correlation (Spearman) 0.68") in out
+    assert "dev: the paper's policies against their published scores: mean absolute difference 4.0 points over 9 policies, rank correlation (Spearman) 0.42" in out
+    assert out[-1] == "all rosters: mean absolute difference from the published scores 6.6 points over 18 cells"
+
+
+def test_agreement_needs_two_published_policies():
+    out = findings({"dev": _lines(coduel=55.8, random=0.0, mine=70.0)})
+    assert not any("published scores" in line for line in out)
