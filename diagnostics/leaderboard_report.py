@@ -138,9 +138,10 @@ def published_agreement(policies: dict[str, dict[str, float]]) -> list[str]:
         ours, pub = np.array(pairs).T
         d = np.abs(ours - pub)
         diffs.extend(d)
-        rho = spearmanr(ours, pub)[0]
+        constant = np.ptp(ours) == 0 or np.ptp(pub) == 0
+        rho = "undefined (one side all equal)" if constant else f"{spearmanr(ours, pub)[0]:.2f}"
         out.append(f"{r}: the paper's policies against their published scores: mean absolute difference "
-                   f"{d.mean():.1f} points over {len(d)} policies, rank correlation (Spearman) {rho:.2f}")
+                   f"{d.mean():.1f} points over {len(d)} policies, rank correlation (Spearman) {rho}")
     if diffs:
         out.append(f"all rosters: mean absolute difference from the published scores {np.mean(diffs):.1f} points "
                    f"over {len(diffs)} cells")

@@ -43,3 +43,9 @@ def test_agreement_with_the_published_scores_reproduces_the_leaderboard_page():
 def test_agreement_needs_two_published_policies():
     out = findings({"dev": _lines(coduel=55.8, random=0.0, mine=70.0)})
     assert not any("published scores" in line for line in out)
+
+
+def test_agreement_with_equal_scores_names_the_correlation_undefined():
+    out = findings({"dev": _lines(coduel=40.0, rucb=40.0)})
+    assert ("dev: the paper's policies against their published scores: mean absolute difference 7.0 points over "
+            "2 policies, rank correlation (Spearman) undefined (one side all equal)") in out
