@@ -48,7 +48,7 @@ def main(args):
     spans = [(f"round {t + 1}", slice(t, t + 1)) for t in range(3)] + [(f"rounds {S // 2 + 1}-{S}", slice(S // 2, S))]
     for label, index in spans:
         print(f"  {label}: {pooled_score(mine, 'per_round', index):5.1f} against {pooled_score(theirs, 'per_round', index):5.1f}")
-    for q in range(4):
+    for q in range(4 if N >= 4 else 0):
         index = slice(q * N // 4, (q + 1) * N // 4)
         print(f"  arrivals {index.start}-{index.stop - 1}: {pooled_score(mine, 'per_user', index):5.1f} against "
               f"{pooled_score(theirs, 'per_user', index):5.1f}")
