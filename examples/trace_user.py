@@ -14,6 +14,7 @@ import numpy as np
 
 from online.policies.coduel import recalibrate
 from online.replay import play, prepare_run
+from online.schedule import make_schedule
 from online.scoring import benchmark_score
 from online.verify import score_played
 from tdmodels.rosters import open_world
@@ -75,7 +76,7 @@ def main(args):
         raise SystemExit(f"--seed {args.seed}, --seeds {args.seeds}: a seed is >= 0, and --seeds at least 1")
     trace(world, args.seed, args.arrival, args.arrivals)
     seeds = range(args.seeds)
-    students = [int(prepare_run(world, seed, "random", args.arrivals).sched.student[args.arrival]) for seed in seeds]
+    students = [int(make_schedule(world, seed, args.arrivals).student[args.arrival]) for seed in seeds]
     for policy in ("coduel", "no-transfer"):
         s = [user_score(world, seed, policy, args.arrival, args.arrivals)[0] for seed in seeds]
         print(f"{policy:12s} arrival {args.arrival}'s score over {len(s)} seeds: {np.mean(s):.1f}")

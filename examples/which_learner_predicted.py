@@ -12,7 +12,7 @@ import argparse
 
 import numpy as np
 
-from online.policies.predictive_selection import MEMORY, TIE_RTOL
+from online.policies.predictive_selection import followed_from_log
 from online.replay import replay_logged
 from tdmodels.rosters import open_world
 
@@ -21,15 +21,6 @@ def session_log_predictive(log):
     """{learner: [N] summed log predictive probability of each session's clicks}."""
     y = log.outcome.astype(float)
     return {k: np.log(np.where(y == 1, p, 1.0 - p)).sum(axis=1) for k, p in log.predictions.items()}
-
-
-def followed_low_rank(lp, memory=MEMORY):
-    """[N] 1 where the session followed low-rank: its sum over the last `memory` sessions beat CODuel's."""
-    out = []
-    for n in range(len(lp["coduel"])):
-        a, b = lp["coduel"][max(0, n - memory):n].sum(), lp["low_rank"][max(0, n - memory):n].sum()
-        out.append(int(b - a > TIE_RTOL * (1 + abs(a))))
-    return np.array(out)
 
 
 def main(args):
@@ -41,7 +32,7 @@ def main(args):
         row, log = replay_logged(world, seed, "coduel-or-low-rank", arrivals=args.arrivals)
         lp = session_log_predictive(log)
         diff = lp["low_rank"] - lp["coduel"]
-        print(f"{args.world} {seed:4d}  {row['score']:5.1f}  {diff.mean():+.2f}  {followed_low_rank(lp).mean():.0%}")
+        print(f"{args.world} {seed:4d}  {row['score']:5.1f}  {diff.mean():+.2f}  {followed_from_log(log.predictions, log.outcome).mean():.0%}")
 
 
 if __name__ == "__main__":

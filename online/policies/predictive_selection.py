@@ -67,8 +67,7 @@ def predictive_selection(first: Learner, second: Learner, memory: int,
     def start_session(state, rng):
         a, info_a = first.start_session(state.first, rng)
         b, info_b = second.start_session(state.second, rng)
-        totals = state.recent[:min(state.n, memory)].sum(axis=0)
-        followed = int(totals[1] - totals[0] > TIE_RTOL * (1.0 + abs(totals[0])))
+        followed = _follows_second(state.recent[:min(state.n, memory)].sum(axis=0))
         return state._replace(first=a, second=b, session=np.zeros(2), followed=followed), (info_a, info_b)
 
     def select(state, Phi, rng):
@@ -94,6 +93,37 @@ def predictive_selection(first: Learner, second: Learner, memory: int,
         return state._replace(first=a, second=b, recent=recent, n=state.n + 1), (info_a, info_b)
 
     return Learner(init, start_session, select, update, end_session, records=frozenset({"click_predictions"}))
+
+
+def _follows_second(totals) -> int:
+    """1 if the second learner's summed log predictive beats the first's by more than a tie, else 0."""
+    return int(totals[1] - totals[0] > TIE_RTOL * (1.0 + abs(totals[0])))
+
+
+def followed_from_log(predictions: dict, outcome: np.ndarray, memory: int = MEMORY,
+                      names: tuple[str, str] = ("coduel", "low_rank")) -> np.ndarray:
+    """Which learner each session followed, recomputed from a run's click log.
+
+    Parameters
+    ----------
+    predictions : dict
+        The click log's ``predictions``: learner name -> [N, S] P(first wins) before each click.
+    outcome : np.ndarray
+        [N, S] the clicks, 1 if the first persona won.
+    memory : int
+        The policy's setting.
+    names : tuple of str
+        The two learners, in the policy's order.
+
+    Returns
+    -------
+    np.ndarray
+        [N] 0 where the session followed names[0], 1 where it followed names[1].
+    """
+    y = np.asarray(outcome) == 1
+    lp = np.stack([np.log(np.where(y, predictions[k], 1.0 - np.asarray(predictions[k]))).sum(axis=1) for k in names],
+                  axis=1)                                                  # [N, 2] per session
+    return np.array([_follows_second(lp[max(0, n - memory):n].sum(axis=0)) for n in range(len(lp))], dtype=np.int64)
 
 
 def _coduel_log_predictive(state, info) -> float:

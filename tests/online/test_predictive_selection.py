@@ -6,7 +6,7 @@ import pytest
 
 from online.learner import Context
 from online.policies.no_transfer import no_transfer
-from online.policies.predictive_selection import TIE_RTOL, coduel_or_low_rank, predictive_selection
+from online.policies.predictive_selection import TIE_RTOL, coduel_or_low_rank, followed_from_log, predictive_selection
 from tdmodels.errors import InputError
 
 CTX = Context(K=4, d=5, S=6, beta=1.0, b=16, N=10)
@@ -93,7 +93,8 @@ def test_the_click_log_says_which_learner_each_session_followed(dev_world):
          followed.append(info.followed) if kind == "select" and round_ == 0 else None)
     y = log.outcome.astype(float)
     lp = {k: np.log(np.where(y == 1, p, 1 - p)).sum(axis=1) for k, p in log.predictions.items()}   # [N] per session
-    totals = [(lp["coduel"][max(0, n - memory):n].sum(), lp["low_rank"][max(0, n - memory):n].sum()) for n in range(N)]
-    again = [int(b - a > TIE_RTOL * (1 + abs(a))) for a, b in totals]
-    assert abs(totals[1][1] - totals[1][0]) < 1e-9          # the first session: the same prior, the same predictions
-    assert followed == again and 0 < sum(followed) < N
+    assert abs(lp["coduel"][0] - lp["low_rank"][0]) < 1e-9   # the first session: the same prior, the same predictions
+    again = followed_from_log(log.predictions, log.outcome, memory)
+    assert followed == again.tolist() and 0 < sum(followed) < N
+    assert followed_from_log(log.predictions, log.outcome, 1).tolist() == [
+        0, *(int(b - a > TIE_RTOL * (1 + abs(a))) for a, b in zip(lp["coduel"][:-1], lp["low_rank"][:-1]))]
