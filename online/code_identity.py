@@ -6,8 +6,8 @@ module, lazy imports inside functions included), within this project's packages 
 policy's own top-level package; the digest covers the source text of every module reached.
 Third-party libraries are identified by their versions in the row, not by the digest.
 
-Why the import closure and not the whole package: editing one competitor, the diagnostics, a
-command or a docstring elsewhere must not invalidate every stored row of every other policy,
+Why the import closure and not the whole package: editing one competitor, the diagnostics or a
+command elsewhere must not invalidate every stored row of every other policy,
 while any edit that can change a policy's pairs (its module, the belief or kernel code it
 calls, the schedule, the scoring, the world reader) must. ``online.registry`` is included for
 its parsing rules; it names policies as strings, so it does not pull every policy in.
@@ -17,6 +17,8 @@ from __future__ import annotations
 import ast
 import hashlib
 import importlib.util
+import io
+import tokenize
 from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
@@ -78,6 +80,56 @@ def _imports(name: str, path: Path, tree: ast.AST) -> set[str]:
     return out
 
 
+def _docstrings(tree: ast.AST) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """Where the docstrings of a module, its classes and functions sit: ((line, byte), (line, byte)) spans."""
+    spans = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                    and isinstance(first.value.value, str)):
+                spans.append(((first.lineno, first.col_offset), (first.end_lineno, first.end_col_offset)))
+    return spans
+
+
+def _comments(lines: list[bytes]) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """Where the comments sit, as byte spans (tokenize counts characters; the AST, bytes)."""
+    text = [ln.decode("utf-8") for ln in lines]
+    readline = io.StringIO("".join(text)).readline
+    spans = []
+    for tok in tokenize.generate_tokens(readline):
+        if tok.type == tokenize.COMMENT:
+            (row, col), (_, end) = tok.start, tok.end
+            line = text[row - 1]
+            spans.append(((row, len(line[:col].encode())), (row, len(line[:end].encode()))))
+    return spans
+
+
+def canonical_source(source: bytes, tree: ast.AST | None = None) -> bytes:
+    """A module's source with its comments and docstrings cut out, trailing spaces stripped and blank
+    lines dropped: what the digest covers. Code, string literals elsewhere, names and indentation stay,
+    so any edit that can change what runs changes it (a module that reads its own ``__doc__`` to
+    decide a pair would escape this; none does). Falls back to the bytes as they are when the
+    source does not tokenize."""
+    try:
+        tree = ast.parse(source) if tree is None else tree
+        lines = source.splitlines(keepends=True)
+        spans = _docstrings(tree) + _comments(lines)
+    except (SyntaxError, ValueError, UnicodeDecodeError, tokenize.TokenError):
+        return source
+    keep = [bytearray(ln) for ln in lines]
+    for (r0, c0), (r1, c1) in sorted(spans, reverse=True):      # from the end, so earlier offsets hold
+        if r0 == r1:
+            del keep[r0 - 1][c0:c1]
+        else:
+            del keep[r1 - 1][:c1]
+            del keep[r0 - 1][c0:]
+            for r in range(r0, r1 - 1):
+                keep[r].clear()
+    out = (bytes(ln).rstrip() for ln in keep)
+    return b"\n".join(ln for ln in out if ln) + b"\n"
+
+
 def _closure(roots: tuple[str, ...], packages: tuple[str, ...]) -> dict[str, bytes]:
     seen: dict[str, bytes] = {}
     todo = list(roots)
@@ -93,7 +145,7 @@ def _closure(roots: tuple[str, ...], packages: tuple[str, ...]) -> dict[str, byt
             tree = ast.parse(source)
         except (OSError, SyntaxError, ValueError):
             continue
-        seen[name] = source
+        seen[name] = canonical_source(source, tree)
         todo.extend(_imports(name, path, tree))
         parent = name.rpartition(".")[0]
         if parent:
@@ -107,7 +159,7 @@ def code_identity(policy_module: str) -> CodeIdentity:
     the code this process loaded)."""
     packages = PROJECT_PACKAGES + (policy_module.split(".")[0],)
     sources = _closure(RUNNER_MODULES + (policy_module,), packages)
-    h = hashlib.sha256(b"tutorduel-code\0")
+    h = hashlib.sha256(b"tutorduel-code-2\0")      # 2: canonical sources (1 hashed the files' bytes)
     for name in sorted(sources):
         h.update(name.encode() + b"\0" + hashlib.sha256(sources[name]).digest())
     return CodeIdentity(h.hexdigest()[:12], tuple(sorted(sources)))

@@ -47,7 +47,7 @@ def test_a_plugin_named_with_policies_has_its_code_version_checked(env_dirs, tmp
     mod = plugin_module(tmp_path, "named_plugin", monkeypatch)
     st = RunStore()
     run_sweep(["dev"], [0], ["named_plugin:P"], st, arrivals=3, progress=False, inline=True)
-    mod.write_text(mod.read_text() + "\n# an edit\n")
+    mod.write_text(mod.read_text() + "\nEDITED = 1\n")
     code_identity.code_identity.cache_clear()
     unnamed = stored_rows(st, open_world("dev"), "dev", 3)
     assert [r["policy"].split(" (code ")[0] for r in unnamed.rows] == ["named_plugin:P"]

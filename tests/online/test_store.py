@@ -162,7 +162,7 @@ def test_rows_of_another_code_version_are_kept_and_reported(env_dirs, tmp_path, 
     st = RunStore()
     first = run_sweep(["dev"], [0], ["codeid_policy:P"], st, arrivals=3, progress=False, inline=True)
     old = first.done[0]
-    mod.write_text(mod.read_text() + "\n# an edit\n")
+    mod.write_text(mod.read_text() + "\nEDITED = 1\n")
     code_identity.code_identity.cache_clear()
     second = run_sweep(["dev"], [0], ["codeid_policy:P"], st, arrivals=3, progress=False, inline=True)
     new = second.done[0]
@@ -293,7 +293,7 @@ def test_stats_against_a_policy_stored_only_under_older_code(env_dirs, tmp_path,
     st = RunStore()
     done = run_sweep(["dev"], [0, 1], ["codeid_policy2:P", "random"], st, arrivals=3, progress=False, inline=True)
     old = next(c.code for c in done.done if c.policy == "codeid_policy2:P")
-    mod.write_text(mod.read_text() + "\n# an edit\n")
+    mod.write_text(mod.read_text() + "\nEDITED = 1\n")
     code_identity.code_identity.cache_clear()
     argv = ["stats", "--world", "dev", "--arrivals", "3", "--against", "codeid_policy2:P"]
     assert main(argv) == 2
