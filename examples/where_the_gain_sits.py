@@ -4,7 +4,8 @@ Reads the stored rows of both policies on one world (``tutorduel replay`` first;
 current code, and every row verified against the world as ``tutorduel stats`` does) and pairs them by
 seed. A round's or a quarter's score is the benchmark's score of the regret summed over it and over
 the seeds. A profile's gain is the regret the policy saved on the arrivals of that profile, over their
-random excess, x 100, per seed, with a 95% t interval over seeds.
+random excess, x 100, per seed, with a 95% t interval over seeds (``diagnostics.profile_breakdown``, which
+``tutorduel stats --by-profile`` prints too).
 
     tutorduel replay --world dev --seeds 0-31 --policies coduel,tempered-kg --jobs 2
     python examples/where_the_gain_sits.py --world dev --policy tempered-kg --against coduel
@@ -13,9 +14,8 @@ import argparse
 
 import numpy as np
 
-from diagnostics.stats import t_interval
+from diagnostics.profile_breakdown import profile_table
 from online.registry import canonical_spec
-from online.schedule import make_schedule
 from online.scoring import benchmark_score
 from online.store import RunStore
 from tdmodels.rosters import open_world
@@ -52,20 +52,11 @@ def main(args):
         index = slice(q * N // 4, (q + 1) * N // 4)
         print(f"  arrivals {index.start}-{index.stop - 1}: {pooled_score(mine, 'per_user', index):5.1f} against "
               f"{pooled_score(theirs, 'per_user', index):5.1f}")
-    profiles = world["student_profile"].values
-    saved = {}
-    for seed, (a, b) in pairs.items():
-        who = profiles[make_schedule(world, seed, a["arrivals_limit"]).student]
-        regret_a, regret_b = np.asarray(a["per_user"]["regret"]), np.asarray(b["per_user"]["regret"])
-        excess = np.asarray(a["per_user"]["random"]) - np.asarray(a["per_user"]["floor"])
-        for name in np.unique(profiles):
-            m = who == name
-            if m.any():
-                saved.setdefault(name, []).append(100.0 * (regret_b[m].sum() - regret_a[m].sum()) / excess[m].sum())
-    for name, v in sorted(saved.items()):
-        m, h = t_interval(v)
-        print(f"  {name}: {m:+.1f} ± {h:.1f} (95%, {len(v)} seeds)")
-
+    by = {policy: {s: a for s, (a, _) in pairs.items()}, against: {s: b for s, (_, b) in pairs.items()}}
+    for line in profile_table(by, world, against):
+        if line["name"] == policy and "diff" in line:
+            m, h = line["diff"]
+            print(f"  {line['profile']}: {m:+.1f} ± {h:.1f} (95%, {line['n_common']} seeds)")
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
-from diagnostics.segments import segment_report
 from diagnostics.learning_curves import final_quarter_table, learning_curve, plot_learning_curves
+from diagnostics.profile_breakdown import MAX_PROFILES, format_profile_table, profile_count, profile_table
+from diagnostics.segments import segment_report
 from diagnostics.stats import format_table, leaderboard, paired_gain, t_interval
 from online.registry import canonical_spec, policy_spec
 from online.replay import arrivals_limit
@@ -73,9 +74,10 @@ def shown_rows(store, world, name, arrivals=None, any_code=False, specs=None, na
 
 
 def print_world_tables(store, world_arg, allow_test, worlds_dir, against=None, arrivals=None, curves=None,
-                       any_code=False, specs=None, shown=None) -> None:
+                       any_code=False, specs=None, shown=None, by_profile=False) -> None:
     """Print the tables of one world; `shown` (digest -> name) skips a world already printed under another
-    name or spelling, so its rows are read (and any damaged one reported) once."""
+    name or spelling, so its rows are read (and any damaged one reported) once; `by_profile` adds the
+    scores per student profile."""
     world = open_world(world_arg, allow_test=allow_test, directory=worlds_dir)
     name, limit = world_name(world_arg), arrivals_limit(world, arrivals)
     if shown is not None:
@@ -97,6 +99,8 @@ def print_world_tables(store, world_arg, allow_test, worlds_dir, against=None, a
         against = _print_paired(rows, against, name)
     _print_final_quarter(rows, against)
     _print_segments(rows, world, against)
+    if by_profile:
+        _print_profiles(rows, world, against)
     if curves:
         by = _by_policy(rows)
         path = check_output_path(Path(curves) / f"curves-{name}.png")
@@ -116,6 +120,19 @@ def _print_segments(rows, world, against=None) -> None:
         starts, table = report
         print(f"\nper segment ({len(starts)} switches, at arrivals {', '.join(map(str, starts))}), score:")
         print(table)
+
+
+def _print_profiles(rows, world, against=None) -> None:
+    """Each policy's score over each student profile's arrivals (``diagnostics.profile_breakdown``)."""
+    n = profile_count(world)
+    if n > MAX_PROFILES:
+        print(f"\nper student profile: the world has {n:,} profiles, more than {MAX_PROFILES}; not tabulated")
+        return
+    by = {}
+    for r in rows:
+        by.setdefault(r["policy"], {})[r["seed"]] = r
+    print("\nper student profile (the score over each profile's arrivals, mean ± s.e. over seeds):")
+    print(format_profile_table(profile_table(by, world, against)))
 
 
 def _by_policy(rows) -> dict[str, list[dict]]:

@@ -29,7 +29,8 @@ def cmd_stats(a) -> int:
     specs = split_specs(a.policies) if a.policies else None
     shown = {}
     for w in _worlds(a.world):
-        print_world_tables(store, w, a.allow_test, a.worlds, a.against, a.arrivals, a.curves, a.any_code, specs, shown)
+        print_world_tables(store, w, a.allow_test, a.worlds, a.against, a.arrivals, a.curves, a.any_code, specs, shown,
+                           by_profile=a.by_profile)
     return 0
 
 
@@ -85,6 +86,9 @@ def add_parsers(sub) -> None:
     p.add_argument("--policies", metavar="SPECS", help="only these policies' rows (comma-separated specs); a plug-in "
                    "(module:Class) named here is imported to check its code version, one that is not is never "
                    "imported and each code version of its rows is its own line")
+    p.add_argument("--by-profile", action="store_true", help="also the score over each student profile's arrivals "
+                                                             "(paired with --against), where a world has at most "
+                                                             "40 profiles")
     common_options(p)
     p.set_defaults(fn=cmd_stats)
 
