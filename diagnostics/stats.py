@@ -21,32 +21,73 @@ REFERENCE_LABELS = {
 }
 
 
+def _values(x, what: str = "values") -> np.ndarray:
+    """x as a non-empty 1-D float array of numbers, or one InputError naming `what`."""
+    arr = np.asarray(x)
+    if arr.dtype.kind not in "iuf" or arr.ndim != 1 or arr.size == 0:
+        raise InputError(f"{what}: need a non-empty 1-D sequence of numbers, got "
+                         f"{'dtype ' + str(arr.dtype) if arr.dtype.kind not in 'iuf' else f'shape {arr.shape}'}")
+    return arr.astype(float)
+
+
+def _level(level) -> float:
+    if isinstance(level, bool) or not isinstance(level, (int, float, np.integer, np.floating)) or not 0 < level < 1:
+        raise InputError(f"level {level!r}: an interval's coverage, a number strictly between 0 and 1")
+    return float(level)
+
+
 def mean_se(x) -> tuple[float, float]:
-    """(mean, standard error) of the values x [n]; the standard error is NaN for one value."""
-    x = np.asarray(x, dtype=float)
+    """(mean, standard error) of the values x [n] (n >= 1); the standard error is NaN for one value. A
+    non-finite value makes the mean non-finite (it is not dropped)."""
+    x = _values(x)
     se = float(x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else float("nan")
     return float(x.mean()), se
 
 
 def t_quantile(n: int, level: float = 0.95) -> float:
     """The two-sided t quantile of a `level` interval from n observations (NaN below two)."""
-    return float(sps.t.ppf(0.5 + level / 2, n - 1)) if n > 1 else float("nan")
+    return float(sps.t.ppf(0.5 + _level(level) / 2, n - 1)) if n > 1 else float("nan")
 
 
 def t_interval(x, level: float = 0.95) -> tuple[float, float]:
     """Mean and half-width of the t-interval of figures x [n] (seeds, users; NaN half-width for one)."""
+    x = _values(x)
     m, se = mean_se(x)
-    return m, t_quantile(len(np.asarray(x)), level) * se
+    return m, t_quantile(len(x), level) * se
 
 
 def paired_gain(excess_a, excess_b, level: float = 0.95) -> dict:
     """Relative excess-regret reduction of A against B over the same seeds, 1 - sum A / sum B,
-    with a t interval on the per-seed differences propagated by the delta method."""
-    a, b = np.asarray(excess_a, float), np.asarray(excess_b, float)
+    with a t interval on the per-seed differences propagated by the delta method.
+
+    Parameters
+    ----------
+    excess_a, excess_b : sequences [n]
+        Excess regret (regret above the floor, so >= 0) of A and B, seed by seed: the same seeds in
+        the same order, finite, and B's mean above 0 (else the gain is undefined).
+    level : float
+        The interval's coverage, in (0, 1).
+
+    Returns
+    -------
+    dict
+        "gain", "lo", "hi" (NaN for one seed), "n".
+    """
+    a, b = _values(excess_a, "excess_a"), _values(excess_b, "excess_b")
+    level = _level(level)
+    if len(a) != len(b):
+        raise InputError(f"paired_gain: {len(a)} values of A against {len(b)} of B; pair them seed by seed")
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        raise InputError("paired_gain: excess regret must be finite (a NaN or infinite value is not a run's figure)")
+    if min(a.min(), b.min()) < -1e-9 * (1.0 + max(np.abs(a).max(), np.abs(b).max())):
+        raise InputError(f"paired_gain: excess regret is regret above the floor, never below 0; got "
+                         f"{min(a.min(), b.min())!r}")
+    if not b.mean() > 0:
+        raise InputError("paired_gain: B's mean excess regret is 0, so a relative reduction against it is undefined")
     n = len(a)
     gain = 1.0 - a.mean() / b.mean()
     if n < 2:
-        return {"gain": gain, "lo": float("nan"), "hi": float("nan"), "n": n}
+        return {"gain": float(gain), "lo": float("nan"), "hi": float("nan"), "n": n}
     # influence of each seed on the ratio mean(a)/mean(b)
     infl = (a - a.mean()) / b.mean() - a.mean() * (b - b.mean()) / b.mean() ** 2
     se = infl.std(ddof=1) / np.sqrt(n)

@@ -39,11 +39,23 @@ def click_mode(a, s, y, iters: int = NEWTON_ITERS, rtol: float = NEWTON_RTOL):
     bracket's edge still ends the loop; raises RuntimeError if `iters` steps do not get there.
     One implementation, compiled (``inference.kernels.click_mode``), for scalars and arrays alike.
     """
+    y = _click(y, "click_mode")
     if np.ndim(a) == 0 and np.ndim(s) == 0:
-        return kernel_click_mode(float(a), float(s), int(y), rtol, -1.0, int(iters))
+        if not (np.isfinite(a) and np.isfinite(s) and s >= 0):
+            raise InputError(f"click_mode: the prior mean a={a!r} must be finite and its variance s={s!r} finite, >= 0")
+        return kernel_click_mode(float(a), float(s), y, rtol, -1.0, int(iters))
     a, s = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(s, dtype=float))
-    return click_modes(np.ascontiguousarray(a).ravel(), np.ascontiguousarray(s).ravel(), int(y), rtol,
+    if not (np.isfinite(a).all() and np.isfinite(s).all() and (s >= 0).all()):
+        raise InputError("click_mode: every prior mean a must be finite and every variance s finite and >= 0")
+    return click_modes(np.ascontiguousarray(a).ravel(), np.ascontiguousarray(s).ravel(), y, rtol,
                        int(iters)).reshape(a.shape)
+
+
+def _click(y, where: str) -> int:
+    """A click as 0 or 1 (1: the first shown won), or one InputError: 0.5, 2, True-like strings are not clicks."""
+    if isinstance(y, (bool, np.bool_, str, bytes)) or np.ndim(y) != 0 or y not in (0, 1):
+        raise InputError(f"{where}: a click y is 0 or 1, got {y!r}")
+    return int(y)
 
 
 def laplace_update(mean: np.ndarray, cov: np.ndarray, z: np.ndarray, y: float,
@@ -54,12 +66,19 @@ def laplace_update(mean: np.ndarray, cov: np.ndarray, z: np.ndarray, y: float,
     Returns (new mean [d], new cov [d, d], log of the plug-in predictive probability of y,
     sigmoid(z . mean), before the update).
     """
+    y = _click(y, "laplace_update")
+    if np.shape(z) != np.shape(mean) or np.shape(cov) != np.shape(mean) * 2:
+        raise InputError(f"laplace_update: mean {np.shape(mean)}, cov {np.shape(cov)} and z {np.shape(z)} must be "
+                         f"[d], [d, d] and [d]")
     Sz = cov @ z
     s = float(z @ Sz)                     # prior variance of eta
     a = float(z @ mean)                   # prior mean of eta
+    if not (np.isfinite(a) and np.isfinite(s)) or s < -1e-12 * (1.0 + float(np.abs(Sz).max(initial=0.0))):
+        raise InputError(f"laplace_update: z . mean = {a!r} and z' cov z = {s!r} must be finite, the second >= 0 "
+                         f"(a covariance is positive semi-definite)")
     p0 = sigmoid(a)
     logpred = np.log(p0 if y else 1.0 - p0)
-    eta = float(click_mode(a, max(s, 0.0), int(y), iters))
+    eta = float(click_mode(a, max(s, 0.0), y, iters))
     p = sigmoid(eta)
     w = p * (1.0 - p)
     new_mean = mean + Sz * ((eta - a) / s if s > 0.0 else 0.0)
@@ -74,7 +93,7 @@ def laplace_fit(prior_mean: np.ndarray, prior_cov: np.ndarray, Z: np.ndarray, y:
     Z [n, d], y [n]. Returns (mode [d], cov [d, d]); `laplace_fit_batch` on one unit.
     """
     mode, cov, _ = laplace_fit_batch(np.asarray(prior_mean, float)[None], np.asarray(prior_cov, float)[None],
-                                     np.asarray(Z, float)[None], np.asarray(y, float)[None], iters, tol)
+                                     np.asarray(Z, float)[None], np.asarray(y)[None], iters, tol)
     return mode[0], cov[0]
 
 
@@ -96,6 +115,8 @@ def laplace_fit_batch(prior_means: np.ndarray, prior_covs: np.ndarray, Z: np.nda
     """
     prior_means = np.ascontiguousarray(prior_means, dtype=float)
     prior_covs = np.ascontiguousarray(prior_covs, dtype=float)
+    if np.asarray(y).dtype.kind not in "biuf":
+        raise InputError(f"batch Laplace: clicks y must be numbers 0 or 1, got dtype {np.asarray(y).dtype}")
     Z, y = np.ascontiguousarray(Z, dtype=float), np.ascontiguousarray(y, dtype=float)
     start = prior_means if init is None else np.asarray(init, dtype=float)
     if Z.ndim != 3 or prior_means.ndim != 2:
@@ -109,6 +130,8 @@ def laplace_fit_batch(prior_means: np.ndarray, prior_covs: np.ndarray, Z: np.nda
             raise InputError(f"batch Laplace: {name} has non-finite entries")
     if not np.isfinite(Z).all():
         raise InputError("batch Laplace: Z has non-finite entries")
+    if not ((y == 0.0) | (y == 1.0)).all():
+        raise InputError(f"batch Laplace: clicks y must be 0 or 1, got {np.unique(y[(y != 0.0) & (y != 1.0)])[:5]}")
     precs, logdets = spd_factors(prior_covs)
     if not (np.isfinite(precs).all() and np.isfinite(logdets).all()):
         raise InputError("batch Laplace: a prior covariance is not symmetric positive definite")

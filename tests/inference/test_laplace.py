@@ -48,3 +48,39 @@ def test_the_one_click_newton_fails_the_same_way_for_scalars_and_arrays():
         compiled(0.0, 100.0, 1, 1e-12, -1.0, 1)
     a, s = np.linspace(-3, 3, 7), np.linspace(0, 5, 7)
     assert np.array_equal(click_mode(a, s, 1), [compiled(x, v, 1) for x, v in zip(a, s)])
+
+
+@pytest.mark.parametrize("y", [0.5, 2, -1, "1", True, np.nan, np.array([1, 0])])
+def test_a_click_is_0_or_1_everywhere_a_click_goes_in(y):
+    """0.5 had updated the mean as a 0 and the predictive as a 1; 2 gave a mode past the likelihood's."""
+    from inference.laplace import click_mode, laplace_fit, laplace_update
+    from tdmodels.errors import InputError
+
+    with pytest.raises(InputError, match="click"):
+        laplace_update(np.zeros(3), np.eye(3), np.array([1., -1., .5]), y)
+    if np.ndim(y) == 0:
+        with pytest.raises(InputError, match="click"):
+            click_mode(0.0, 1.0, y)
+    if np.ndim(y) == 0 and not isinstance(y, bool):          # in an array of clicks, True is a 1
+        with pytest.raises(InputError, match="y must be|y has non-finite"):
+            laplace_fit(np.zeros(3), np.eye(3), np.eye(3), [y, 0, 1])
+
+
+def test_laplace_update_names_a_covariance_or_mean_it_cannot_use():
+    from inference.laplace import click_mode, laplace_update
+    from tdmodels.errors import InputError
+
+    z = np.array([1., -1., .5])
+    with pytest.raises(InputError, match="positive semi-definite"):
+        laplace_update(np.ones(3), -np.eye(3), z, 1)
+    with pytest.raises(InputError, match="finite"):
+        laplace_update(np.array([np.nan, 0, 0]), np.eye(3), z, 1)
+    with pytest.raises(InputError, match=r"must be \[d\], \[d, d\] and \[d\]"):
+        laplace_update(np.zeros(3), np.eye(3), np.zeros(2), 1)
+    with pytest.raises(InputError, match="variance"):
+        click_mode(0.0, np.inf, 1)
+    with pytest.raises(InputError, match="variance"):
+        click_mode(np.zeros(2), np.array([1.0, -1.0]), 1)
+    m1, _, lp1 = laplace_update(np.zeros(3), np.eye(3), z, np.int64(1))
+    m2, _, lp2 = laplace_update(np.zeros(3), np.eye(3), z, 1.0)
+    assert np.array_equal(m1, m2) and lp1 == lp2                  # numpy integers and 1.0 are clicks
