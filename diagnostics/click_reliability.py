@@ -12,6 +12,23 @@ from typing import NamedTuple
 
 import numpy as np
 
+from tdmodels.errors import InputError
+
+
+def checked(p, y) -> tuple[np.ndarray, np.ndarray]:
+    """(p, y) as float arrays of one shape, p in [0, 1] and y in {0, 1}, or one InputError naming which."""
+    p, y = np.asarray(p), np.asarray(y)
+    if p.dtype.kind not in "biuf" or y.dtype.kind not in "biuf":
+        raise InputError(f"click predictions and clicks are numbers, got dtypes {p.dtype} and {y.dtype}")
+    p, y = p.astype(float), y.astype(float)
+    if p.shape != y.shape or p.size == 0:
+        raise InputError(f"predictions {p.shape} and clicks {y.shape}: one prediction per click, at least one")
+    if not (np.isfinite(p).all() and (p >= 0).all() and (p <= 1).all()):
+        raise InputError("predicted click probabilities must lie in [0, 1] (a NaN is not a prediction)")
+    if not ((y == 0) | (y == 1)).all():
+        raise InputError(f"clicks must be 0 or 1, got {np.unique(y[(y != 0) & (y != 1)])[:5]}")
+    return p, y
+
 
 class Reliability(NamedTuple):
     """A reliability diagram: per bin of predicted probability, the mean prediction, the observed click frequency, its standard error and the count."""
@@ -24,21 +41,24 @@ class Reliability(NamedTuple):
 
 def log_loss(p, y) -> float:
     """Mean negative log-likelihood of clicks y under predicted probabilities p (clipped to 1e-15)."""
-    p = np.clip(np.asarray(p, dtype=float), 1e-15, 1 - 1e-15)
-    y = np.asarray(y, dtype=float)
+    p, y = checked(p, y)
+    p = np.clip(p, 1e-15, 1 - 1e-15)
     return float(-np.mean(y * np.log(p) + (1 - y) * np.log1p(-p)))
 
 
 def brier(p, y) -> float:
     """Mean squared error of predicted probabilities p against clicks y."""
-    return float(np.mean((np.asarray(p, dtype=float) - np.asarray(y, dtype=float)) ** 2))
+    p, y = checked(p, y)
+    return float(np.mean((p - y) ** 2))
 
 
 def reliability(p, y, bins: int = 10) -> Reliability:
     """Reliability diagram of predicted click probabilities p against clicks y (any equal shapes),
     in `bins` equal-width bins of p: mean prediction, observed frequency, its binomial standard
     error and the count per bin (NaN in empty bins)."""
-    p, y = np.ravel(p).astype(float), np.ravel(y).astype(float)
+    if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 1:
+        raise InputError(f"bins {bins!r}: a number of bins, an integer >= 1")
+    p, y = (np.ravel(a) for a in checked(p, y))
     edges = np.linspace(0.0, 1.0, bins + 1)
     idx = np.clip(np.digitize(p, edges[1:-1]), 0, bins - 1)
     count = np.bincount(idx, minlength=bins)

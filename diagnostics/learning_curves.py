@@ -43,6 +43,8 @@ def learning_curve(rows: list[dict], window: int = WINDOW) -> Curve:
     """The curve of one policy on one roster over the seeds of `rows` (all full runs of equal length)."""
     if not rows:
         raise InputError("no run rows to draw a learning curve from")
+    if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1:
+        raise InputError(f"window {window!r}: arrivals averaged per point, an integer >= 1")
     lengths = {len(r["per_user"]["regret"]) for r in rows}
     if len(lengths) != 1:
         raise InputError(f"runs of different lengths {sorted(lengths)}: compare runs over the same arrivals")
@@ -60,6 +62,8 @@ def final_quarter(rows: list[dict]) -> np.ndarray:
     out = []
     for r in rows:
         ex = per_user_excess(r)
+        if len(ex) < 4:
+            raise InputError(f"a run of {len(ex)} arrival(s) has no final quarter (it needs 4 arrivals or more)")
         out.append(ex[len(ex) - len(ex) // 4:].sum())
     return np.asarray(out)
 
@@ -76,8 +80,9 @@ def final_quarter_table(by_policy: dict[str, list[dict]], against: str | None = 
             common = sorted(set(base) & {int(r["seed"]) for r in rows})
             if len(common) >= 2:
                 mine = {int(r["seed"]): r for r in rows}
-                line["gain"] = paired_gain(final_quarter([mine[s] for s in common]),
-                                           final_quarter([base[s] for s in common]))
+                theirs = final_quarter([base[s] for s in common])
+                if theirs.mean() > 0:        # else no relative reduction is defined
+                    line["gain"] = paired_gain(final_quarter([mine[s] for s in common]), theirs)
         lines.append(line)
     return lines
 

@@ -45,10 +45,10 @@ def switch_masks(segments: np.ndarray, first: int = AFTER_SWITCH) -> list[np.nda
 
 def masked_score(row: dict, mask: np.ndarray) -> float:
     """The benchmark score of one run over the arrivals in `mask` (its per-arrival regret, floor and random
-    regret summed over them)."""
+    regret summed over them); NaN where those arrivals have no random excess (the score is undefined)."""
     pu = row["per_user"]
     R, G, Rr = (float(np.asarray(pu[k], dtype=float)[mask].sum()) for k in ("regret", "floor", "random"))
-    return float(benchmark_score(R, G, Rr))
+    return float(benchmark_score(R, G, Rr)) if Rr > G else float("nan")      # NaN: no random excess to score on
 
 
 def segment_table(by_policy: dict, segments: np.ndarray, against: str | None = None,

@@ -14,6 +14,7 @@ from scipy import stats as sps
 from diagnostics.references import REFERENCES, reference_regrets
 from online.scoring import benchmark_score
 from tdmodels.errors import InputError
+from tdmodels.world import world_digest
 
 REFERENCE_LABELS = {
     "random": "random pairs", "best-pair-everyone": "best fixed pair (everyone, hindsight)",
@@ -113,10 +114,22 @@ def reference_table(world, seeds, arrivals=None) -> dict[str, dict[int, dict]]:
 def leaderboard(rows: list[dict], world=None, arrivals: int | None = None) -> list[dict]:
     """One line per policy, averaged over its seeds, plus the reference rows over all those seeds.
 
-    rows: runs of one world with one truncation `arrivals` (None: full runs).
+    rows: runs of one world with one truncation `arrivals` (None: full runs), one per policy and seed;
+    rows of several worlds or truncations, or two of one policy and seed, are refused (a table over them
+    would average what is not comparable, or keep one run and drop the other).
     """
+    for field in ("world_digest", "arrivals_limit"):
+        seen = {r.get(field) for r in rows}
+        if len(seen) > 1:
+            raise InputError(f"leaderboard: rows of {len(seen)} different {field} values {sorted(map(str, seen))}; "
+                             f"a table is of one world and one truncation")
+    if world is not None and rows and rows[0].get("world_digest") not in (None, world_digest(world)):
+        raise InputError(f"leaderboard: the rows ran on world {rows[0]['world_digest']}, not on the world given "
+                         f"({world_digest(world)})")
     by = defaultdict(dict)
     for r in rows:
+        if int(r["seed"]) in by[r["policy"]]:
+            raise InputError(f"leaderboard: two rows of {r['policy']!r} for seed {r['seed']}")
         by[r["policy"]][int(r["seed"])] = r
     lines = []
     for spec, seeds in sorted(by.items()):

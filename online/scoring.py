@@ -15,9 +15,14 @@ import numpy as np
 def strong_regret(U: np.ndarray, i, j) -> np.ndarray:
     """r = (U* - U_i) + (U* - U_j); U [..., K], i and j index arrays broadcasting with U[..., 0]."""
     U = np.asarray(U, dtype=float)
+    K = U.shape[-1]
+    i, j = np.asarray(i), np.asarray(j)
+    for name, a in (("i", i), ("j", j)):
+        if a.dtype.kind not in "iu" or a.size and (a.min() < 0 or a.max() >= K):
+            raise ValueError(f"strong_regret: persona indices {name} must be integers in [0, {K}), got {a!r}")
     top = U.max(axis=-1)
-    Ui = np.take_along_axis(U, np.asarray(i)[..., None], axis=-1)[..., 0]
-    Uj = np.take_along_axis(U, np.asarray(j)[..., None], axis=-1)[..., 0]
+    Ui = np.take_along_axis(U, i[..., None], axis=-1)[..., 0]
+    Uj = np.take_along_axis(U, j[..., None], axis=-1)[..., 0]
     return 2.0 * top - Ui - Uj
 
 
@@ -41,6 +46,8 @@ def pair_regrets(U: np.ndarray) -> np.ndarray:
 
 
 def benchmark_score(R, G, R_rand):
-    """100 (R_rand - R) / (R_rand - G): 0 for random pairs, 100 at the floor."""
+    """100 (R_rand - R) / (R_rand - G): 0 for random pairs, 100 at the floor. Defined where R_rand > G and
+    R >= G (regret is never below the floor); the formula is applied as it is, so callers check the
+    domain (``online.verify`` names an undefined score, ``diagnostics.segments.masked_score`` gives NaN)."""
     R, G, R_rand = (np.asarray(x, dtype=float) for x in (R, G, R_rand))
     return 100.0 * (R_rand - R) / (R_rand - G)

@@ -156,10 +156,13 @@ def _print_paired(rows, against: str, name: str) -> str:
         common = sorted(set(d) & set(by[against]))
         if not common:
             continue
-        g = paired_gain([d[s] for s in common], [by[against][s] for s in common])
         m, h = t_interval([score[spec][s] - score[against][s] for s in common])
-        print(f"  {spec}: {100 * g['gain']:+.1f}% [{100 * g['lo']:+.1f}, {100 * g['hi']:+.1f}], "
-              f"score {m:+.2f} [{m - h:+.2f}, {m + h:+.2f}] over {g['n']} seeds")
+        if np.mean([by[against][s] for s in common]) > 0:
+            g = paired_gain([d[s] for s in common], [by[against][s] for s in common])
+            gain = f"{100 * g['gain']:+.1f}% [{100 * g['lo']:+.1f}, {100 * g['hi']:+.1f}]"
+        else:
+            gain = f"undefined ({against} has no excess regret)"
+        print(f"  {spec}: {gain}, score {m:+.2f} [{m - h:+.2f}, {m + h:+.2f}] over {len(common)} seeds")
     return against
 
 
@@ -180,6 +183,8 @@ def against_key(against: str, by: dict, name: str) -> str:
 
 
 def _print_final_quarter(rows, against=None) -> None:
+    if len(rows[0]["per_user"]["regret"]) < 4:
+        return                           # a run of under 4 arrivals has no final quarter
     print(f"\nfinal quarter (last {len(rows[0]['per_user']['regret']) // 4} arrivals), summed excess regret:")
     for ln in final_quarter_table(_by_policy(rows), against):
         m, se = ln["final_quarter"]

@@ -45,3 +45,77 @@ def test_t_interval_and_mean_se_take_one_sample_of_numbers():
     g = paired_gain([1., 2.], [2., 4.])
     assert g["gain"] == pytest.approx(0.5) and g["n"] == 2
     assert paired_gain([0., -1e-12], [1., 2.])["n"] == 2          # rounding just below 0 is an excess of 0
+
+
+def test_a_leaderboard_is_of_one_world_one_truncation_one_row_per_policy_and_seed(dev_world):
+    from diagnostics.stats import leaderboard
+    from online.replay import replay
+
+    base = {"policy": "p", "seed": 0, "score": 10.0, "excess": 5.0, "wall_s": 1.0, "code": {"digest": "a"}}
+    with pytest.raises(InputError, match="world_digest"):
+        leaderboard([base, dict(base, seed=1, world_digest="other")])
+    with pytest.raises(InputError, match="arrivals_limit"):
+        leaderboard([dict(base, arrivals_limit=3), dict(base, seed=1, arrivals_limit=None)])
+    with pytest.raises(InputError, match="two rows of 'p' for seed 0"):
+        leaderboard([base, dict(base, score=90.0)])
+    row = replay(dev_world, 0, "random", arrivals=3)
+    with pytest.raises(InputError, match="not on the world given"):
+        leaderboard([dict(row, world_digest="0" * 16)], dev_world, 3)
+    assert [ln["name"] for ln in leaderboard([row], dev_world, 3)][0] == "random"
+
+
+def test_scores_over_arrivals_without_random_excess_are_undefined():
+    from diagnostics.segments import masked_score
+
+    row = {"per_user": {"regret": [1.0, 0.0], "floor": [0.5, 0.0], "random": [2.0, 0.0]}}
+    assert masked_score(row, np.array([True, False])) == pytest.approx(100 * (2 - 1) / (2 - 0.5))
+    assert np.isnan(masked_score(row, np.array([False, True])))
+
+
+def test_reliability_refuses_predictions_outside_0_1_and_clicks_that_are_not_0_or_1():
+    from diagnostics.click_reliability import brier, log_loss, reliability, reliability_table
+
+    with pytest.raises(InputError, match="0 or 1"):
+        reliability_table({"a": np.array([.2, .9])}, np.array([2, -1]))
+    with pytest.raises(InputError, match=r"\[0, 1\]"):
+        reliability([np.nan, .4, .9], [1, 0, 1])
+    with pytest.raises(InputError, match=r"\[0, 1\]"):
+        brier([1.2, .4], [1, 0])
+    with pytest.raises(InputError, match="one prediction per click"):
+        log_loss([.5, .5], [1, 0, 1])
+    with pytest.raises(InputError, match="bins"):
+        reliability([.5], [1], bins=0)
+    assert log_loss([.5, .5], [1, 0]) == pytest.approx(np.log(2))
+
+
+def test_strong_regret_refuses_a_persona_index_outside_the_personas():
+    from online.scoring import strong_regret
+
+    U = np.array([[0.1, 0.5, 0.9]])
+    with pytest.raises(ValueError, match=r"\[0, 3\)"):
+        strong_regret(U, np.array([-1]), np.array([0]))
+    with pytest.raises(ValueError, match="integers"):
+        strong_regret(U, np.array([0.0]), np.array([1]))
+    assert strong_regret(U, np.array([2]), np.array([1]))[0] == pytest.approx(0.4)
+
+
+def test_learning_curves_refuse_a_window_below_1_and_a_run_without_a_final_quarter():
+    from diagnostics.learning_curves import final_quarter, learning_curve
+
+    row = {"per_user": {"regret": [1.0, 2.0, 3.0], "floor": [0.0] * 3, "random": [4.0] * 3}}
+    with pytest.raises(InputError, match="window"):
+        learning_curve([row], window=-2)
+    with pytest.raises(InputError, match="no final quarter"):
+        final_quarter([row])
+
+
+def test_stats_on_runs_of_three_arrivals_prints_no_final_quarter_of_none(env_dirs, capsys):
+    """It had printed 'final quarter (last 0 arrivals) ... 0.0 ± 0.0' and a NaN gain."""
+    from tutorduel.cli import main
+
+    assert main(["replay", "--world", "dev", "--seeds", "0-1", "--arrivals", "3", "--policies",
+                 "random,no-transfer"]) == 0
+    capsys.readouterr()
+    assert main(["stats", "--world", "dev", "--arrivals", "3", "--against", "random"]) == 0
+    out = capsys.readouterr().out
+    assert "final quarter" not in out and "nan" not in out and "no-transfer: " in out
