@@ -139,6 +139,12 @@ def row_problem(row) -> str | None:
     for k in ("regret", "floor", "random"):
         if not (_close(sum(row["per_user"][k]), row[k]) and _close(sum(row["per_round"][k]), row[k])):
             return f"field {k!r} is not the sum of its per-user and per-round figures"
+    for part in ("per_user", "per_round"):
+        fig = row[part]
+        for i, (r, g, rr) in enumerate(zip(fig["regret"], fig["floor"], fig["random"])):
+            if r < g - 1e-9 * max(1.0, abs(g)) or rr < g - 1e-9 * max(1.0, abs(g)):
+                return (f"field '{part}' at {i}: regret {r!r} or random {rr!r} below the floor {g!r} (the floor is "
+                        f"the least regret any distinct pair has)")
     if not _close(row["excess"], row["regret"] - row["floor"]):
         return "field 'excess' is not regret - floor"
     denom = row["random"] - row["floor"]
@@ -322,6 +328,10 @@ class RunStore:
         return rows, problems
 
     def rows(self, world_digest: str | None = None) -> Iterator[dict]:
+        """Every row that passes the schema check (``row_problem``), optionally of one world; damaged files
+        are left out (``scan`` names them). Not verified: a row whose figures agree with each other is read
+        as written. For rows recomputed from their world and what they played, use
+        ``tutorduel.store_view.verified_rows`` (what ``tutorduel stats`` and ``export`` read)."""
         yield from self.scan(world_digest)[0]
 
     def other_versions(self, key: CellKey) -> list[Path]:
@@ -337,8 +347,8 @@ class RunStore:
                       for p in d.glob("*/seed-*.json"))
 
     def export(self, path: str | os.PathLike, world_digest: str | None = None, rows: list[dict] | None = None) -> Path:
-        """Flat table of the scalar fields of `rows` (default: every valid row, of one world if given): .csv
-        (stdlib) or .parquet (pandas + pyarrow)."""
+        """Flat table of the scalar fields of `rows` (default: every row that passes the schema check, of one
+        world if given, not verified: see `rows`): .csv (stdlib) or .parquet (pandas + pyarrow)."""
         path = Path(path)
         if path.suffix not in (".csv", ".parquet"):
             raise InputError(f"export to {path}: use a .csv or .parquet file name")

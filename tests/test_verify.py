@@ -160,3 +160,39 @@ def test_played_costs_little_and_refuses_bombs():
     bomb = {**enc, "pairs": base64.b64encode(zlib.compress(b"\0" * 10_000_000)).decode()}
     with pytest.raises(ValueError, match="more than"):
         decode_played(bomb, 350, 24)
+
+
+def test_a_row_relabelled_as_another_policy_verifies_but_does_not_replay(env_dirs, capsys):
+    """Its pairs and figures are right for the world, so plain verify passes it (the hostile review's gap:
+    random's run written as no-transfer's, with no-transfer's code digest); --replay names it."""
+    from online.code_identity import policy_code
+    from online.registry import resolve
+
+    st = _sweep()
+    row = json.loads(_path(st, 0, "random").read_text())
+    _path(st, 0, "no-transfer").unlink()
+    row.update(policy="no-transfer", target="no-transfer",
+               code=dict(row["code"], digest=policy_code(resolve("no-transfer")).digest))
+    forged = st.put(row)
+    assert forged == _path(st, 0, "no-transfer")
+    assert main(["verify"]) == 0
+    capsys.readouterr()
+    assert main(["verify", "--replay"]) == 1
+    out = capsys.readouterr()
+    assert f"run row {forged}: does not replay: no-transfer on this code shows" in out.out
+    assert "the row is not this policy's run" in out.out and "3 of 4 replayed row(s)" in out.err
+    assert forged.exists()                                   # kept in place: its figures are right for its pairs
+    assert main(["verify", "--replay", "--policies", "random", "--jobs", "2"]) == 0
+
+
+def test_replay_leaves_out_rows_of_other_code_versions(env_dirs, capsys):
+    st = _sweep()
+    p = _path(st, 1, "random")
+    row = json.loads(p.read_text())
+    p.unlink()
+    row["code"] = dict(row["code"], digest="0" * 12)
+    st.put(row)
+    assert main(["verify", "--replay"]) == 0
+    err = capsys.readouterr().err
+    assert "not replayed: 1 row(s) of random (code 000000000000): ran on code 000000000000" in err
+    assert "3 of 3 replayed row(s) are their policy's run" in err

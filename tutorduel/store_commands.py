@@ -21,7 +21,7 @@ from tdmodels.atomic_file import check_output_path
 from tdmodels.errors import InputError
 from tdmodels.rosters import is_path, open_world, world_file, world_name
 from tdmodels.world import WorldFormatError, world_digest
-from tutorduel.store_view import apply_verdicts, stored_rows, verified_rows
+from tutorduel.store_view import apply_verdicts, current_code, stored_rows, verified_rows
 
 
 def replay_and_report(store: RunStore, worlds: list[str], seeds: list[int], specs: list[str], *, allow_test=False,
@@ -243,9 +243,13 @@ def export_verified(store: RunStore, path, world_arg=None, allow_test=False, wor
     return 0
 
 
-def verify_store(store: RunStore, world_arg=None, policies=None, allow_test=False, worlds_dir=None) -> int:
+def verify_store(store: RunStore, world_arg=None, policies=None, allow_test=False, worlds_dir=None,
+                 replay: bool = False, jobs: int = 1) -> int:
     """Recompute every stored row from its world, its seed and what it played, in a fresh process; print one
-    line per row that does not verify (moved aside) or cannot be checked. Returns 1 if any, else 0."""
+    line per row that does not verify (moved aside) or cannot be checked. With `replay`, also run each
+    verified row's policy again on this code (``online.replay_check``) and name every row whose pairs are not
+    that policy's (kept in place: its figures are right for the pairs it shows, its name is not). Returns 1
+    if any row failed, else 0."""
     if not store.root.is_dir():
         raise InputError(f"run store {store.root}: no such folder")
     worlds, digests = worlds_to_check(store, world_arg, allow_test, worlds_dir)
@@ -259,4 +263,36 @@ def verify_store(store: RunStore, world_arg=None, policies=None, allow_test=Fals
     bad = len(problems) + len(lines)
     print(f"{len(good)} of {len(rows) + len(problems)} row(s) verified" + (f"; {bad} did not" if bad else ""),
           file=sys.stderr)
+    if replay:
+        trusted = frozenset(policy_spec(s).target for s in policies or ())
+        bad += _replay_rows([(r, p) for r, p in zip(rows, paths) if p in good], worlds, trusted, jobs)
     return 1 if bad else 0
+
+
+def _replay_rows(rows_paths, worlds: dict, trusted: frozenset, jobs: int) -> int:
+    """Replay the verified rows of the current code whose policy may be imported; print what differs. Returns
+    the number of rows that did not replay to their own pairs."""
+    from online.process_pool import map_in_workers
+    from online.replay_check import replay_task
+
+    items, skipped, codes = [], {}, {}
+    for row, path in rows_paths:
+        key = (row["policy"], row["code"]["digest"])
+        if row["policy"] not in codes:
+            codes[row["policy"]] = current_code([row], trusted)
+        now = codes[row["policy"]]
+        if now is None:
+            skipped[key] = "a plug-in is imported only when named with --policies"
+        elif now != row["code"]["digest"]:
+            skipped[key] = f"ran on code {row['code']['digest']}, this installation's is {now}"
+        else:
+            items.append((str(path), worlds[row["world_digest"]], row))
+    for (policy, code), why in sorted(skipped.items()):
+        n = sum(1 for r, _ in rows_paths if (r["policy"], r["code"]["digest"]) == (policy, code))
+        print(f"not replayed: {n} row(s) of {policy} (code {code}): {why}", file=sys.stderr)
+    failed = [(p, why) for p, why in map_in_workers(replay_task, items, jobs) if why]
+    for p, why in failed:
+        print(f"run row {p}: does not replay: {why}; kept in place")
+    print(f"{len(items) - len(failed)} of {len(items)} replayed row(s) are their policy's run"
+          + (f"; {len(failed)} are not" if failed else ""), file=sys.stderr)
+    return len(failed)

@@ -46,9 +46,20 @@ def _damage_per_user_length(row):
     row["per_user"]["regret"] = row["per_user"]["regret"][:-1]
 
 
+def _damage_below_the_floor(row):
+    """A forgery whose figures agree with each other: every regret scaled by 0.1, sums and score recomputed
+    (the hostile review's: it read as a score of 119)."""
+    for part in ("per_user", "per_round"):
+        row[part]["regret"] = [0.1 * v for v in row[part]["regret"]]
+    row["regret"] = sum(row["per_user"]["regret"])
+    row["excess"] = row["regret"] - row["floor"]
+    row["score"] = 100.0 * (row["random"] - row["regret"]) / (row["random"] - row["floor"])
+
+
 @pytest.mark.parametrize("damage", [b"", b'{"schema": 2, "world": "dev"', b"\x00\xff garbage", b"[1, 2, 3]",
                                     b'{"schema": 2, "world": "dev", "seed": 0}', _damage_missing_per_user,
-                                    _damage_policy, _damage_score, _damage_per_user_length, b"NaN"])
+                                    _damage_policy, _damage_score, _damage_per_user_length, b"NaN",
+                                    _damage_below_the_floor])
 def test_damaged_row_is_named_moved_aside_and_recomputed(env_dirs, damage):
     st = RunStore()
     run_sweep(["dev"], [0], ["random"], st, arrivals=3, progress=False, inline=True)

@@ -1,7 +1,7 @@
 """`replay`, `stats`, `leaderboard`, `export`, `verify`: the commands over the run store."""
 from __future__ import annotations
 
-from tutorduel.arg_types import arrivals_int, file_arg, folder_arg
+from tutorduel.arg_types import MAX_JOBS, arrivals_int, file_arg, folder_arg, int_in
 from tutorduel.cli.options import DEFAULT_POLICIES, WORLD_HELP, common_options, sweep_keywords, sweep_options
 
 
@@ -60,7 +60,7 @@ def cmd_verify(a) -> int:
     from tutorduel.store_commands import verify_store
 
     return verify_store(RunStore(a.store), a.world, split_specs(a.policies) if a.policies else None, a.allow_test,
-                        a.worlds)
+                        a.worlds, replay=a.replay, jobs=a.jobs)
 
 
 def add_parsers(sub) -> None:
@@ -118,6 +118,11 @@ def add_parsers(sub) -> None:
                                       "fresh process; one line per bad row (moved aside), exit 1 if any")
     p.add_argument("--world", help=f"only these worlds' rows (comma-separated; default: every world the store names "
                                    f"whose file is in the worlds folder): {WORLD_HELP}")
-    p.add_argument("--policies", help="only these policies' rows (comma-separated specs)")
+    p.add_argument("--policies", help="only these policies' rows (comma-separated specs; a plug-in named here may be "
+                                      "imported by --replay)")
+    p.add_argument("--replay", action="store_true", help="also run each verified row's policy again on this code and "
+                                                         "name every row whose pairs are not that policy's (the run's "
+                                                         "cost again; rows of other code versions are not replayed)")
+    p.add_argument("--jobs", type=int_in(1, MAX_JOBS), default=1, help="worker processes for --replay (default 1)")
     common_options(p)
     p.set_defaults(fn=cmd_verify)
