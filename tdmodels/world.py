@@ -96,6 +96,22 @@ def _require_numeric(ds, name, dims, source):
     return values.astype(float, copy=False)
 
 
+def _attr_problem(value) -> str | None:
+    """Why an attribute value would not survive a netCDF round trip as it is, or None."""
+    if isinstance(value, (bool, np.bool_)):
+        return f"{value!r} is a bool (write 0 or 1)"
+    if isinstance(value, str):
+        return "holds a NUL character" if "\x00" in value else None
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return None
+    if isinstance(value, (list, tuple, np.ndarray)):
+        items = np.asarray(value, dtype=object).ravel().tolist() if not isinstance(value, np.ndarray) else value.ravel().tolist()
+        if all(isinstance(x, (int, float, str)) and not isinstance(x, bool) for x in items) and \
+                not any(isinstance(x, str) and "\x00" in x for x in items):
+            return None
+    return f"{type(value).__name__} {str(value)[:60]!r} cannot be written"
+
+
 def _check_attrs(ds, source):
     for key, typ in REQUIRED_ATTRS.items():
         if key not in ds.attrs:
@@ -114,6 +130,13 @@ def _check_attrs(ds, source):
         else:
             if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
                 _fail(source, f"attrs.{key}", f"not a number: {value!r}")
+    for key, value in ds.attrs.items():
+        problem = _attr_problem(value)
+        if problem:
+            _fail(source, f"attrs.{key}", f"{problem}; a netCDF attribute is a string, a number or a list of them")
+    for name, var in ds.variables.items():
+        if var.dtype.kind in "USO" and any("\x00" in str(x) for x in np.ravel(var.values)):
+            _fail(source, str(name), "a string holds a NUL character, which a netCDF file cannot store")
     beta = float(ds.attrs["beta"])
     if not (np.isfinite(beta) and beta > 0):
         _fail(source, "attrs.beta", f"{beta}; the click scale must be a finite positive number")
@@ -297,14 +320,21 @@ def world_digest(ds: xr.Dataset) -> str:
         values = np.asarray(v.values)
         h.update(f"{name}{list(v.dims)}{list(values.shape)}".encode())
         if values.dtype.kind in "fc":
+            values = np.where(np.isnan(values), np.nan, values)      # one NaN: -NaN (what 0/0 gives) is NaN
             h.update(b"f" + np.ascontiguousarray(values, dtype=np.float64).tobytes())
         elif values.dtype.kind in "iub":
             h.update(b"i" + np.ascontiguousarray(values, dtype=np.int64).tobytes())
         else:
             h.update(b"s" + "\x1f".join(map(str, values.ravel().tolist())).encode("utf-8", "surrogatepass"))
-    attrs = {str(k): (v.tolist() if isinstance(v, (np.ndarray, np.generic)) else v) for k, v in ds.attrs.items()}
+    attrs = {str(k): _attr_value(v) for k, v in ds.attrs.items()}
     h.update(json.dumps(attrs, sort_keys=True, default=str).encode())
     return h.hexdigest()[:16]
+
+
+def _attr_value(v):
+    """An attribute as netCDF gives it back: plain Python values, a list of one as that one value."""
+    v = v.tolist() if isinstance(v, (np.ndarray, np.generic)) else list(v) if isinstance(v, tuple) else v
+    return v[0] if isinstance(v, list) and len(v) == 1 and not isinstance(v[0], list) else v
 
 
 def memory_needed(ds: xr.Dataset) -> int:

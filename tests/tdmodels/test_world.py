@@ -143,3 +143,56 @@ def test_a_write_that_dies_midway_leaves_the_old_world_file(dev_world, tmp_path,
     monkeypatch.undo()
     assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["w.nc"]
     assert world_digest(load_world(path)) == world_digest(dev_world)
+
+
+def _small_world():
+    from tdmodels.from_arrays import world_from_arrays
+
+    return world_from_arrays(np.random.default_rng(0).uniform(0.2, 0.8, (4, 5, 3)), name="mine", session_length=5)
+
+
+@pytest.mark.parametrize("value", [[7], ["a"], np.array([2.5]), (3,), [7, 8], "text", 1.5])
+def test_a_world_hashes_the_same_in_memory_and_after_a_file_round_trip(tmp_path, value):
+    """netCDF gives a list of one back as that one value: the digest had changed across save and load."""
+    from tdmodels.world import load_world, save_world, world_digest
+
+    w = _small_world()
+    w.attrs["note"] = value
+    save_world(w, tmp_path / "w.nc")
+    assert world_digest(load_world(tmp_path / "w.nc")) == world_digest(w)
+
+
+def test_the_sign_of_a_nan_does_not_change_a_worlds_digest():
+    from tdmodels.world import world_digest
+
+    w = _small_world()
+    a, b = w.copy(deep=True), w.copy(deep=True)
+    a["probs"].values[0, 0, 0, 0] = np.nan
+    b["probs"].values[0, 0, 0, 0] = -np.nan if np.signbit(-np.nan) else np.copysign(np.nan, -1.0)
+    assert np.signbit(b["probs"].values[0, 0, 0, 0]) and not np.signbit(a["probs"].values[0, 0, 0, 0])
+    assert world_digest(a) == world_digest(b)
+
+
+@pytest.mark.parametrize("value, words", [(np.bool_(True), "bool"), (True, "bool"), ({"a": 1}, "dict"),
+                                          (None, "NoneType"), ("a\x00b", "NUL"), ([1, None], "list")])
+def test_an_attribute_a_file_cannot_hold_is_named_before_saving(tmp_path, value, words):
+    from tdmodels.world import WorldFormatError, save_world, validate_world
+
+    w = _small_world()
+    w.attrs["note"] = value
+    with pytest.raises(WorldFormatError, match=f"attrs.note.*{words}"):
+        validate_world(w)
+    with pytest.raises(WorldFormatError, match="attrs.note"):
+        save_world(w, tmp_path / "w.nc")
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_nul_in_a_text_variable_is_named():
+    from tdmodels.world import WorldFormatError, validate_world
+
+    w = _small_world()
+    text = w["question_text"].values.astype(object)
+    text[1] = "a\x00b"
+    w["question_text"] = ("question", text)
+    with pytest.raises(WorldFormatError, match="question_text.*NUL"):
+        validate_world(w)
