@@ -20,6 +20,11 @@ import numpy as np
 from tdmodels.errors import InputError
 
 
+MIN_POSITIVE = 1e-6     # the least a variance or ridge setting may be: below about 1e-15 the precision or ridge
+                        # matrices stop being positive definite in float64 (COLDB's, CoLSTIM's and Meta-TS's
+                        # factorisations failed at 1e-20); 1e-6 leaves nine orders of magnitude to spare
+
+
 class Range(NamedTuple):
     """Closed interval [lo, hi]; `lo_open` / `hi_open` exclude an end."""
     lo: float

@@ -30,7 +30,7 @@ from inference import population as pp
 from online.direct_questions import observe_linear, pair_cost, persona_contrast, question_gains
 from online.learner import Learner
 from online.policies.coduel import CODuelState, _recalibrated, coduel, record_round
-from online.setting_range import Range, ranged
+from online.setting_range import MIN_POSITIVE, Range, ranged
 from tdmodels.errors import InputError
 
 
@@ -67,7 +67,7 @@ def answer(state: CODuelState, k: int, value: float, noise_var: float, Phi: np.n
 
 @ranged
 def coduel_ask(max_questions: Annotated[int, Range(0, 1000)] = 1,
-               answer_sd: Annotated[float, Range(0, 100, lo_open=True)] = 0.5,
+               answer_sd: Annotated[float, Range(MIN_POSITIVE, 100)] = 0.5,
                horizon: Annotated[int, Range(0, 100)] = 1,
                population: bool = True, recalibration: bool = True, lookahead: bool = True, gate: bool = True,
                em_iters: Annotated[int, Range(1, 100)] = pp.EM_ITERS,

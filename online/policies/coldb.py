@@ -25,7 +25,7 @@ from numba import njit
 from online import append_only
 from online.policies import coldb_kernels as ck
 from online.learner import Learner, no_session_info
-from online.setting_range import Range, ranged
+from online.setting_range import MIN_POSITIVE, Range, ranged
 from tdmodels.errors import InputError
 
 RIDGE = 1.0
@@ -193,7 +193,7 @@ def _default_beta(S: int, d: int) -> float:
 
 
 @ranged
-def coldb(estimator: str = "logistic", lam: Annotated[float, Range(0, 1e6, lo_open=True)] = RIDGE,
+def coldb(estimator: str = "logistic", lam: Annotated[float, Range(MIN_POSITIVE, 1e6)] = RIDGE,
           beta: Annotated[float, Range(0, 1e3)] | None = None,
           alpha: Annotated[float, Range(0, 1e3, lo_open=True)] = ALPHA) -> Learner:
     """COLDB over users (COLDB-LR with estimator="least-squares").

@@ -19,7 +19,7 @@ from inference.gaussian_population import GaussianPopulation, fit_gaussian_popul
 from online.append_only import new_mark, writable_at
 from online.learner import Learner
 from online.policies import no_transfer as nt
-from online.setting_range import Range, ranged
+from online.setting_range import MIN_POSITIVE, Range, ranged
 from tdmodels.priors import DEFAULT_PRIOR_VAR
 
 RANK = 3
@@ -84,7 +84,7 @@ def end_session(state: LowRankState, rank: int, prior_var: float, pseudo: float,
 
 @ranged
 def low_rank(rank: Annotated[int, Range(1, 64)] = RANK,
-             prior_var: Annotated[float, Range(0, 1e4, lo_open=True)] = DEFAULT_PRIOR_VAR,
+             prior_var: Annotated[float, Range(MIN_POSITIVE, 1e4)] = DEFAULT_PRIOR_VAR,
              pseudo_sessions: Annotated[float, Range(0, 1e4)] = PSEUDO_SESSIONS,
              em_iters: Annotated[int, Range(1, 100)] = EM_ITERS) -> Learner:
     """Greedy pairs under a Gaussian population with a low-rank covariance learned across users.

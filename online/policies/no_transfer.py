@@ -22,7 +22,7 @@ from inference.kernels.importance_laplace import base_draws
 from inference.laplace import laplace_update
 from online.learner import Learner, no_session_info, same_state
 from online.pair_rules import greedy_pair, thompson_pair
-from online.setting_range import Range, ranged
+from online.setting_range import MIN_POSITIVE, Range, ranged
 from tdmodels.priors import DEFAULT_PRIOR_VAR
 from tdmodels.errors import InputError
 
@@ -114,7 +114,7 @@ def _check(prior_var) -> float:
 
 
 @ranged
-def no_transfer(prior_var: Annotated[float, Range(0, 1e4, lo_open=True)] = DEFAULT_PRIOR_VAR,
+def no_transfer(prior_var: Annotated[float, Range(MIN_POSITIVE, 1e4)] = DEFAULT_PRIOR_VAR,
                 belief: str = "laplace") -> Learner:
     """Per-user Bayesian logistic learner with greedy pairs (CODuel's no-transfer ablation).
 
@@ -135,7 +135,7 @@ def no_transfer(prior_var: Annotated[float, Range(0, 1e4, lo_open=True)] = DEFAU
 
 
 @ranged
-def pooled(prior_var: Annotated[float, Range(0, 1e4, lo_open=True)] = DEFAULT_PRIOR_VAR, rule: str = "greedy") -> Learner:
+def pooled(prior_var: Annotated[float, Range(MIN_POSITIVE, 1e4)] = DEFAULT_PRIOR_VAR, rule: str = "greedy") -> Learner:
     """One Bayesian logistic learner shared by every user, never reset (a single population theta):
     the 'Pooled' row of the reference leaderboard.
 
