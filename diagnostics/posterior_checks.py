@@ -91,7 +91,11 @@ def sample_mixture(rng: np.random.Generator, weights, means, covs, n: int) -> np
 
 def psis_khat(log_ratios: np.ndarray) -> float:
     """Pareto k-hat of importance log ratios [S] (ArviZ's PSIS; the ratios as they are)."""
-    _, khat = az.psislw(np.asarray(log_ratios, dtype=float))
+    lr = np.asarray(log_ratios)
+    if lr.dtype.kind not in "iuf" or lr.ndim != 1 or lr.size < 5:
+        raise InputError(f"psis_khat: log ratios must be a 1-D array of at least 5 numbers, got "
+                         f"{lr.dtype} {lr.shape}")
+    _, khat = az.psislw(lr.astype(float))
     return float(khat)
 
 

@@ -25,6 +25,16 @@ TAIL_PROBS = (0.05, 0.95)   # the quantiles whose indicators' ESS is the tail ES
 _RANKS_LOCK = threading.Lock()
 
 
+
+def _draws(x) -> np.ndarray:
+    """Draws as a float array [chain, draw, entry] with at least one chain, or one ValueError naming why."""
+    arr = np.asarray(x)
+    if arr.dtype.kind not in "biuf":
+        raise ValueError(f"draws must be real numbers; got dtype {arr.dtype}")
+    if arr.ndim != 3 or arr.shape[0] < 1:
+        raise ValueError(f"draws must be an array [chain, draw, entry]; got shape {arr.shape} (and at least one chain)")
+    return arr.astype(float)
+
 def _split_rows(x: np.ndarray) -> np.ndarray:
     """[C, N, E] -> [E, 2C, N // 2], contiguous: each chain's first and last halves as chains (the middle
     draw of an odd N left out), an entry's draws in one row."""
@@ -62,9 +72,7 @@ def rhat_and_bulk_ess(x) -> tuple[np.ndarray, np.ndarray]:
     rhat, ess : arrays [entry]
         NaN for an entry with a NaN value or fewer than 4 draws; R-hat also NaN with fewer than 2 chains.
     """
-    x = np.asarray(x, dtype=float)
-    if x.ndim != 3:
-        raise ValueError(f"draws must be an array [chain, draw, entry]; got shape {x.shape}")
+    x = _draws(x)
     C, N, E = x.shape
     rhat, ess = np.full(E, np.nan), np.full(E, np.nan)
     if N < 4:
@@ -106,9 +114,7 @@ def tail_ess(x) -> np.ndarray:
     array [entry]
         NaN for an entry with a NaN value or fewer than 4 draws.
     """
-    x = np.asarray(x, dtype=float)
-    if x.ndim != 3:
-        raise ValueError(f"draws must be an array [chain, draw, entry]; got shape {x.shape}")
+    x = _draws(x)
     C, N, E = x.shape
     out = np.full(E, np.nan)
     if N < 4:

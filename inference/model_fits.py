@@ -21,7 +21,7 @@ from inference.health import FitHealthError, FitHealthWarning, check_health, fit
 from inference.laplace import laplace_fit_batch
 from inference.population_diagnostics import (MIN_ESS_BULK, LabelInvariantHealth, label_invariant_draws,
                                               label_invariant_health)
-from inference.nuts import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_WARMUP, run_nuts
+from inference.nuts import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_WARMUP, check_sampler_settings, run_nuts
 from inference.population_gibbs import DEFAULT_DRAWS as GIBBS_DRAWS
 from inference.population_gibbs import DEFAULT_WARMUP as GIBBS_WARMUP
 from inference.population_gibbs import GibbsSettings, RoundVerdict, sample_population
@@ -70,6 +70,7 @@ def fit_population(z, y, seed: int = 0, chains: int = DEFAULT_CHAINS, warmup: in
         ``add_label_invariant``): the fit is healthy only if every label-invariant quantity is.
     """
     z, y = check_design(z, y)
+    check_sampler_settings(seed, chains, 0 if warmup is None else warmup, 1 if draws is None else draws, thin)
     if sampler not in POPULATION_SAMPLERS:
         raise InputError(f"unknown sampler {sampler!r}; choose from {', '.join(POPULATION_SAMPLERS)}")
     hyper = hyper.validate()

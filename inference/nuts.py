@@ -13,8 +13,11 @@ import warnings
 
 import arviz as az
 import jax
+import numpy as np
 import numpyro
 from numpyro.infer import MCMC, NUTS
+
+from tdmodels.errors import InputError
 
 DEFAULT_CHAINS = 4
 DEFAULT_WARMUP = 1000
@@ -29,6 +32,17 @@ def configure_jax(chains: int = DEFAULT_CHAINS) -> None:
     numpyro.enable_x64()
 
 
+def check_sampler_settings(seed=0, chains=1, warmup=0, draws=1, thin=1) -> None:
+    """One InputError naming the first sampler setting that is not an integer in its domain: seed >= 0,
+    chains >= 1, warmup >= 0, draws >= 1, thin >= 1 (bools and floats are refused, numpy integers taken)."""
+    for name, value, lo in (("seed", seed, 0), ("chains", chains, 1), ("warmup", warmup, 0), ("draws", draws, 1),
+                            ("thin", thin, 1)):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < lo:
+            raise InputError(f"sampler setting {name}={value!r}: an integer >= {lo}")
+        if value > 2**31 - 1:
+            raise InputError(f"sampler setting {name}={value!r}: at most {2**31 - 1}")
+
+
 def run_nuts(model, *args, seed: int = 0, chains: int = DEFAULT_CHAINS, warmup: int = DEFAULT_WARMUP,
              draws: int = DEFAULT_DRAWS, target_accept: float = 0.8, dense_mass: bool = False,
              max_tree_depth: int = 10, coords: dict | None = None, dims: dict | None = None,
@@ -39,6 +53,7 @@ def run_nuts(model, *args, seed: int = 0, chains: int = DEFAULT_CHAINS, warmup: 
     the fit. `coords`/`dims` label the posterior variables (e.g. theta: ["user", "dim"]);
     `drop` names sites left out of the posterior (e.g. the standardised coordinates).
     """
+    check_sampler_settings(seed, chains, warmup, draws)
     kernel = NUTS(model, target_accept_prob=target_accept, dense_mass=dense_mass, max_tree_depth=max_tree_depth)
     # pmap'd chains, one device each, beat vectorised chains (see the module docstring).
     method = "parallel" if jax.local_device_count() >= chains else "vectorized"

@@ -37,7 +37,7 @@ from scipy.special import logsumexp
 from inference.evidence import MAX_KHAT, importance_log_evidence
 from inference.health import check_health, fit_health, record_health
 from inference.laplace import laplace_fit_batch
-from inference.nuts import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_WARMUP, run_nuts
+from inference.nuts import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_WARMUP, check_sampler_settings, run_nuts
 from inference.unit_model import whiten_units, whitened_units
 from tdmodels.priors import MixturePrior, validate_prior
 from tdmodels.errors import InputError
@@ -55,6 +55,8 @@ def check_design(z: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     z, y = np.asarray(z, dtype=float), np.asarray(y)
     if z.ndim != 3 or y.shape != z.shape[:2]:
         raise InputError(f"design z must be [users, rounds, dim] and y [users, rounds]; got {z.shape} and {y.shape}")
+    if 0 in z.shape:
+        raise InputError(f"design z {z.shape}: at least one user, one round and one dimension")
     bad = ~np.isfinite(z).all(-1)
     if bad.any():
         u, t = np.argwhere(bad)[0]
@@ -84,6 +86,7 @@ def fit_users(z, y, prior: MixturePrior, seed: int = 0, chains: int = DEFAULT_CH
     in sample_stats attrs; a miss warns (FitHealthWarning) or, with strict, raises.
     """
     z, y = check_design(z, y)
+    check_sampler_settings(seed, chains, warmup, draws)
     U, S, d = z.shape
     w, m, C = per_user_prior(prior, U, d)
     K = w.shape[1]

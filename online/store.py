@@ -248,7 +248,8 @@ class RunStore:
         one is kept: a cell's row is a function of its key); clears any failure record of the cell."""
         problem = row_problem(row)
         if problem:
-            raise InputError(f"refusing to store a row of {row.get('policy')!r}: {problem}")
+            who = repr(row.get("policy")) if isinstance(row, dict) else f"type {type(row).__name__}"
+            raise InputError(f"refusing to store a row of {who}: {problem}")
         key = CellKey.of_row(row)
         p = self.path(key)
         try:

@@ -24,12 +24,20 @@ DEFAULT_CLIP = 0.1            # the reference judge's probabilities lie in [0.1,
 ARRAY_NAMES = ("utilities", "probs", "rater", "personas")
 
 
-def btl_probs(U: np.ndarray, beta: float = DEFAULT_CLICK_SCALE, clip: float = DEFAULT_CLIP) -> np.ndarray:
-    """P[..., i, j] = clip(sigmoid(beta (U_i - U_j)), clip, 1 - clip), diagonal 0.5; U [..., K]."""
+def check_click_model(beta, clip) -> None:
+    """One WorldFormatError unless beta is a finite positive number and clip a number in [0, 0.5)."""
+    for name, value in (("beta", beta), ("clip", clip)):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise WorldFormatError(f"click model: {name} {value!r} must be a number")
     if not (np.isfinite(beta) and beta > 0):
         raise WorldFormatError(f"click model: beta {beta!r} must be a finite positive number")
     if not 0 <= clip < 0.5:
         raise WorldFormatError(f"click model: clip {clip!r} must lie in [0, 0.5)")
+
+
+def btl_probs(U: np.ndarray, beta: float = DEFAULT_CLICK_SCALE, clip: float = DEFAULT_CLIP) -> np.ndarray:
+    """P[..., i, j] = clip(sigmoid(beta (U_i - U_j)), clip, 1 - clip), diagonal 0.5; U [..., K]."""
+    check_click_model(beta, clip)
     U = np.asarray(U, dtype=float)
     P = expit(beta * (U[..., :, None] - U[..., None, :]))
     P = np.clip(P, max(clip, 1e-12), min(1 - clip, 1 - 1e-12))
@@ -169,6 +177,7 @@ def world_from_arrays(utilities, probs=None, *, name: str = "mine", rater=None, 
         A world in the on-disk format, validated.
     """
     check_name(name)
+    check_click_model(DEFAULT_CLICK_SCALE if beta is None else beta, clip)
     if not isinstance(held_out, (bool, np.bool_)):
         raise WorldFormatError(f"held_out {held_out!r}: must be True or False")
     U = _checked_utilities(utilities)
@@ -221,8 +230,9 @@ def _checked_probs(probs, U: np.ndarray, beta, clip) -> tuple[np.ndarray, str]:
     """(P, the click model's description): the click model's P when `probs` is None, else `probs` checked."""
     n_s, n_q, K = U.shape
     if probs is None:
-        scale = DEFAULT_CLICK_SCALE if beta is None else float(beta)
-        return btl_probs(U, scale, clip), f"btl beta={scale} clip={clip}"
+        scale = DEFAULT_CLICK_SCALE if beta is None else beta
+        P = btl_probs(U, scale, clip)                    # checks beta and clip
+        return P, f"btl beta={float(scale)} clip={clip}"
     P = _array(probs, "probs", 4)
     if P.shape != (n_s, n_q, K, K):
         raise WorldFormatError(f"probs: shape {P.shape}, expected {(n_s, n_q, K, K)} to match utilities")

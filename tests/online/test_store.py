@@ -314,3 +314,11 @@ def test_stats_against_a_policy_stored_only_under_older_code(env_dirs, tmp_path,
     assert f"against codeid_policy2:P (code {old})" in out and "random:" in out
     assert main(argv[:-1] + [f"codeid_policy2:P (code {old})", "--any-code"]) == 0
     code_identity.code_identity.cache_clear()
+
+
+def test_storing_something_that_is_not_a_row_is_one_input_error(env_dirs):
+    from tdmodels.errors import InputError
+
+    for bad in ([1], None, "row"):
+        with pytest.raises(InputError, match="refusing to store a row of type"):
+            RunStore().put(bad)

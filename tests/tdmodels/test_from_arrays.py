@@ -78,3 +78,15 @@ def test_ordered_arrivals_take_the_students_in_the_arrays_order_and_need_one_per
         world_from_arrays(U, session_length=6, arrival_mode="ordered", arrivals=6)
     with pytest.raises(WorldFormatError, match="use 'uniform', 'distinct' or 'ordered'"):
         world_from_arrays(U, session_length=6, arrival_mode="fixed")
+
+
+@pytest.mark.parametrize("kw", [{"beta": "abc"}, {"clip": "x"}, {"beta": True}, {"beta": float("nan")}])
+def test_the_click_model_settings_are_numbers_named_when_not(kw):
+    from tdmodels.from_arrays import btl_probs, world_from_arrays
+    from tdmodels.world import WorldFormatError
+
+    U = np.random.default_rng(0).uniform(0.2, 0.8, (4, 5, 3))
+    name = next(iter(kw))
+    for probs in (None, btl_probs(U)):
+        with pytest.raises(WorldFormatError, match=f"click model: {name}"):
+            world_from_arrays(U, probs=probs, name="m", session_length=5, **kw)
