@@ -127,10 +127,11 @@ def check_pair(out, K: int, policy: str, arrival: int, round_: int) -> tuple[int
         if type(i) is int and type(j) is int and 0 <= i < K and 0 <= j < K and i != j:
             return i, j
     where = f"policy {policy!r} at arrival {arrival}, round {round_}"
-    try:
-        items = list(out)
-    except TypeError:
-        raise PolicyOutputError(f"{where}: select returned {out!r}, expected a pair (i, j) of persona indices") from None
+    if not isinstance(out, (tuple, list, np.ndarray)) or (isinstance(out, np.ndarray) and out.ndim != 1):
+        # a set, a dict or an iterator has no first and second: the order shown would be an accident
+        raise PolicyOutputError(f"{where}: select returned {repr(out)[:80]} ({type(out).__name__}), expected a pair "
+                                f"(i, j) of persona indices, first shown first: a tuple, list or 1-D array")
+    items = list(out)
     if len(items) != 2:
         raise PolicyOutputError(f"{where}: select returned {out!r}, expected exactly two indices")
     pair = []

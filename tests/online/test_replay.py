@@ -86,3 +86,13 @@ def _json(v):
     if isinstance(v, (np.floating,)):
         return "1.0"
     return json.dumps(v if not isinstance(v, tuple) else list(v))
+
+
+@pytest.mark.parametrize("out", [{3, 1}, {1: "a", 3: "b"}, iter((1, 3)), (i for i in (1, 3)), np.array([[1, 3]])])
+def test_a_pair_without_a_first_and_a_second_is_refused(out):
+    """A set, a dict or an iterator had been taken as a pair, in whatever order it iterated."""
+    from online.protocol import check_pair
+
+    with pytest.raises(PolicyOutputError, match="a tuple, list or 1-D array"):
+        check_pair(out, 6, "p", 0, 0)
+    assert check_pair([1, 3], 6, "p", 0, 0) == (1, 3) == check_pair(np.array([1, 3]), 6, "p", 0, 0)
