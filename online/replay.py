@@ -155,35 +155,42 @@ def play(run: RunSetup, answer: Callable[[int, int], float] | None = None,
     rng = run.rng
     t0 = time.perf_counter()
     state = learner.init(run.ctx)
-    for a in range(N):
-        s = sched.student[a]
-        state, info = _pair_of(learner.start_session(state, rng), "start_session", spec, a, -1)
-        seen("start_session", a, -1, info)
-        for t in range(S):
-            q = sched.question[a, t]
-            Phi = feats[q]
-            if asks:
-                k, info = _pair_of(learner.ask(state, Phi, rng), "ask", spec, a, t)
-                seen("ask", a, t, info)
-                if k is not None:
-                    if type(k) not in (int, np.int64) or not 0 <= k < K:
-                        raise PolicyOutputError(f"policy {spec!r} at arrival {a}, round {t}: ask returned {k!r}, "
-                                                f"expected None or a persona index in 0..{K - 1}")
-                    value = float(answer(a, int(k)))
-                    state, info = _pair_of(learner.answer(state, Phi, int(k), value), "answer", spec, a, t)
-                    seen("answer", a, t, info)
-                    asked[a, t], answers[a, t] = k, value
-                    continue
-            out, info = _pair_of(learner.select(state, Phi, rng), "select", spec, a, t)
-            seen("select", a, t, info)
-            i, j = check_pair(out, K, spec, a, t)
-            y = int(sched.uniform[a, t] < probs[s, q, i, j])
-            state, info = _pair_of(learner.update(state, Phi, (i, j), y), "update", spec, a, t)
-            seen("update", a, t, info)
-            pairs[a, t] = i, j
-            clicks[a, t] = y
-        state, info = _pair_of(learner.end_session(state), "end_session", spec, a, -1)
-        seen("end_session", a, -1, info)
+    a = t = -1
+    try:
+        for a in range(N):
+            s, t = sched.student[a], -1
+            state, info = _pair_of(learner.start_session(state, rng), "start_session", spec, a, -1)
+            seen("start_session", a, -1, info)
+            for t in range(S):
+                q = sched.question[a, t]
+                Phi = feats[q]
+                if asks:
+                    k, info = _pair_of(learner.ask(state, Phi, rng), "ask", spec, a, t)
+                    seen("ask", a, t, info)
+                    if k is not None:
+                        if type(k) not in (int, np.int64) or not 0 <= k < K:
+                            raise PolicyOutputError(f"policy {spec!r} at arrival {a}, round {t}: ask returned {k!r}, "
+                                                    f"expected None or a persona index in 0..{K - 1}")
+                        value = float(answer(a, int(k)))
+                        state, info = _pair_of(learner.answer(state, Phi, int(k), value), "answer", spec, a, t)
+                        seen("answer", a, t, info)
+                        asked[a, t], answers[a, t] = k, value
+                        continue
+                out, info = _pair_of(learner.select(state, Phi, rng), "select", spec, a, t)
+                seen("select", a, t, info)
+                i, j = check_pair(out, K, spec, a, t)
+                y = int(sched.uniform[a, t] < probs[s, q, i, j])
+                state, info = _pair_of(learner.update(state, Phi, (i, j), y), "update", spec, a, t)
+                seen("update", a, t, info)
+                pairs[a, t] = i, j
+                clicks[a, t] = y
+            t = -1
+            state, info = _pair_of(learner.end_session(state), "end_session", spec, a, -1)
+            seen("end_session", a, -1, info)
+    except (Exception, SystemExit) as exc:
+        if not isinstance(exc, PolicyOutputError):     # those name the place already
+            exc.add_note(f"raised while policy {spec!r} played arrival {a}" + (f", round {t}" if t >= 0 else ""))
+        raise
     return Played(pairs, clicks, asked, answers, time.perf_counter() - t0)
 
 

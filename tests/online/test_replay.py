@@ -96,3 +96,10 @@ def test_a_pair_without_a_first_and_a_second_is_refused(out):
     with pytest.raises(PolicyOutputError, match="a tuple, list or 1-D array"):
         check_pair(out, 6, "p", 0, 0)
     assert check_pair([1, 3], 6, "p", 0, 0) == (1, 3) == check_pair(np.array([1, 3]), 6, "p", 0, 0)
+
+
+def test_an_error_a_policy_raises_says_where_it_was_raised(dev_world):
+    """The policy's own exception, unchanged, with a note naming the arrival and round (it had come bare)."""
+    with pytest.raises(RuntimeError, match="boom") as e:
+        replay(dev_world, 0, "tests.online.helpers:Exploding", arrivals=5)
+    assert e.value.__notes__ == ["raised while policy 'tests.online.helpers:Exploding' played arrival 0, round 0"]
