@@ -98,10 +98,18 @@ class PolicySpec(NamedTuple):
 
 
 def split_specs(text: str) -> list[str]:
-    """Split a comma-separated list of specs, keeping commas inside brackets."""
-    out, depth, cur = [], 0, ""
+    """Split a comma-separated list of specs, keeping commas inside brackets and inside double-quoted
+    (JSON) strings, where brackets are text too."""
+    out, depth, cur, quoted, escaped = [], 0, "", False, False
     for ch in text:
-        if ch == "[":
+        if quoted:
+            quoted = escaped or ch != '"'
+            escaped = not escaped and ch == "\\"
+            cur += ch
+            continue
+        if ch == '"':
+            quoted = True
+        elif ch == "[":
             depth += 1
         elif ch == "]":
             depth -= 1
@@ -112,8 +120,8 @@ def split_specs(text: str) -> list[str]:
             cur = ""
         else:
             cur += ch
-    if depth != 0:
-        raise PolicySpecError(f"unbalanced brackets in policy list {text!r}")
+    if depth != 0 or quoted:
+        raise PolicySpecError(f"unbalanced {'quotes' if quoted else 'brackets'} in policy list {text!r}")
     out.append(cur.strip())
     if any(not s for s in out):
         raise PolicySpecError(f"empty policy spec in list {text!r}")

@@ -179,3 +179,18 @@ def test_every_setting_runs_at_both_ends_of_its_declared_range(dev_world):
                 except Exception as exc:  # noqa: BLE001 - every failure is collected and named
                     failures.append(f"{spec}: {type(exc).__name__}: {exc}")
     assert not failures, failures
+
+
+def test_a_quoted_setting_keeps_its_commas_and_brackets():
+    """`pols:Fixed[pair="(0,1)"]` had failed with "setting '1)\\"' is not key=value"."""
+    from online.registry import PolicySpecError, policy_spec, split_specs
+
+    assert split_specs('a[x="(0,1)",y=2],b') == ['a[x="(0,1)",y=2]', "b"]
+    text = 'a[x="]\\\\",y="q\\"z,"]'             # x is ]\ and y is q"z, (JSON escapes)
+    assert split_specs(text + ",b") == [text, "b"]
+    ps = policy_spec('tests.online.helpers:BadOutput[value="(0,1)",arrival=3]')
+    assert ps.settings["value"] == "(0,1)" and ps.settings["arrival"] == 3
+    assert split_specs(ps.canonical + ",random") == [ps.canonical, "random"]
+    assert policy_spec(ps.canonical).canonical == ps.canonical
+    with pytest.raises(PolicySpecError, match="unbalanced quotes"):
+        split_specs('a[x="open]')
