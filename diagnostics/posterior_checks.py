@@ -188,7 +188,15 @@ def check_logged_users(log, reference_draws: np.ndarray, users=None, seed: int =
         raise InputError("check_logged_users: the click log records no online beliefs or arrival priors "
                          "(replay a policy that keeps them, e.g. coduel, with --keep-clicks)")
     ref = np.asarray(reference_draws, dtype=float)
+    if ref.ndim != 3:
+        raise InputError(f"check_logged_users: reference draws must be [draw, user, dim]; got shape {ref.shape}")
     users = np.arange(ref.shape[1]) if users is None else np.asarray(users)
+    if users.ndim != 1 or users.dtype.kind not in "iu" or len(users) != ref.shape[1] or \
+            (len(users) and (users.min() < 0 or users.max() >= log.n_users)):
+        raise InputError(f"check_logged_users: users must be arrival indices in [0, {log.n_users}), one per column of "
+                         f"the reference draws; got {users!r} for draws of shape {ref.shape}")
+    if not np.isfinite(ref).all():
+        raise InputError("check_logged_users: the reference draws have non-finite values")
     z, y = log.recalibrated_design(users)
     rng = np.random.default_rng(seed)
     out = []

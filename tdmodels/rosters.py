@@ -97,10 +97,12 @@ def folder_params(directory=None) -> SimulatorParams:
     return read_simulator_file(f) if f.exists() else DEFAULT_PARAMS
 
 
-def open_world(name: str, allow_test: bool = False, directory=None, copies: int = 1) -> xr.Dataset:
+def open_world(name: str | os.PathLike, allow_test: bool = False, directory=None, copies: int = 1) -> xr.Dataset:
     """Load (building if needed) a world by name or path; refuse held-out ones without allow_test.
 
     `copies`: processes that will hold the world at once (checked against available memory first)."""
+    if isinstance(name, os.PathLike):
+        name = os.fspath(name)
     if not isinstance(name, str) or not name.strip():
         raise WorldFormatError(f"world name {name!r}: give a roster name or a path to a .nc file")
     if isinstance(copies, bool) or not isinstance(copies, int) or not 1 <= copies <= 4096:

@@ -1,10 +1,11 @@
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import multivariate_normal
 
-from diagnostics.posterior_checks import (btl_log_posterior, check_posterior, mixture_logpdf, mixture_moments,
-                                          sample_mixture)
+from diagnostics.posterior_checks import (btl_log_posterior, check_logged_users, check_posterior, mixture_logpdf,
+                                          mixture_moments, sample_mixture)
 
 
 def _gaussian_case(seed, d=3, n_obs=40):
@@ -119,3 +120,19 @@ def test_khat_comes_with_its_monte_carlo_spread_and_users_by_arrival_block():
     assert blocks[0]["share_khat_over_0.7"] == 1.0 and blocks[2]["share_khat_over_0.7"] == 0.0
     assert [b["users"] for b in blocks] == [50, 50, 20]
 
+
+
+def test_check_logged_users_names_reference_draws_that_do_not_fit_the_users():
+    """More users than reference columns had raised IndexError; fewer had used the first columns quietly."""
+    from online.replay import replay_logged
+    from tdmodels.errors import InputError
+    from tdmodels.rosters import open_world
+
+    _, log = replay_logged(open_world("dev"), 0, "coduel", arrivals=3)
+    d = log.beliefs.means.shape[-1]
+    ref = np.zeros((50, 2, d))
+    for users, draws, words in (([0, 1, 2], ref, "one per column"), ([0], ref, "one per column"),
+                                ([0, 7], ref, r"in \[0, 3\)"), (None, ref[:, 0], r"\[draw, user, dim\]"),
+                                (None, ref * np.nan, "non-finite")):
+        with pytest.raises(InputError, match=words):
+            check_logged_users(log, draws, users)

@@ -196,3 +196,13 @@ def test_a_nul_in_a_text_variable_is_named():
     w["question_text"] = ("question", text)
     with pytest.raises(WorldFormatError, match="question_text.*NUL"):
         validate_world(w)
+
+
+def test_open_world_takes_a_path_object_as_its_docstring_says(tmp_path):
+    from pathlib import Path
+
+    from tdmodels.world import world_digest
+
+    w = _small_world()
+    save_world(w, tmp_path / "mine.nc")
+    assert world_digest(open_world(Path(tmp_path / "mine.nc"))) == world_digest(open_world(str(tmp_path / "mine.nc")))
