@@ -25,7 +25,7 @@ def test_replay_then_stats(env_dirs, capsys):
     (["replay", "--seeds", "0-x"], "seed range"),
     (["replay", "--seeds", "0", "--policies", "nope"], "unknown policy 'nope'"),
     (["replay", "--seeds", "0", "--policies", "no-transfer[prior_vr=2]"], "no setting 'prior_vr'"),
-    (["replay", "--seeds", "0", "--policies", "no-transfer[prior_var=-1]"], "setting prior_var=-1: outside its range (0, 10000]"),
+    (["replay", "--seeds", "0", "--policies", "no-transfer[prior_var=-1]"], "setting prior_var=-1: outside its range [1e-06, 10000]"),
     (["replay", "--seeds", "0", "--policies", "random[x"], "unbalanced brackets"),
     (["replay", "--world", "nowhere", "--seeds", "0"], "no world 'nowhere'"),
     (["stats", "--world", "sample"], "import-sample"),
