@@ -30,8 +30,8 @@ closed-form one of EM for a Gaussian mixture observed through known Gaussian noi
 ("extreme deconvolution", Bovy, Hogg & Roweis 2011). The surrogate-only E-step scored
 no worse on dev than exact refits above 1e-3 and is faster, so it is the default (the
 measurement is in docs/policies.md). Choices the reference leaves open
-(surrogate E-step; refresh 8; one pass per session, as 16 dev seeds scored 56.7 with one
-pass and 56.5 with two; ridge 1e-2; min_support 0.5; newborn covariance = the session's
+(surrogate E-step; refresh 8; one pass per session, as a second scored no better on dev, measured
+in docs/policies.md; ridge 1e-2; min_support 0.5; newborn covariance = the session's
 broad Laplace covariance + ridge) are settings, chosen on the dev roster. The fits run in the
 compiled kernels (``inference.kernels``); their NumPy oracles are ``inference.laplace.laplace_fit_batch``
 and the closed forms in tests/inference/test_population.py.
