@@ -158,8 +158,12 @@ def figure_problem(row: dict, fig: dict) -> str | None:
     return None
 
 
-def click_log_problem(row: dict, log) -> str | None:
-    """Why a click log (``online.clicklog.ClickLog``) is not the log of this row, or None."""
+def click_log_problem(row: dict, log, world: xr.Dataset | None = None) -> str | None:
+    """Why a click log (``online.clicklog.ClickLog``) is not the log of this row, or None. With the row's
+    `world`, everything in the log that follows from the world, the seed and the pairs is recomputed and
+    compared too: who arrived, the questions, the shown personas' feature rows and the rater scores
+    (what ``tutorduel fit`` reads). What the policy recorded of itself (priors, recalibration, beliefs,
+    predictions) only a replay can check (``online.replay_check``)."""
     want = {"world_digest": row["world_digest"], "seed": int(row["seed"]), "policy": row["policy"],
             "code": row["code"]["digest"], "arrivals_limit": row["arrivals_limit"]}
     for k, v in want.items():
@@ -176,6 +180,16 @@ def click_log_problem(row: dict, log) -> str | None:
                                                   and np.array_equal(log.second, pairs[..., 1])
                                                   and np.array_equal(log.outcome, clicks)):
         return "its click log's pairs and clicks are not the row's"
+    if world is not None:
+        from online.clicklog import make_click_log
+
+        sched = make_schedule(world, int(row["seed"]), row["arrivals_limit"])
+        want = make_click_log(np.asarray(world["features"].values, dtype=float), sched.student, sched.question,
+                              pairs, clicks, {})
+        for name in ("student", "question", "phi_first", "phi_second", "rater"):
+            got, exp = np.asarray(getattr(log, name)), getattr(want, name)
+            if got.shape != exp.shape or not np.array_equal(got, exp):
+                return f"its click log's {name} is not what the world and the seed give"
     return None
 
 
@@ -291,7 +305,7 @@ def audit_rows(store_root: str, world_files: dict, paths: list[str]) -> list[tup
             continue
         if log_sha is not None:
             try:
-                problem = click_log_problem(row, load_click_log(log_path))
+                problem = click_log_problem(row, load_click_log(log_path), world)
             except ClickLogError as exc:
                 problem = str(exc)
             if problem:

@@ -181,8 +181,44 @@ def test_a_row_relabelled_as_another_policy_verifies_but_does_not_replay(env_dir
     out = capsys.readouterr()
     assert f"run row {forged}: does not replay: no-transfer on this code shows" in out.out
     assert "the row is not this policy's run" in out.out and "3 of 4 replayed row(s)" in out.err
-    assert forged.exists()                                   # kept in place: its figures are right for its pairs
+    assert not forged.exists() and list(forged.parent.glob("*.rejected"))      # moved aside, no longer counted
+    assert main(["stats", "--world", "dev", "--arrivals", "6"]) == 0
+    assert "| no-transfer | 1 |" in capsys.readouterr().out
     assert main(["verify", "--replay", "--policies", "random", "--jobs", "2"]) == 0
+
+
+def test_a_click_log_edited_where_the_world_decides_fails_verify_and_one_edited_where_the_policy_does_fails_replay(
+        env_dirs, capsys):
+    """The hostile CLI review's: phi_first scaled and question set to 0 passed verify and fit used them;
+    coduel's belief_means + 3 passed verify and validate reported the forged beliefs."""
+    import xarray as xr
+
+    from online.store import RunStore
+
+    assert main(["replay", "--world", "dev", "--seeds", "0", "--arrivals", "4", "--policies", "no-transfer,coduel",
+                 "--keep-clicks"]) == 0
+    st = RunStore()
+    for spec, edit, words in (("no-transfer", lambda ds: ds.assign(phi_first=ds["phi_first"] * -5), "phi_first"),
+                              ("no-transfer", lambda ds: ds.assign(question=ds["question"] * 0), "question"),
+                              ("coduel", lambda ds: ds.assign(belief_means=ds["belief_means"] + 3), "beliefs.means")):
+        log = st.path(run_key(open_world("dev"), 0, spec, 4)).with_suffix(".clicks.nc")
+        if not log.exists():
+            assert main(["replay", "--world", "dev", "--seeds", "0", "--arrivals", "4", "--policies", spec,
+                         "--keep-clicks"]) == 0
+        with xr.open_dataset(log, engine="h5netcdf") as ds:
+            forged = edit(ds.load())
+        forged.to_netcdf(log, engine="h5netcdf")
+        capsys.readouterr()
+        plain = main(["verify", "--policies", spec])
+        out = capsys.readouterr()
+        if words == "beliefs.means":
+            assert plain == 0                                     # what the policy recorded: only a replay can tell
+            assert main(["verify", "--replay", "--policies", spec]) == 1
+            out = capsys.readouterr()
+        else:
+            assert plain == 1 and "1 of 1 row(s) verified; 1 click log(s) beside them did not" in out.err
+        assert words in out.out and "moved aside" in out.out, out
+        assert not log.exists()
 
 
 def test_replay_leaves_out_rows_of_other_code_versions(env_dirs, capsys):

@@ -34,7 +34,8 @@ def cell_click_log(world, seed: int, spec: str, store: RunStore, arrivals: int |
     log, or one without its row, is moved aside (numbered) and recomputed, and `warn(message)` says so once.
 
     A stored log must be its row's (``online.verify.click_log_problem``: the same world, seed, policy, code
-    and truncation, and the row's own pairs and clicks); one that is not raises ClickLogError naming both."""
+    and truncation, the row's own pairs and clicks, and the students, questions, feature rows and rater
+    scores the world gives); one that is not raises ClickLogError naming both."""
     key = run_key(world, seed, spec, arrivals)
     path = store.clicks_path(key)
     if path.exists():
@@ -51,7 +52,7 @@ def cell_click_log(world, seed: int, spec: str, store: RunStore, arrivals: int |
                 if warn:
                     warn(f"warning: click log {path} has no row beside it; moved aside to {moved} and recomputed")
             else:
-                problem = click_log_problem(row, log)
+                problem = click_log_problem(row, log, world)
                 if problem:
                     raise ClickLogError(f"click log {path}: not the log of the run asked for ({key.policy}, seed "
                                         f"{key.seed}, world {key.world_digest}): {problem}; tutorduel verify moves "

@@ -16,7 +16,7 @@ from online.registry import canonical_spec, policy_spec
 from online.replay import arrivals_limit
 from online.store import CellKey, RunStore
 from online.sweep import SweepInterrupted, run_sweep
-from online.verify import audit_in_fresh_process
+from online.verify import BAD_LOG, audit_in_fresh_process
 from tdmodels.atomic_file import check_output_path
 from tdmodels.errors import InputError
 from tdmodels.rosters import is_path, open_world, world_file, world_name
@@ -247,9 +247,9 @@ def verify_store(store: RunStore, world_arg=None, policies=None, allow_test=Fals
                  replay: bool = False, jobs: int = 1) -> int:
     """Recompute every stored row from its world, its seed and what it played, in a fresh process; print one
     line per row that does not verify (moved aside) or cannot be checked. With `replay`, also run each
-    verified row's policy again on this code (``online.replay_check``) and name every row whose pairs are not
-    that policy's (kept in place: its figures are right for the pairs it shows, its name is not). Returns 1
-    if any row failed, else 0."""
+    verified row's policy again on this code (``online.replay_check``) and move aside every row whose pairs
+    are not that policy's (and every click log whose records the replay does not reproduce). Returns 1 if
+    any row failed, else 0."""
     if not store.root.is_dir():
         raise InputError(f"run store {store.root}: no such folder")
     worlds, digests = worlds_to_check(store, world_arg, allow_test, worlds_dir)
@@ -257,21 +257,25 @@ def verify_store(store: RunStore, world_arg=None, policies=None, allow_test=Fals
     rows, problems = _scan(store, digests)
     rows = [r for r in rows if specs is None or r["policy"] in specs]
     paths = [store.path(CellKey.of_row(r)) for r in rows]
-    good, lines = apply_verdicts(store, audit_in_fresh_process(store.root, worlds, paths))
+    verdicts = audit_in_fresh_process(store.root, worlds, paths)
+    logs = sum(1 for _, verdict, _ in verdicts if verdict == BAD_LOG)
+    good, lines = apply_verdicts(store, verdicts)
     for line in problems + lines:
         print(line)
     bad = len(problems) + len(lines)
-    print(f"{len(good)} of {len(rows) + len(problems)} row(s) verified" + (f"; {bad} did not" if bad else ""),
-          file=sys.stderr)
+    print(f"{len(good)} of {len(rows) + len(problems)} row(s) verified" +
+          (f"; {bad - logs} did not" if bad - logs else "") +
+          (f"; {logs} click log(s) beside them did not (moved aside)" if logs else ""), file=sys.stderr)
     if replay:
         trusted = frozenset(policy_spec(s).target for s in policies or ())
-        bad += _replay_rows([(r, p) for r, p in zip(rows, paths) if p in good], worlds, trusted, jobs)
+        bad += _replay_rows(store, [(r, p) for r, p in zip(rows, paths) if p in good], worlds, trusted, jobs)
     return 1 if bad else 0
 
 
-def _replay_rows(rows_paths, worlds: dict, trusted: frozenset, jobs: int) -> int:
-    """Replay the verified rows of the current code whose policy may be imported; print what differs. Returns
-    the number of rows that did not replay to their own pairs."""
+def _replay_rows(store, rows_paths, worlds: dict, trusted: frozenset, jobs: int) -> int:
+    """Replay the verified rows of the current code whose policy may be imported; move aside (and name) every
+    row that does not replay to its own pairs, or whose click log the replay does not reproduce. Returns
+    their number."""
     from online.process_pool import map_in_workers
     from online.replay_check import replay_task
 
@@ -290,9 +294,18 @@ def _replay_rows(rows_paths, worlds: dict, trusted: frozenset, jobs: int) -> int
     for (policy, code), why in sorted(skipped.items()):
         n = sum(1 for r, _ in rows_paths if (r["policy"], r["code"]["digest"]) == (policy, code))
         print(f"not replayed: {n} row(s) of {policy} (code {code}): {why}", file=sys.stderr)
-    failed = [(p, why) for p, why in map_in_workers(replay_task, items, jobs) if why]
-    for p, why in failed:
-        print(f"run row {p}: does not replay: {why}; kept in place")
-    print(f"{len(items) - len(failed)} of {len(items)} replayed row(s) are their policy's run"
+    results = map_in_workers(replay_task, items, jobs)
+    failed = [(p, *found) for p, found in results if found and found[0] != "skip"]
+    for p, found in results:
+        if found and found[0] == "skip":
+            print(f"not replayed: {p}: {found[1]}", file=sys.stderr)
+    for p, kind, why in failed:
+        if kind == "log":
+            print(f"run row {p}: its click log does not replay: {why}; the log was moved aside to "
+                  f"{store.reject(Path(p).with_suffix('.clicks.nc'))}")
+        else:
+            print(f"run row {p}: does not replay: {why}; moved aside to {store.reject(Path(p))}")
+    replayed = len(items) - sum(1 for _, found in results if found and found[0] == "skip")
+    print(f"{replayed - len(failed)} of {replayed} replayed row(s) are their policy's run"
           + (f"; {len(failed)} are not" if failed else ""), file=sys.stderr)
     return len(failed)
