@@ -103,6 +103,31 @@ def _close(a: float, b: float) -> bool:
     return abs(a - b) <= 1e-7 * max(1.0, abs(a), abs(b))
 
 
+def _label_problem(row: dict) -> str | None:
+    """Whether the row's target and settings say what its canonical spec says (``online.registry``: the
+    target, then the settings that differ from their defaults, as JSON)."""
+    from online.registry import PolicySpecError, split_specs
+
+    target, bracket, body = row["policy"].partition("[")
+    if target != row["target"]:
+        return f"field 'target' is {row['target']!r}, the policy {row['policy']!r} names {target!r}"
+    if not bracket:
+        return None
+    try:
+        parts = split_specs(body[:-1]) if body.endswith("]") else None
+        changed = dict(part.split("=", 1) for part in parts) if parts else None
+        changed = {k: json.loads(v) for k, v in changed.items()} if changed else None
+    except (PolicySpecError, ValueError, RecursionError):
+        changed = None
+    if changed is None:
+        return f"field 'policy' {row['policy']!r} is not a canonical spec"
+    for k, v in changed.items():
+        if k not in row["settings"] or json.dumps(row["settings"][k]) != json.dumps(v):
+            return (f"field 'settings' has {k}={json.dumps(row['settings'].get(k))}, the policy {row['policy']!r} "
+                    f"says {json.dumps(v)}")
+    return None
+
+
 def row_problem(row) -> str | None:
     """What is wrong with a row against the schema, or None."""
     if not isinstance(row, dict):
@@ -118,6 +143,9 @@ def row_problem(row) -> str | None:
             return f"field {k!r} missing or not a {t.__name__}"
     if row.get("kind") != "policy":
         return f"field 'kind' is {row.get('kind')!r}, expected 'policy'"
+    label = _label_problem(row)
+    if label:
+        return label
     for k in ("seed", "arrivals", "rounds"):
         if not _is_int(row.get(k)) or row[k] < (0 if k == "seed" else 1):
             return f"field {k!r} missing or not a {'non-negative' if k == 'seed' else 'positive'} integer"

@@ -56,10 +56,14 @@ def _damage_below_the_floor(row):
     row["score"] = 100.0 * (row["random"] - row["regret"]) / (row["random"] - row["floor"])
 
 
+def _damage_target(row):
+    row["target"] = "coduel"
+
+
 @pytest.mark.parametrize("damage", [b"", b'{"schema": 2, "world": "dev"', b"\x00\xff garbage", b"[1, 2, 3]",
                                     b'{"schema": 2, "world": "dev", "seed": 0}', _damage_missing_per_user,
                                     _damage_policy, _damage_score, _damage_per_user_length, b"NaN",
-                                    _damage_below_the_floor])
+                                    _damage_below_the_floor, _damage_target])
 def test_damaged_row_is_named_moved_aside_and_recomputed(env_dirs, damage):
     st = RunStore()
     run_sweep(["dev"], [0], ["random"], st, arrivals=3, progress=False, inline=True)
@@ -322,3 +326,15 @@ def test_storing_something_that_is_not_a_row_is_one_input_error(env_dirs):
     for bad in ([1], None, "row"):
         with pytest.raises(InputError, match="refusing to store a row of type"):
             RunStore().put(bad)
+
+
+def test_a_rows_settings_must_say_what_its_canonical_spec_says(env_dirs):
+    st = RunStore()
+    run_sweep(["dev"], [0], ["no-transfer[prior_var=2.0]"], st, arrivals=3, progress=False, inline=True)
+    path = next(iter(st.root.rglob("seed-*.json")))
+    row = json.loads(path.read_text())
+    row["settings"]["prior_var"] = 3.0
+    path.write_text(json.dumps(row))
+    rows, problems = st.scan()
+    assert rows == [] and "field 'settings' has prior_var=3.0, the policy 'no-transfer[prior_var=2.0]' says 2.0" \
+        in problems[0]
