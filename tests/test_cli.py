@@ -370,3 +370,21 @@ def test_fit_population_prints_and_stores_the_label_invariant_diagnostics(env_di
     assert not li.ok and idata["label_invariant"]["co_clustering"].shape == (2, 30, 15)
     assert idata["label_invariant"]["test_points"].shape == (6, 7)
     assert main(argv + ["--strict"]) == 1
+
+
+def test_a_missing_store_is_named_by_stats_and_export_and_held_out_rows_need_allow_test(env_dirs, capsys):
+    """A mistyped --store had given an empty export and 'no stored runs' with exit 0; export had written
+    held-out rows without --allow-test."""
+    missing = str(env_dirs / "nosuch")
+    for argv in (["stats", "--store", missing], ["export", str(env_dirs / "x.csv"), "--store", missing]):
+        assert main(argv) == 2
+        assert "no such folder" in capsys.readouterr().err
+    assert main(["replay", "--world", "test_profiles", "--allow-test", "--seeds", "0", "--arrivals", "2",
+                 "--policies", "random"]) == 0
+    assert main(["replay", "--world", "dev", "--seeds", "0", "--arrivals", "2", "--policies", "random"]) == 0
+    capsys.readouterr()
+    assert main(["export", str(env_dirs / "x.csv")]) == 0
+    assert "1 held-out world(s) left out" in capsys.readouterr().err
+    assert "test_profiles" not in (env_dirs / "x.csv").read_text()
+    assert main(["export", str(env_dirs / "y.csv"), "--allow-test"]) == 0
+    assert "test_profiles" in (env_dirs / "y.csv").read_text()

@@ -79,6 +79,7 @@ def print_world_tables(store, world_arg, allow_test, worlds_dir, against=None, a
     name or spelling, so its rows are read (and any damaged one reported) once; `by_profile` adds the
     scores per student profile."""
     world = open_world(world_arg, allow_test=allow_test, directory=worlds_dir)
+    _existing(store)
     name, limit = world_name(world_arg), arrivals_limit(world, arrivals)
     if shown is not None:
         digest = world_digest(world)
@@ -232,8 +233,17 @@ def _scan(store, digests) -> tuple[list[dict], list[str]]:
 
 
 def export_verified(store: RunStore, path, world_arg=None, allow_test=False, worlds_dir=None) -> int:
-    """Write the scalar fields of the stored rows that verify (of the named worlds, or all) to .csv or .parquet."""
+    """Write the scalar fields of the stored rows that verify (of the named worlds, or all) to .csv or .parquet;
+    rows of held-out worlds only with `allow_test`."""
+    _existing(store)
     worlds, digests = worlds_to_check(store, world_arg, allow_test, worlds_dir)
+    if not allow_test:
+        held = {d for d, w in worlds.items() if _held_out(w)}
+        if held:
+            print(f"note: rows of {len(held)} held-out world(s) left out (--allow-test to export them)",
+                  file=sys.stderr)
+            worlds = {d: w for d, w in worlds.items() if d not in held}
+            digests = list(worlds) if digests is None else [d for d in digests if d not in held]
     rows, problems = _scan(store, digests)
     rows, lines = verified_rows(store, rows, worlds)
     for line in problems + lines:
@@ -243,6 +253,22 @@ def export_verified(store: RunStore, path, world_arg=None, allow_test=False, wor
     return 0
 
 
+def _existing(store: RunStore) -> None:
+    """One InputError when the store's folder is not there (a mistyped --store reads as an empty store)."""
+    if not store.root.is_dir():
+        raise InputError(f"run store {store.root}: no such folder (tutorduel replay makes one)")
+
+
+def _held_out(world) -> bool:
+    """Whether a world (a Dataset or a world file) is marked held out; its file's attributes only are read."""
+    import xarray as xr
+
+    if isinstance(world, xr.Dataset):
+        return bool(int(world.attrs.get("held_out", 0)))
+    with xr.open_dataset(world, engine="h5netcdf") as ds:
+        return bool(int(ds.attrs.get("held_out", 0)))
+
+
 def verify_store(store: RunStore, world_arg=None, policies=None, allow_test=False, worlds_dir=None,
                  replay: bool = False, jobs: int = 1) -> int:
     """Recompute every stored row from its world, its seed and what it played, in a fresh process; print one
@@ -250,8 +276,7 @@ def verify_store(store: RunStore, world_arg=None, policies=None, allow_test=Fals
     verified row's policy again on this code (``online.replay_check``) and move aside every row whose pairs
     are not that policy's (and every click log whose records the replay does not reproduce). Returns 1 if
     any row failed, else 0."""
-    if not store.root.is_dir():
-        raise InputError(f"run store {store.root}: no such folder")
+    _existing(store)
     worlds, digests = worlds_to_check(store, world_arg, allow_test, worlds_dir)
     specs = {canonical_spec(s) for s in policies} if policies else None
     rows, problems = _scan(store, digests)
