@@ -217,7 +217,7 @@ def _convert(target: str, key: str, text: str, setting: Setting):
         if text.lower() in ("true", "false"):
             return text.lower() == "true"
     elif kind is int:
-        if _INT.fullmatch(text):
+        if _INT.fullmatch(text) and len(text.lstrip("+-")) <= 4000:   # past Python's 4,300-digit limit: refused below
             return int(text)
     elif kind is float:
         if _NUMBER.fullmatch(text):
@@ -228,7 +228,7 @@ def _convert(target: str, key: str, text: str, setting: Setting):
         if text.startswith('"'):
             try:
                 value = json.loads(text)
-            except json.JSONDecodeError:
+            except ValueError:
                 value = None
             if isinstance(value, str):
                 return value
@@ -237,7 +237,7 @@ def _convert(target: str, key: str, text: str, setting: Setting):
     else:
         try:
             value = json.loads(text)
-        except (json.JSONDecodeError, RecursionError):
+        except (ValueError, RecursionError):
             value = text
         if _finite(value):
             return value

@@ -185,7 +185,7 @@ def read_row(path: Path) -> dict:
     """Parse and check one row file; raise CorruptRowError naming the file and the problem."""
     try:
         row = json.loads(read_regular_text(path, ROW_BYTES), parse_constant=lambda c: float("nan"))
-    except (OSError, UnreadableFileError, json.JSONDecodeError, RecursionError) as exc:
+    except (OSError, UnreadableFileError, ValueError, RecursionError) as exc:   # ValueError: bad JSON, huge ints
         raise CorruptRowError(f"run row {path}: unreadable ({type(exc).__name__}: {exc})") from None
     problem = row_problem(row)
     if problem:

@@ -71,7 +71,7 @@ def load_sample(path: str | Path) -> xr.Dataset:
         raw = json.loads(read_regular_text(path, SAMPLE_BYTES))
         personas = [p["short"] for p in raw["personas"]]
         arrivals = raw["arrivals"]
-    except (UnreadableFileError, json.JSONDecodeError, RecursionError, KeyError, TypeError) as exc:
+    except (UnreadableFileError, ValueError, RecursionError, KeyError, TypeError) as exc:    # ValueError: JSON, huge ints
         raise WorldFormatError(f"sample {path}: not the TutorDuel site sample ({type(exc).__name__}: {exc})") from None
     _check_structure(path, personas, arrivals)
     labels = raw.get("labels", {})

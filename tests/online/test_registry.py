@@ -194,3 +194,12 @@ def test_a_quoted_setting_keeps_its_commas_and_brackets():
     assert policy_spec(ps.canonical).canonical == ps.canonical
     with pytest.raises(PolicySpecError, match="unbalanced quotes"):
         split_specs('a[x="open]')
+
+
+def test_a_setting_of_five_thousand_digits_is_refused_as_a_setting():
+    """It had raised Python's 'Exceeds the limit (4300 digits)' ValueError from int()."""
+    from online.registry import PolicySpecError, policy_spec
+
+    for text in ("1" * 5000, "-" + "1" * 5000, '"' + "1" * 5000 + '"'):
+        with pytest.raises(PolicySpecError, match="em_iters"):
+            policy_spec(f"coduel[em_iters={text}]")

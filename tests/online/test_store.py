@@ -63,7 +63,8 @@ def _damage_target(row):
 @pytest.mark.parametrize("damage", [b"", b'{"schema": 2, "world": "dev"', b"\x00\xff garbage", b"[1, 2, 3]",
                                     b'{"schema": 2, "world": "dev", "seed": 0}', _damage_missing_per_user,
                                     _damage_policy, _damage_score, _damage_per_user_length, b"NaN",
-                                    _damage_below_the_floor, _damage_target])
+                                    _damage_below_the_floor, _damage_target,
+                                    b'{"schema": 3, "wall_s": ' + b"1" * 5000 + b"}"])    # past Python's int limit
 def test_damaged_row_is_named_moved_aside_and_recomputed(env_dirs, damage):
     st = RunStore()
     run_sweep(["dev"], [0], ["random"], st, arrivals=3, progress=False, inline=True)
