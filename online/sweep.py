@@ -114,7 +114,29 @@ def trusted_row(world, cell: Cell, row: dict, log) -> dict:
     return row
 
 
+SCHEDULER_SCHEMES = ("tcp", "tls", "ucx", "ws", "wss")
+
+
+def _scheduler_problem(scheduler) -> str | None:
+    """Why `scheduler` is not a Dask scheduler address (scheme://host:port), or None."""
+    from urllib.parse import urlsplit
+
+    if not isinstance(scheduler, str):
+        return f"is a {type(scheduler).__name__}, not an address"
+    try:
+        parts = urlsplit(scheduler)
+        port = parts.port
+    except ValueError as exc:
+        return f"cannot be read as an address ({exc})"
+    if parts.scheme not in SCHEDULER_SCHEMES or not parts.hostname or port is None or parts.path not in ("", "/") \
+            or parts.query or parts.fragment:
+        return f"is not SCHEME://HOST:PORT with SCHEME one of {', '.join(SCHEDULER_SCHEMES)}"
+    return None
+
+
 def _check_executor(jobs, scheduler, dask_workers, cell_timeout, inline) -> None:
+    if scheduler is not None and _scheduler_problem(scheduler):
+        raise SweepError(f"Dask scheduler {scheduler!r}: {_scheduler_problem(scheduler)}, e.g. tcp://10.0.0.5:8786")
     if scheduler and dask_workers:
         raise SweepError("give either a scheduler address to join or a number of Dask workers to start, not both")
     for what, v in (("jobs", jobs), ("dask_workers", dask_workers)):

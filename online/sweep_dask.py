@@ -33,7 +33,7 @@ def run_on_dask(todo, sources, keep_clicks, finish, scheduler, n_workers, cell_t
                 cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None)
         try:
             client = Client(scheduler or cluster, timeout=DASK_CONNECT_S)
-        except (OSError, TimeoutError) as exc:
+        except (OSError, TimeoutError, ValueError) as exc:
             raise SweepError(f"cannot reach the Dask scheduler at {scheduler}: {type(exc).__name__}: {exc}") from None
         with client:
             client.run(warm_up)         # imports outside the cells' clocks (workers that restart later pay them in-cell)

@@ -1,5 +1,7 @@
 """Sweeps on a Dask LocalCluster: the same rows as a local sweep, cached cells not resent,
 failed cells reported and never stored."""
+import pytest
+
 from online.store import RunStore
 from online.sweep import run_sweep
 
@@ -30,3 +32,13 @@ def test_dask_options_are_exclusive(env_dirs):
 
     with pytest.raises(ValueError, match="not both"):
         run_sweep(["dev"], [0], ["random"], RunStore(), arrivals=3, scheduler="tcp://127.0.0.1:1", dask_workers=2)
+
+
+@pytest.mark.parametrize("address", ["foo", "tcp://", "tcp://h:x", "http://127.0.0.1:1", "inproc://x", "tcp://[::1",
+                                     "", "tcp://127.0.0.1:99999", "tcp://h:1/path"])
+def test_a_scheduler_address_that_is_not_one_is_named_before_anything_runs(env_dirs, address):
+    """Malformed addresses had raised a ValueError from inside distributed; '' had meant a local cluster."""
+    from online.sweep import SweepError
+
+    with pytest.raises(SweepError, match="Dask scheduler"):
+        run_sweep(["dev"], [0], ["random"], RunStore(), arrivals=2, progress=False, scheduler=address)
