@@ -187,3 +187,15 @@ def test_worlds_from_arrays_then_replay(env_dirs, capsys):
     _fails_with(capsys, ["worlds", "from-arrays", str(env_dirs / "bad.npz"), "--name", "bad"], "needs 'utilities'")
     assert main(["replay", "--world", "mine", "--seeds", "0-1", "--policies", "random,no-transfer"]) == 0
     assert "### mine (10 arrivals" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("text", ["1.5", "nan", "inf", "1e400", "0x1", "", "3,3", "1," * 3, "0", "1" * 5000])
+def test_validate_rounds_is_a_list_of_distinct_click_counts(text, capsys):
+    """They had raised ValueError from int() (1.5, nan, 1e400, 0x1), or been taken silently ('' and 3,3)."""
+    from tutorduel.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["validate", "--rounds", text])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "--rounds" in err and "Traceback" not in err

@@ -22,6 +22,10 @@ def number_in(kind, lo, hi, lo_open: bool = False):
         try:
             v = kind(text)
         except ValueError:
+            if text.strip().lstrip("+-").isdigit():      # past Python's 4,300-digit limit: a number, out of range
+                raise argparse.ArgumentTypeError(f"{text[:20]}... ({len(text):,} characters): must be "
+                                                 f"{'an integer' if kind is int else 'a number'} in "
+                                                 f"{_range_text(lo, hi, lo_open)}") from None
             raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
         if v != v or not (lo < v if lo_open else lo <= v) or not v <= hi:
             raise argparse.ArgumentTypeError(f"{text!r}: must be {'an integer' if kind is int else 'a number'} in "
@@ -39,6 +43,22 @@ def int_in(lo: int, hi: int):
 def float_in(lo: float, hi: float, lo_open: bool = False):
     """A finite float option in [lo, hi] (or (lo, hi])."""
     return number_in(float, lo, hi, lo_open)
+
+
+def int_list_in(lo: int, hi: int):
+    """A comma-separated list of distinct integers, each in [lo, hi] (e.g. 6,12), as a tuple."""
+    one = int_in(lo, hi)
+
+    def parse(text):
+        parts = [t.strip() for t in text.split(",")]
+        if not text.strip() or any(not t for t in parts):
+            raise argparse.ArgumentTypeError(f"{text!r}: give comma-separated integers, e.g. 6,12")
+        values = tuple(one(t) for t in parts)
+        if len(set(values)) != len(values):
+            raise argparse.ArgumentTypeError(f"{text!r}: a value is given twice")
+        return values
+    parse.__name__ = "integer list"
+    return parse
 
 
 seed_int = int_in(0, MAX_SEED)

@@ -1,8 +1,8 @@
 """`fit` and `validate`: exact references on a stored run's clicks, and a learner's beliefs against them."""
 from __future__ import annotations
 
-from tdmodels.limits import MAX_ARRIVALS
-from tutorduel.arg_types import MAX_DRAWS, MAX_JOBS, MAX_MINUTES, float_in, int_in
+from tdmodels.limits import MAX_ARRIVALS, MAX_SESSION
+from tutorduel.arg_types import MAX_DRAWS, MAX_JOBS, MAX_MINUTES, float_in, int_in, int_list_in
 from tutorduel.cli.options import DEFAULT_JOBS, common_options, fit_options
 
 
@@ -29,7 +29,7 @@ def cmd_validate(a) -> int:
     from tutorduel.fit_report import validate_and_report
 
     world = open_world(a.world, allow_test=a.allow_test, directory=a.worlds)
-    rounds = tuple(int(t) for t in a.rounds.split(",")) if a.rounds else ()
+    rounds = a.rounds or ()
     beliefs = tuple(b.strip() for b in a.beliefs.split(",")) if a.beliefs is not None else ()
     return validate_and_report(world, a.seed, a.policy, RunStore(a.store), rounds=rounds, users=a.users,
                                arrivals=a.arrivals, chains=a.chains, warmup=a.warmup, draws=a.draws,
@@ -63,7 +63,8 @@ def add_parsers(sub) -> None:
     p = sub.add_parser("validate", help="check each user's online belief against a NUTS reference on the same clicks")
     fit_options(p, "validate")
     p.add_argument("--policy", default="coduel", help="a policy that records its beliefs (default: coduel)")
-    p.add_argument("--rounds", help="also check the beliefs after these many clicks, e.g. 6,12 (a NUTS fit each)")
+    p.add_argument("--rounds", type=int_list_in(1, MAX_SESSION), help="also check the beliefs after these many clicks, "
+                                                                       "e.g. 6,12 (a NUTS fit each)")
     p.add_argument("--beliefs", help="also replay these online beliefs on the same clicks and check each against the "
                                       "same reference, side by side by arrival block: laplace, adf, laplace-is "
                                       "(comma-separated)")
