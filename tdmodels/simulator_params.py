@@ -18,6 +18,7 @@ import numpy as np
 from tdmodels.errors import InputError
 
 GENERATOR_BASE = "sim-2"
+MAX_PARAM = 1e6                 # no parameter's magnitude beyond this: rosters built at 1e100 still, not at 1e308
 
 
 class SimulatorParams(NamedTuple):
@@ -55,6 +56,9 @@ class SimulatorParams(NamedTuple):
         for name, value in self._asdict().items():
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                 raise InputError(f"simulator parameter {name} must be a finite number, got {value!r}")
+            if abs(value) > MAX_PARAM:
+                raise InputError(f"simulator parameter {name} must lie within +-{MAX_PARAM:g}, got {value!r} (the "
+                                 f"judge's probabilities overflow near the largest floats)")
             if "offset_" in name:
                 continue
             if value < 0 or (name in ("student_scale",) and value == 0):

@@ -49,11 +49,15 @@ def list_worlds(directory=None) -> int:
 def build_worlds(names: list[str] | None = None, simulator=None, directory=None) -> int:
     """Build the named rosters (default: all), first adopting `simulator` for the folder if given; warn about any
     world that differs from its published digest."""
-    if simulator:
-        adopt_simulator(simulator, directory)
+    adopted = adopt_simulator(simulator, directory) if simulator else None
     differ = 0
     for n in names or list(ROSTERS):
-        ds = open_world(n, allow_test=True, directory=directory)
+        try:
+            ds = open_world(n, allow_test=True, directory=directory)
+        except BaseException:
+            if adopted is not None:      # the folder goes back to what it generated before this command
+                adopted.unlink(missing_ok=True)
+            raise
         print(f"{n}: {world_file(n, directory)} ({ds.sizes['student']} students, {ds.sizes['question']} questions)"
               f"; {digest_check(ds)}")
         differ += digest_differs(ds)
@@ -77,9 +81,10 @@ def digest_check(ds) -> str:
     return f"digest {have} (as published)" if have == want else f"digest {have}, NOT the published {want}"
 
 
-def adopt_simulator(path, directory) -> None:
+def adopt_simulator(path, directory) -> Path | None:
     """Make a worlds folder generate its rosters from the simulator file at `path` (copied in as simulator.json);
-    refused where the folder already holds another simulator file or roster files of another generator."""
+    refused where the folder already holds another simulator file or roster files of another generator. Returns
+    the file written, None where the folder already had it."""
     params = read_simulator_file(path)
     folder = worlds_dir(directory)
     mine = folder / SIMULATOR_FILE
@@ -87,7 +92,7 @@ def adopt_simulator(path, directory) -> None:
         if read_simulator_file(mine) != params:
             raise InputError(f"{folder} already generates from {mine} ({generator_version(read_simulator_file(mine))}); "
                              f"give another --worlds folder for {path}")
-        return
+        return None
     for r in ROSTERS:
         f = folder / f"{r}.nc"
         made_by = str(load_world(f).attrs.get("generator")) if f.exists() else None
@@ -98,6 +103,7 @@ def adopt_simulator(path, directory) -> None:
     text = read_regular_text(path, 2**20)
     atomic_save(mine, lambda tmp: Path(tmp).write_text(text))
     print(f"{folder} now generates its rosters from {path} ({generator_version(params)})")
+    return mine
 
 
 def describe_world(name: str, seeds: list[int], seeds_text: str, allow_test=False, directory=None) -> int:

@@ -48,6 +48,8 @@ def test_a_roster_file_of_another_generator_is_refused(tmp_path):
     ('{"params": {"student_scael": 2.0}}', "unknown parameter.*student_scael"),
     ('{"params": {"judge_noise": NaN}}', "judge_noise"),
     ('{"params": {"judge_noise": 0.9}, "generator": "sim-2"}', "edited by hand"),
+    ('{"params": {"answer_noise": 1e308}}', "answer_noise must lie within"),    # had broken the build inside
+    ('{"params": {"offset_coach": -2e6}}', "offset_coach must lie within"),
     ('[1, 2]', "TypeError"),
 ])
 def test_a_bad_simulator_file_is_refused_naming_the_file(tmp_path, content, match):
@@ -56,3 +58,19 @@ def test_a_bad_simulator_file_is_refused_naming_the_file(tmp_path, content, matc
     with pytest.raises(WorldFormatError, match=match) as exc:
         read_simulator_file(f)
     assert str(f) in str(exc.value)
+
+
+def test_a_simulator_file_whose_build_fails_is_not_left_in_the_folder(tmp_path, monkeypatch, capsys):
+    """The file had been copied in before the first build, so every later command in the folder failed."""
+    import tutorduel.world_commands as wc
+
+    src = _write(tmp_path / "src")
+    folder = tmp_path / "worlds"
+
+    def broken(*args, **kwargs):
+        raise ValueError("a build that fails")
+
+    monkeypatch.setattr(wc, "open_world", broken)
+    with pytest.raises(ValueError, match="a build that fails"):
+        wc.build_worlds(["dev"], simulator=str(src), directory=folder)
+    assert not (folder / SIMULATOR_FILE).exists()
