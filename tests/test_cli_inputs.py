@@ -199,3 +199,27 @@ def test_validate_rounds_is_a_list_of_distinct_click_counts(text, capsys):
     assert e.value.code == 2
     err = capsys.readouterr().err
     assert "--rounds" in err and "Traceback" not in err
+
+
+def test_importing_a_sample_names_the_input_and_keeps_another_sample_unless_forced(env_dirs, capsys, sample_path):
+    """A bad sample had been blamed on the good sample.nc already there, and a sample of other content had
+    replaced it without --force; from-arrays could take the name 'sample' that play and watch read as real."""
+    import gzip
+
+    assert main(["worlds", "import-sample", str(sample_path)]) == 0
+    assert main(["worlds", "import-sample", str(sample_path)]) == 0             # the same content: kept, no --force
+    raw = json.loads(open(sample_path, "rb").read() if not str(sample_path).endswith(".gz")
+                     else gzip.decompress(open(sample_path, "rb").read()))
+    bad = json.loads(json.dumps(raw))
+    bad["arrivals"][0]["qs"][0]["P"][0] = 1.5
+    (env_dirs / "bad.json").write_text(json.dumps(bad))
+    _fails_with(capsys, ["worlds", "import-sample", str(env_dirs / "bad.json")], f"sample {env_dirs / 'bad.json'}")
+    raw["arrivals"] = raw["arrivals"][:-1]
+    other = env_dirs / "other.json"
+    other.write_text(json.dumps(raw))
+    _fails_with(capsys, ["worlds", "import-sample", str(other)], "--force")
+    assert main(["worlds", "import-sample", str(other), "--force"]) == 0
+    U = np.random.default_rng(0).uniform(size=(4, 30, 6))
+    np.savez(env_dirs / "mine.npz", utilities=U)
+    _fails_with(capsys, ["worlds", "from-arrays", str(env_dirs / "mine.npz"), "--name", "sample"], "real sample")
+    _fails_with(capsys, ["worlds", "stress", "--name", "sample"], "real sample")

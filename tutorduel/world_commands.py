@@ -19,7 +19,7 @@ from tdmodels.sample import load_sample
 from tdmodels.simulator import ROSTERS
 from tdmodels.simulator_params import generator_version
 from tdmodels.stress_worlds import STRESS_PRESETS, StressKnobs, build_stress_world, preset_knobs
-from tdmodels.world import WorldFormatError, check_name, load_world, save_world, world_digest
+from tdmodels.world import WorldFormatError, check_name, load_world, save_world, validate_world, world_digest
 
 
 def list_worlds(directory=None) -> int:
@@ -149,10 +149,19 @@ def print_targets(seeds: list[int], bootstrap: int, allow_test=False, directory=
     return 0
 
 
-def import_sample(path, directory=None) -> int:
-    """Convert the published site sample into the world file `sample`."""
-    ds = load_sample(path)
-    out = save_world(ds, world_file("sample", directory))
+def import_sample(path, directory=None, force: bool = False) -> int:
+    """Convert the published site sample into the world file `sample`; an existing file of other content is
+    replaced only with `force`."""
+    ds = validate_world(load_sample(path), f"sample {path}")      # a bad input is named as the input
+    target = world_file("sample", directory)
+    if target.exists() and not force:
+        try:
+            same = world_digest(load_world(target)) == world_digest(ds)
+        except WorldFormatError:
+            same = False
+        if not same:
+            raise InputError(f"world file {target} exists with other content; pass --force to replace it")
+    out = save_world(ds, target)
     print(f"sample: {out} (48 arrivals of real judge data; rater feature absent); {digest_check(ds)}")
     return 0
 
@@ -160,8 +169,9 @@ def import_sample(path, directory=None) -> int:
 def world_from_npz(path, name: str, directory=None, force=False, **world_options) -> int:
     """Make the world `name` from the arrays of a .npz file (checked from their headers before any is loaded)."""
     check_name(name)
-    if name in ROSTERS or name in STRESS_PRESETS:
-        raise InputError(f"--name {name!r} is a simulated roster's or a stress preset's name; choose another")
+    if name in ROSTERS or name in STRESS_PRESETS or name == "sample":
+        raise InputError(f"--name {name!r} is a simulated roster's, a stress preset's or the real sample's name; "
+                         f"choose another")
     arrays = read_arrays(path)
     target = world_file(name, directory)
     if target.exists() and not force:
@@ -193,8 +203,9 @@ def stress_worlds(presets: list[str] | None = None, name: str | None = None, see
         if len(presets) > 1:
             raise InputError(f"--name {name!r} names one world; give at most one preset to start from")
         check_name(name)
-        if name in ROSTERS or name in STRESS_PRESETS:
-            raise InputError(f"--name {name!r} is a roster's or a preset's name; choose another for your own world "
+        if name in ROSTERS or name in STRESS_PRESETS or name == "sample":
+            raise InputError(f"--name {name!r} is a roster's, a preset's or the real sample's name; choose another for "
+                             f"your own world "
                              f"(a preset is built by naming it: tutorduel worlds stress {name})")
         base = preset_knobs(presets[0]) if presets else StressKnobs()
         jobs = [(name, base._replace(**(knobs or {})),

@@ -51,7 +51,7 @@ def cmd_calibrate(a) -> int:
 def cmd_import_sample(a) -> int:
     from tutorduel.world_commands import import_sample
 
-    return import_sample(a.path, a.worlds)
+    return import_sample(a.path, a.worlds, a.force)
 
 
 def cmd_from_arrays(a) -> int:
@@ -130,6 +130,7 @@ def add_parsers(sub) -> None:
 
     q = wsub.add_parser("import-sample")
     q.add_argument("path", help="path to tutorduel-site-sample.json")
+    q.add_argument("--force", action="store_true", help="replace an existing sample world file of other content")
     common_options(q, store=False)
     q.set_defaults(fn=cmd_import_sample)
 
