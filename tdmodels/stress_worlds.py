@@ -89,6 +89,9 @@ class StressKnobs(NamedTuple):
         if knobs.block_length and knobs.shift_at:
             raise InputError("stress knobs block_length and shift_at: a world drifts in blocks or shifts once, "
                              "not both")
+        if knobs.block_length and knobs.block_length >= knobs.arrivals:
+            raise InputError(f"stress knob block_length = {knobs.block_length}: with {knobs.arrivals} arrivals there "
+                             f"would be one block and no drift; give fewer than the arrivals (0: no drift)")
         if knobs.shift_at and not 1 <= round(knobs.shift_at * knobs.arrivals) < knobs.arrivals:
             raise InputError(f"stress knob shift_at = {knobs.shift_at}: with {knobs.arrivals} arrivals the shift "
                              f"must leave at least one arrival on each side")

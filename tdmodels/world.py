@@ -187,6 +187,8 @@ def validate_world(ds: xr.Dataset, source: str = "<memory>") -> xr.Dataset:
         if dim not in ds.coords:
             _fail(source, dim, "missing id coordinate")
         ids = ds[dim].values
+        if ids.dtype.kind in "fc" and not np.isfinite(ids).all():
+            _fail(source, dim, "ids must be finite (a NaN id equals no other, so uniqueness cannot be checked)")
         if len(set(ids.tolist())) != len(ids):
             _fail(source, dim, "ids are not unique")
 

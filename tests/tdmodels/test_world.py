@@ -206,3 +206,11 @@ def test_open_world_takes_a_path_object_as_its_docstring_says(tmp_path):
     w = _small_world()
     save_world(w, tmp_path / "mine.nc")
     assert world_digest(open_world(Path(tmp_path / "mine.nc"))) == world_digest(open_world(str(tmp_path / "mine.nc")))
+
+
+def test_nan_ids_are_refused():
+    """NaN never equals itself, so a set of NaN question ids had passed as unique."""
+    w = _small_world()
+    w = w.assign_coords(question=np.full(w.sizes["question"], np.nan))
+    with pytest.raises(WorldFormatError, match="question.*finite"):
+        validate_world(w)
