@@ -54,7 +54,7 @@ def save_results(ds: xr.Dataset, path: str | os.PathLike) -> Path:
 def fmt(x, digits: int = 2) -> str:
     """'mean ± half-width' of the 95% t-interval of x, with `digits` decimals."""
     m, h = t_interval(x)
-    return f"{m:.{digits}f} ± {h:.{digits}f}"
+    return f"{m:.{digits}f}" + (f" ± {h:.{digits}f}" if np.isfinite(h) else " (one seed: no interval)")
 
 
 def per_seed(ds: xr.Dataset) -> xr.Dataset:

@@ -223,3 +223,23 @@ def test_importing_a_sample_names_the_input_and_keeps_another_sample_unless_forc
     np.savez(env_dirs / "mine.npz", utilities=U)
     _fails_with(capsys, ["worlds", "from-arrays", str(env_dirs / "mine.npz"), "--name", "sample"], "real sample")
     _fails_with(capsys, ["worlds", "stress", "--name", "sample"], "real sample")
+
+
+@pytest.mark.parametrize("argv", [["stats", "--store", ""], ["stats", "--policies", " "], ["leaderboard", "--rosters", ""],
+                                  ["leaderboard", "--out", ""], ["stats", "--curves", ""], ["replay", "--scheduler", ""],
+                                  ["prefdisco", "--policies", ""]])
+def test_an_empty_value_is_an_error_not_the_default(argv, capsys):
+    """'' had silently meant the default (leaderboard --rosters '' ran dev; --out '' wrote into the folder)."""
+    _usage_error(capsys, argv, "an empty value")
+
+
+def test_stats_against_a_policy_left_out_of_policies_still_pairs_with_it(env_dirs, capsys):
+    assert main(["replay", "--world", "dev", "--seeds", "0-1", "--arrivals", "4", "--policies", "random,no-transfer"]) == 0
+    capsys.readouterr()
+    assert main(["stats", "--world", "dev", "--arrivals", "4", "--against", "random", "--policies", "no-transfer"]) == 0
+    assert "no-transfer: +" in capsys.readouterr().out
+
+
+def test_a_policy_named_twice_is_refused_before_any_work(capsys):
+    _fails_with(capsys, ["prefdisco", "--seeds", "0", "--policies", "answer-now,answer-now"], "named twice")
+    _fails_with(capsys, ["combined", "--seeds", "0", "--policies", "coduel,coduel[lookahead=true]"], "named twice")

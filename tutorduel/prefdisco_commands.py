@@ -32,6 +32,9 @@ def prefdisco_and_report(seeds: list[int], policies: list[str] | None = None, qu
     bad = [p for p in policies if p not in POLICIES]
     if bad:
         raise InputError(f"unknown PrefDisco policy {bad[0]!r}; choose from {', '.join(POLICIES)}")
+    twice = sorted({p for p in policies if policies.count(p) > 1})
+    if twice:
+        raise InputError(f"PrefDisco policy {twice[0]!r} is named twice in --policies")
     check_questions(questions)
     if answer_noise < 0 or (cost is not None and cost < 0):
         raise InputError("--answer-noise and --cost must be >= 0")
@@ -96,6 +99,9 @@ def combined_and_report(world: str, seeds: list[int], specs: list[str], answer_n
     first policy."""
     open_world(world, allow_test=allow_test, directory=worlds_dir)      # refuse held-out worlds early
     specs = [canonical_spec(s) for s in specs]
+    twice = sorted({s for s in specs if specs.count(s) > 1})
+    if twice:
+        raise InputError(f"policy {twice[0]!r} is named twice in --policies (after its settings are read)")
     for s in specs:
         make_learner(s)
     if answer_noise < 0:
@@ -109,7 +115,8 @@ def combined_and_report(world: str, seeds: list[int], specs: list[str], answer_n
         m, h = t_interval([r[s]["score"] for r in runs])
         me, he = t_interval([r[s]["excess"] for r in runs])
         q = np.mean([r[s]["asked_per_user"].mean() for r in runs])
-        print(f"| {s} | {m:.1f} ± {h:.1f} | {me:.1f} ± {he:.1f} | {q:.2f} |")
+        pm = (lambda a, b: f"{a:.1f}" + (f" ± {b:.1f}" if np.isfinite(b) else ""))  # noqa: E731 (one seed: no interval)
+        print(f"| {s} | {pm(m, h)} | {pm(me, he)} | {q:.2f} |")
     if len(specs) > 1 and len(seeds) > 1:
         base = specs[0]
         print(f"\npaired against {base} (95%):")

@@ -68,7 +68,7 @@ def shown_rows(store, world, name, arrivals=None, any_code=False, specs=None, na
     for note in view.notes:
         print(f"warning: {note}", file=sys.stderr)
     if specs is not None:
-        keep = {canonical_spec(s) for s in specs}
+        keep = {canonical_spec(s) for s in [*specs, *named]}     # --against's policy is shown beside --policies
         return [r for r in view.rows if r["policy"].split(" (code ")[0] in keep]
     return view.rows
 

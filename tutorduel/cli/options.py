@@ -22,6 +22,16 @@ class Parser(argparse.ArgumentParser):
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
 
+    def parse_args(self, args=None, namespace=None):
+        """As argparse's, and an empty or blank text given to any option or argument is an error: '' had
+        silently meant the default (--store '', --policies '', --rosters '', --out '' and the like)."""
+        ns = super().parse_args(args, namespace)
+        for name, value in vars(ns).items():
+            if isinstance(value, str) and not value.strip():
+                flag = f"--{name.replace('_', '-')}" if name not in ("path", "presets", "names", "world") else name
+                self.error(f"argument {flag}: an empty value; leave the option out for its default")
+        return ns
+
 
 def common_options(p, store=True) -> None:
     """--worlds, --allow-test and (if `store`) --store."""
