@@ -12,10 +12,13 @@ from tests.online.helpers import plugin_module
 
 
 def _retarget(st, spec, target):
+    """The row of `spec` rewritten as a row of plug-in `target` at that plug-in's place (a row's target must
+    agree with its policy, and its policy with its path, or the schema check refuses it first)."""
     p = st.path(run_key(open_world("dev"), 0, spec, 3))
     row = json.loads(p.read_text())
-    row["target"] = target
-    p.write_text(json.dumps(row))
+    row.update(target=target, policy=target, settings={})
+    p.unlink()
+    st.put(row)
 
 
 def test_stats_leaderboard_and_export_never_import_a_rows_target(env_dirs, capsys, tmp_path):
@@ -38,7 +41,7 @@ def test_stats_leaderboard_and_export_never_import_a_rows_target(env_dirs, capsy
     assert not (tmp_path / "planted.py.ran").exists() and "planted" not in sys.modules
     assert "not imported on a row's say" in out.err
     # each code version of a row whose target is not looked up is its own line, never merged
-    assert "random (code " in out.out
+    assert "this:x (code " in out.out
 
 
 def test_a_plugin_named_with_policies_has_its_code_version_checked(env_dirs, tmp_path, monkeypatch, capsys):
