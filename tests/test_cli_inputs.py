@@ -238,6 +238,8 @@ def test_stats_against_a_policy_left_out_of_policies_still_pairs_with_it(env_dir
     capsys.readouterr()
     assert main(["stats", "--world", "dev", "--arrivals", "4", "--against", "random", "--policies", "no-transfer"]) == 0
     assert "no-transfer: +" in capsys.readouterr().out
+    assert main(["stats", "--world", "dev"]) == 0           # no full runs: the truncations that are stored are named
+    assert "rows of other truncations are stored: --arrivals 4" in capsys.readouterr().out
 
 
 def test_a_policy_named_twice_is_refused_before_any_work(capsys):
