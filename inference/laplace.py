@@ -13,6 +13,8 @@ reference the online step approximates when clicks arrive one at a time.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from inference.constants import NEWTON_ITERS, NEWTON_RTOL
@@ -41,7 +43,7 @@ def click_mode(a, s, y, iters: int = NEWTON_ITERS, rtol: float = NEWTON_RTOL):
     """
     y = _click(y, "click_mode")
     if np.ndim(a) == 0 and np.ndim(s) == 0:
-        if not (np.isfinite(a) and np.isfinite(s) and s >= 0):
+        if not (math.isfinite(a) and math.isfinite(s) and s >= 0):
             raise InputError(f"click_mode: the prior mean a={a!r} must be finite and its variance s={s!r} finite, >= 0")
         return kernel_click_mode(float(a), float(s), y, rtol, -1.0, int(iters))
     a, s = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(s, dtype=float))
@@ -53,6 +55,8 @@ def click_mode(a, s, y, iters: int = NEWTON_ITERS, rtol: float = NEWTON_RTOL):
 
 def _click(y, where: str) -> int:
     """A click as 0 or 1 (1: the first shown won), or one InputError: 0.5, 2, True-like strings are not clicks."""
+    if y.__class__ is int and (y == 0 or y == 1):        # the common case, cheaply (a bool's class is bool)
+        return y
     if isinstance(y, (bool, np.bool_, str, bytes)) or np.ndim(y) != 0 or y not in (0, 1):
         raise InputError(f"{where}: a click y is 0 or 1, got {y!r}")
     return int(y)
@@ -67,18 +71,19 @@ def laplace_update(mean: np.ndarray, cov: np.ndarray, z: np.ndarray, y: float,
     sigmoid(z . mean), before the update).
     """
     y = _click(y, "laplace_update")
-    if np.shape(z) != np.shape(mean) or np.shape(cov) != np.shape(mean) * 2:
+    d = getattr(mean, "shape", None)
+    if d is None or len(d) != 1 or getattr(z, "shape", None) != d or getattr(cov, "shape", None) != d * 2:
         raise InputError(f"laplace_update: mean {np.shape(mean)}, cov {np.shape(cov)} and z {np.shape(z)} must be "
-                         f"[d], [d, d] and [d]")
+                         f"arrays [d], [d, d] and [d]")
     Sz = cov @ z
     s = float(z @ Sz)                     # prior variance of eta
     a = float(z @ mean)                   # prior mean of eta
-    if not (np.isfinite(a) and np.isfinite(s)) or s < -1e-12 * (1.0 + float(np.abs(Sz).max(initial=0.0))):
+    if not (math.isfinite(a) and math.isfinite(s)) or (s < 0.0 and s < -1e-12 * (1.0 + float(np.abs(Sz).max()))):
         raise InputError(f"laplace_update: z . mean = {a!r} and z' cov z = {s!r} must be finite, the second >= 0 "
                          f"(a covariance is positive semi-definite)")
     p0 = sigmoid(a)
     logpred = np.log(p0 if y else 1.0 - p0)
-    eta = float(click_mode(a, max(s, 0.0), y, iters))
+    eta = float(kernel_click_mode(a, max(s, 0.0), y, NEWTON_RTOL, -1.0, int(iters)))    # click_mode, checked above
     p = sigmoid(eta)
     w = p * (1.0 - p)
     new_mean = mean + Sz * ((eta - a) / s if s > 0.0 else 0.0)

@@ -75,7 +75,7 @@ def test_laplace_update_names_a_covariance_or_mean_it_cannot_use():
         laplace_update(np.ones(3), -np.eye(3), z, 1)
     with pytest.raises(InputError, match="finite"):
         laplace_update(np.array([np.nan, 0, 0]), np.eye(3), z, 1)
-    with pytest.raises(InputError, match=r"must be \[d\], \[d, d\] and \[d\]"):
+    with pytest.raises(InputError, match=r"must be arrays \[d\], \[d, d\] and \[d\]"):
         laplace_update(np.zeros(3), np.eye(3), np.zeros(2), 1)
     with pytest.raises(InputError, match="variance"):
         click_mode(0.0, np.inf, 1)
