@@ -92,7 +92,7 @@ def print_world_tables(store, world_arg, allow_test, worlds_dir, against=None, a
     cut = f", first {limit} arrivals" if limit is not None else ""
     if not rows:
         others = sorted({r["arrivals_limit"] or 0 for r in store.scan(world_digest(world))[0]} - {limit or 0})
-        hint = (f"; rows of other truncations are stored: "
+        hint = ("; rows of other truncations are stored: "
                 + ", ".join("full runs" if n == 0 else f"--arrivals {n}" for n in others[:5])) if others else ""
         print(f"no stored runs for world {name!r}{cut} in {store.root}{hint}")
         return
