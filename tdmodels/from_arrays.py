@@ -85,6 +85,11 @@ def read_arrays(path) -> dict:
     if not Path(path).is_file():        # a pipe would block np.load, a device feed it without end
         what = "no such file" if not Path(path).exists() else "not a regular file"
         raise WorldFormatError(f"arrays {path}: {what}")
+    with open(path, "rb") as fh:
+        head = fh.read(6)
+    if head[:4] != b"PK\x03\x04" and head != b"\x93NUMPY":   # numpy reads anything else as a pickle, refused
+        raise WorldFormatError(f"arrays {path}: not a .npz file (it does not start as a zip archive does); save "
+                               f"with numpy.savez(path, utilities=U[, probs=P, rater=G, personas=names])")
     try:
         npz = np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError) as exc:

@@ -90,3 +90,12 @@ def test_the_click_model_settings_are_numbers_named_when_not(kw):
     for probs in (None, btl_probs(U)):
         with pytest.raises(WorldFormatError, match=f"click model: {name}"):
             world_from_arrays(U, probs=probs, name="m", session_length=5, **kw)
+
+
+def test_a_text_file_named_npz_is_named_as_not_a_npz_file(tmp_path):
+    """It had been reported as 'This file contains pickled (object) data'."""
+    from tdmodels.from_arrays import read_arrays
+
+    (tmp_path / "notzip.npz").write_text("hello")
+    with pytest.raises(WorldFormatError, match="not a .npz file"):
+        read_arrays(tmp_path / "notzip.npz")
