@@ -13,11 +13,10 @@ import warnings
 
 import arviz as az
 import jax
-import numpy as np
 import numpyro
 from numpyro.infer import MCMC, NUTS
 
-from tdmodels.errors import InputError
+from tdmodels.run_inputs import checked_count, checked_seed
 
 DEFAULT_CHAINS = 4
 DEFAULT_WARMUP = 1000
@@ -33,14 +32,12 @@ def configure_jax(chains: int = DEFAULT_CHAINS) -> None:
 
 
 def check_sampler_settings(seed=0, chains=1, warmup=0, draws=1, thin=1) -> None:
-    """One InputError naming the first sampler setting that is not an integer in its domain: seed >= 0,
-    chains >= 1, warmup >= 0, draws >= 1, thin >= 1 (bools and floats are refused, numpy integers taken)."""
-    for name, value, lo in (("seed", seed, 0), ("chains", chains, 1), ("warmup", warmup, 0), ("draws", draws, 1),
-                            ("thin", thin, 1)):
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < lo:
-            raise InputError(f"sampler setting {name}={value!r}: an integer >= {lo}")
-        if value > 2**31 - 1:
-            raise InputError(f"sampler setting {name}={value!r}: at most {2**31 - 1}")
+    """One InputError naming the first sampler setting out of its domain: the seed as every run's seed
+    (``tdmodels.run_inputs.checked_seed``), chains >= 1, warmup >= 0, draws >= 1, thin >= 1, each an integer
+    (bools and floats refused, numpy integers taken) of at most 2**31 - 1."""
+    checked_seed(seed)
+    for name, value, lo in (("chains", chains, 1), ("warmup", warmup, 0), ("draws", draws, 1), ("thin", thin, 1)):
+        checked_count(value, f"sampler setting {name}", lo, 2**31 - 1)
 
 
 def run_nuts(model, *args, seed: int = 0, chains: int = DEFAULT_CHAINS, warmup: int = DEFAULT_WARMUP,

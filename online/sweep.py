@@ -114,23 +114,23 @@ def trusted_row(world, cell: Cell, row: dict, log) -> dict:
     return row
 
 
-SCHEDULER_SCHEMES = ("tcp", "tls", "ucx", "ws", "wss")
-
-
 def _scheduler_problem(scheduler) -> str | None:
-    """Why `scheduler` is not a Dask scheduler address (scheme://host:port), or None."""
-    from urllib.parse import urlsplit
+    """Why `scheduler` is not a Dask scheduler address as distributed reads one ([SCHEME://]HOST:PORT, with
+    a scheme it has a backend for; tcp by default), or None."""
+    from distributed.comm.addressing import parse_address, parse_host_port
+    from distributed.comm.registry import backends
 
-    if not isinstance(scheduler, str):
-        return f"is a {type(scheduler).__name__}, not an address"
+    if not isinstance(scheduler, str) or not scheduler.strip():
+        return f"is {'empty' if isinstance(scheduler, str) else 'a ' + type(scheduler).__name__}, not an address"
     try:
-        parts = urlsplit(scheduler)
-        port = parts.port
-    except ValueError as exc:
+        scheme, location = parse_address(scheduler)
+        _, port = parse_host_port(location)
+    except (ValueError, TypeError) as exc:
         return f"cannot be read as an address ({exc})"
-    if parts.scheme not in SCHEDULER_SCHEMES or not parts.hostname or port is None or parts.path not in ("", "/") \
-            or parts.query or parts.fragment:
-        return f"is not SCHEME://HOST:PORT with SCHEME one of {', '.join(SCHEDULER_SCHEMES)}"
+    if scheme not in backends:
+        return f"has the scheme {scheme!r}; distributed knows {', '.join(sorted(backends))}"
+    if not 1 <= port <= 65535:
+        return f"has the port {port}, outside 1-65535"
     return None
 
 

@@ -97,18 +97,27 @@ def _require_numeric(ds, name, dims, source):
 
 
 def _attr_problem(value) -> str | None:
-    """Why an attribute value would not survive a netCDF round trip as it is, or None."""
+    """Why an attribute value would not survive a netCDF round trip as it is, or None: a string without NUL,
+    a number (an integer within int64), or a flat list of strings or of numbers."""
     if isinstance(value, (bool, np.bool_)):
         return f"{value!r} is a bool (write 0 or 1)"
     if isinstance(value, str):
         return "holds a NUL character" if "\x00" in value else None
-    if isinstance(value, (int, float, np.integer, np.floating)):
+    if isinstance(value, (int, np.integer)):
+        return None if -2**63 <= int(value) < 2**63 else f"{value!r} does not fit a 64-bit integer"
+    if isinstance(value, (float, np.floating)):
         return None
     if isinstance(value, (list, tuple, np.ndarray)):
-        items = np.asarray(value, dtype=object).ravel().tolist() if not isinstance(value, np.ndarray) else value.ravel().tolist()
-        if all(isinstance(x, (int, float, str)) and not isinstance(x, bool) for x in items) and \
-                not any(isinstance(x, str) and "\x00" in x for x in items):
-            return None
+        items = value.tolist() if isinstance(value, np.ndarray) and value.ndim == 1 else list(value) \
+            if not isinstance(value, np.ndarray) else None
+        if items is None or any(isinstance(x, (list, tuple, dict)) for x in items):
+            return "a nested list or an array of more than one dimension (it comes back flat)"
+        if items and all(isinstance(x, str) for x in items):
+            return "holds a NUL character" if any("\x00" in x for x in items) else None
+        if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in items):
+            return _attr_problem(max(items, key=abs)) if any(isinstance(x, int) for x in items) and \
+                not any(isinstance(x, float) for x in items) else None
+        return "a list mixing strings, numbers or other values"
     return f"{type(value).__name__} {str(value)[:60]!r} cannot be written"
 
 
@@ -135,7 +144,8 @@ def _check_attrs(ds, source):
         if problem:
             _fail(source, f"attrs.{key}", f"{problem}; a netCDF attribute is a string, a number or a list of them")
     for name, var in ds.variables.items():
-        if var.dtype.kind in "USO" and any("\x00" in str(x) for x in np.ravel(var.values)):
+        if var.dtype.kind in "USO" and any((b"\x00" if isinstance(x, bytes) else "\x00") in x
+                                           for x in np.ravel(var.values) if isinstance(x, (str, bytes))):
             _fail(source, str(name), "a string holds a NUL character, which a netCDF file cannot store")
     beta = float(ds.attrs["beta"])
     if not (np.isfinite(beta) and beta > 0):
@@ -334,8 +344,11 @@ def world_digest(ds: xr.Dataset) -> str:
 
 
 def _attr_value(v):
-    """An attribute as netCDF gives it back: plain Python values, a list of one as that one value."""
+    """An attribute as netCDF gives it back: plain Python values, a list of one as that one value, a list of
+    numbers with a float among them as floats."""
     v = v.tolist() if isinstance(v, (np.ndarray, np.generic)) else list(v) if isinstance(v, tuple) else v
+    if isinstance(v, list) and any(isinstance(x, float) for x in v):
+        v = [float(x) if isinstance(x, int) and not isinstance(x, bool) else x for x in v]
     return v[0] if isinstance(v, list) and len(v) == 1 and not isinstance(v[0], list) else v
 
 

@@ -50,14 +50,19 @@ def build_worlds(names: list[str] | None = None, simulator=None, directory=None)
     """Build the named rosters (default: all), first adopting `simulator` for the folder if given; warn about any
     world that differs from its published digest."""
     adopted = adopt_simulator(simulator, directory) if simulator else None
-    differ = 0
+    differ, built = 0, []
     for n in names or list(ROSTERS):
+        target = world_file(n, directory)
+        new = not target.exists()
         try:
             ds = open_world(n, allow_test=True, directory=directory)
         except BaseException:
             if adopted is not None:      # the folder goes back to what it generated before this command
-                adopted.unlink(missing_ok=True)
+                for f in [*built, adopted]:
+                    f.unlink(missing_ok=True)
             raise
+        if new:
+            built.append(target)
         print(f"{n}: {world_file(n, directory)} ({ds.sizes['student']} students, {ds.sizes['question']} questions)"
               f"; {digest_check(ds)}")
         differ += digest_differs(ds)

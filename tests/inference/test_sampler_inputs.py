@@ -18,14 +18,14 @@ PRIOR = MixturePrior(np.ones(1), np.zeros((1, 2)), np.eye(2)[None] * 4.0)
                                       ({"draws": 0}, "draws"), ({"warmup": 2.5}, "warmup"), ({"warmup": -1}, "warmup"),
                                       ({"chains": True}, "chains"), ({"draws": 2**40}, "draws")])
 def test_fit_users_names_a_bad_sampler_setting(kw, name):
-    with pytest.raises(InputError, match=f"sampler setting {name}="):
+    with pytest.raises(InputError, match=f"seed|sampler setting {name}" if name == "seed" else f"sampler setting {name}"):
         fit_users(Z, Y, PRIOR, **kw)
 
 
 @pytest.mark.parametrize("kw, name", [({"draws": 0}, "draws"), ({"chains": 0}, "chains"), ({"thin": 0}, "thin"),
                                       ({"warmup": -1}, "warmup"), ({"seed": 0.5}, "seed")])
 def test_fit_population_names_a_bad_sampler_setting(kw, name):
-    with pytest.raises(InputError, match=f"sampler setting {name}="):
+    with pytest.raises(InputError, match="seed" if name == "seed" else f"sampler setting {name}"):
         fit_population(Z, Y, **kw)
 
 
@@ -48,3 +48,11 @@ def test_psis_khat_needs_a_sample_of_log_ratios():
         with pytest.raises(InputError, match="1-D array of at least 5 numbers"):
             psis_khat(bad)
     assert np.isfinite(psis_khat(np.random.default_rng(1).standard_normal(400)))
+
+
+def test_a_run_seed_past_2_to_the_31_is_a_sampler_seed():
+    """fit and validate pass the run's seed (up to 2**63 - 1); a first version had capped it at 2**31 - 1."""
+    from inference.nuts import check_sampler_settings
+
+    check_sampler_settings(seed=3_000_000_000)
+    check_sampler_settings(seed=2**63 - 1)

@@ -42,3 +42,11 @@ def test_a_scheduler_address_that_is_not_one_is_named_before_anything_runs(env_d
 
     with pytest.raises(SweepError, match="Dask scheduler"):
         run_sweep(["dev"], [0], ["random"], RunStore(), arrivals=2, progress=False, scheduler=address)
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1:8786", "localhost:8786", "tcp://127.0.0.1:8786", "tcp://[::1]:8786"])
+def test_an_address_distributed_reads_is_taken(address):
+    """A bare HOST:PORT is distributed's documented form (tcp by default); a first version had refused it."""
+    from online.sweep import _scheduler_problem
+
+    assert _scheduler_problem(address) is None

@@ -67,10 +67,16 @@ def test_a_simulator_file_whose_build_fails_is_not_left_in_the_folder(tmp_path, 
     src = _write(tmp_path / "src")
     folder = tmp_path / "worlds"
 
-    def broken(*args, **kwargs):
-        raise ValueError("a build that fails")
+    real = wc.open_world
 
-    monkeypatch.setattr(wc, "open_world", broken)
+    def second_fails(name, **kwargs):      # the first roster builds, the second fails (as a Ctrl-C would)
+        if name != "dev":
+            raise ValueError("a build that fails")
+        return real(name, **kwargs)
+
+    monkeypatch.setattr(wc, "open_world", second_fails)
     with pytest.raises(ValueError, match="a build that fails"):
-        wc.build_worlds(["dev"], simulator=str(src), directory=folder)
-    assert not (folder / SIMULATOR_FILE).exists()
+        wc.build_worlds(["dev", "scrambled"], simulator=str(src), directory=folder)
+    assert not (folder / SIMULATOR_FILE).exists() and not (folder / "dev.nc").exists()
+    monkeypatch.setattr(wc, "open_world", real)
+    assert real("dev", directory=folder).attrs["generator"] == "sim-2"        # the folder works as before

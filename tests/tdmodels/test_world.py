@@ -151,7 +151,7 @@ def _small_world():
     return world_from_arrays(np.random.default_rng(0).uniform(0.2, 0.8, (4, 5, 3)), name="mine", session_length=5)
 
 
-@pytest.mark.parametrize("value", [[7], ["a"], np.array([2.5]), (3,), [7, 8], "text", 1.5])
+@pytest.mark.parametrize("value", [[7], ["a"], np.array([2.5]), (3,), [7, 8], "text", 1.5, [1, 2.5], [], ["a", "b"]])
 def test_a_world_hashes_the_same_in_memory_and_after_a_file_round_trip(tmp_path, value):
     """netCDF gives a list of one back as that one value: the digest had changed across save and load."""
     from tdmodels.world import load_world, save_world, world_digest
@@ -174,7 +174,9 @@ def test_the_sign_of_a_nan_does_not_change_a_worlds_digest():
 
 
 @pytest.mark.parametrize("value, words", [(np.bool_(True), "bool"), (True, "bool"), ({"a": 1}, "dict"),
-                                          (None, "NoneType"), ("a\x00b", "NUL"), ([1, None], "list")])
+                                          (None, "NoneType"), ("a\x00b", "NUL"), ([1, None], "list"),
+                                          ([[1, 2]], "nested"), (np.zeros((1, 2)), "nested"), ([1, "a"], "mixing"),
+                                          (2**70, "64-bit"), (["a", "b\x00"], "NUL")])
 def test_an_attribute_a_file_cannot_hold_is_named_before_saving(tmp_path, value, words):
     from tdmodels.world import WorldFormatError, save_world, validate_world
 
