@@ -239,7 +239,8 @@ def play_in_terminal(data: dict, arrival: int = 0, ask=input, say=print) -> floa
                 say(f"stopped after {t} of {S} rounds")
                 return float("nan")
             parts = line.replace(",", " ").split()
-            if len(parts) == 2 and all(p.isdigit() and 1 <= int(p) <= K for p in parts) and parts[0] != parts[1]:
+            numbers = all(p.isascii() and p.isdigit() and len(p) <= 6 for p in parts)    # not '²', not 5,000 digits
+            if len(parts) == 2 and numbers and all(1 <= int(p) <= K for p in parts) and parts[0] != parts[1]:
                 i, j = int(parts[0]) - 1, int(parts[1]) - 1
                 break
             say(f"  two different numbers from 1 to {K}, e.g. '1 4' (q to stop)")

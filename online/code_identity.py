@@ -1,9 +1,11 @@
-"""The code identity of a policy's runs: a digest of the source of every module a run executes.
+"""The code identity of a policy's runs: a digest of the code of every module a run executes.
 
 A run row depends on the replay loop and on the policy. Both are followed through their imports,
 read statically from the source (``import`` and ``from ... import`` statements anywhere in a
 module, lazy imports inside functions included), within this project's packages and the
-policy's own top-level package; the digest covers the source text of every module reached.
+policy's own top-level package; the digest covers the code of every module reached: its source
+with comments and docstrings cut out, and trailing spaces and blank lines dropped outside string
+literals (``canonical_source``), so an edit that cannot change what runs leaves stored rows valid.
 Third-party libraries are identified by their versions in the row, not by the digest.
 
 Why the import closure and not the whole package: editing one competitor, the diagnostics or a
@@ -92,33 +94,40 @@ def _docstrings(tree: ast.AST) -> list[tuple[tuple[int, int], tuple[int, int]]]:
     return spans
 
 
-def _comments(lines: list[bytes]) -> list[tuple[tuple[int, int], tuple[int, int]]]:
-    """Where the comments sit, as byte spans (tokenize counts characters; the AST, bytes)."""
+def _comments(lines: list[bytes]) -> tuple[list[tuple[tuple[int, int], tuple[int, int]]], set[int]]:
+    """Where the comments sit, as byte spans (tokenize counts characters; the AST, bytes), and the rows whose
+    line break lies inside a token (a multi-line string literal: its blank lines and trailing spaces are
+    part of its value, so they stay)."""
     text = [ln.decode("utf-8") for ln in lines]
     readline = io.StringIO("".join(text)).readline
-    spans = []
+    spans, inside = [], set()
     for tok in tokenize.generate_tokens(readline):
         if tok.type == tokenize.COMMENT:
             (row, col), (_, end) = tok.start, tok.end
             line = text[row - 1]
             spans.append(((row, len(line[:col].encode())), (row, len(line[:end].encode()))))
-    return spans
+        elif tok.start[0] < tok.end[0] and tok.type not in (tokenize.NL, tokenize.NEWLINE):
+            inside.update(range(tok.start[0], tok.end[0]))
+    return spans, inside
 
 
 def canonical_source(source: bytes, tree: ast.AST | None = None) -> bytes:
     """A module's source with its comments and docstrings cut out, trailing spaces stripped and blank
-    lines dropped: what the digest covers. Code, string literals elsewhere, names and indentation stay,
-    so any edit that can change what runs changes it (a module that reads its own ``__doc__`` to
-    decide a pair would escape this; none does). Falls back to the bytes as they are when the
-    source does not tokenize."""
+    lines dropped (outside multi-line string literals, where they are the literal's value): what the
+    digest covers. Code, string literals elsewhere, names and indentation stay, so any edit that can
+    change what runs changes it (a module that reads its own ``__doc__`` to decide a pair would escape
+    this; none does). Falls back to the bytes as they are when the source does not tokenize."""
     try:
         tree = ast.parse(source) if tree is None else tree
         lines = source.splitlines(keepends=True)
-        spans = _docstrings(tree) + _comments(lines)
+        docs = _docstrings(tree)
+        comments, inside = _comments(lines)
     except (SyntaxError, ValueError, UnicodeDecodeError, tokenize.TokenError):
         return source
+    for (r0, _), (r1, _) in docs:                 # a docstring's own lines are cut, not kept
+        inside.difference_update(range(r0, r1 + 1))
     keep = [bytearray(ln) for ln in lines]
-    for (r0, c0), (r1, c1) in sorted(spans, reverse=True):      # from the end, so earlier offsets hold
+    for (r0, c0), (r1, c1) in sorted(docs + comments, reverse=True):      # from the end, so earlier offsets hold
         if r0 == r1:
             del keep[r0 - 1][c0:c1]
         else:
@@ -126,8 +135,12 @@ def canonical_source(source: bytes, tree: ast.AST | None = None) -> bytes:
             del keep[r0 - 1][c0:]
             for r in range(r0, r1 - 1):
                 keep[r].clear()
-    out = (bytes(ln).rstrip() for ln in keep)
-    return b"\n".join(ln for ln in out if ln) + b"\n"
+    out = []
+    for row, ln in enumerate(keep, start=1):
+        text = bytes(ln).rstrip(b"\r\n") if row in inside else bytes(ln).rstrip()
+        if text or row in inside or row - 1 in inside:      # a literal's blank lines are its value
+            out.append(text)
+    return b"\n".join(out) + b"\n"
 
 
 def _closure(roots: tuple[str, ...], packages: tuple[str, ...]) -> dict[str, bytes]:

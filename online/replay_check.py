@@ -25,7 +25,8 @@ RECORD_RTOL = 1e-9           # a recorded belief or prediction replayed may diff
 def replay_problem(world, row: dict, log=None) -> tuple[str, str] | None:
     """None if the row's policy, replayed on this code, shows the row's pairs in every round (and, given the
     row's click log, records what the log holds); else ("row" or "log", what differs: the first round that
-    does and how many do, or the first record that does), or ("skip", why) where the code is not the row's.
+    does and how many do, or the first record that does), or ("skip", why) where the code is not the row's
+    (``replay_task`` adds ("error", what was raised) where the replay itself fails).
 
     Parameters
     ----------
@@ -92,4 +93,7 @@ def replay_task(item: tuple) -> tuple[str, tuple[str, str] | None]:
         log = load_click_log(log_path) if log_path.exists() else None
     except ClickLogError as exc:
         return path, ("log", f"its click log {log_path} cannot be read ({exc})")
-    return path, replay_problem(world if not isinstance(world, str) else load_world(world), row, log)
+    try:
+        return path, replay_problem(world if not isinstance(world, str) else load_world(world), row, log)
+    except Exception as exc:  # noqa: BLE001 - a policy that fails on replay: reported for this row, the rest go on
+        return path, ("error", f"{type(exc).__name__}: {exc}")

@@ -29,6 +29,8 @@ def check_click_model(beta, clip) -> None:
     for name, value in (("beta", beta), ("clip", clip)):
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
             raise WorldFormatError(f"click model: {name} {value!r} must be a number")
+        if isinstance(value, (int, np.integer)) and abs(int(value)) > 2**53:
+            raise WorldFormatError(f"click model: {name} {value!r} is out of range")
     if not (np.isfinite(beta) and beta > 0):
         raise WorldFormatError(f"click model: beta {beta!r} must be a finite positive number")
     if not 0 <= clip < 0.5:

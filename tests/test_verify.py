@@ -232,3 +232,25 @@ def test_replay_leaves_out_rows_of_other_code_versions(env_dirs, capsys):
     err = capsys.readouterr().err
     assert "not replayed: 1 row(s) of random (code 000000000000): ran on code 000000000000" in err
     assert "3 of 3 replayed row(s) are their policy's run" in err
+
+
+def test_a_policy_that_fails_on_replay_is_named_for_its_row_and_the_others_go_on(env_dirs, tmp_path, monkeypatch,
+                                                                                   capsys):
+    """With --jobs 1 the replay runs in this process; one policy's exception had ended the command."""
+    import os
+
+    from tests.online.helpers import plugin_module
+
+    mod = plugin_module(tmp_path, "flaky_plugin", monkeypatch)
+    marker = tmp_path / "fail-now"
+    mod.write_text("import os\nfrom online.protocol import Policy\n\nclass P(Policy):\n    def select(self, Phi):\n"
+                   f"        if os.path.exists({str(marker)!r}):\n            raise RuntimeError('flaky')\n"
+                   "        return 0, 1\n")
+    st = RunStore()
+    run_sweep(["dev"], [0], ["flaky_plugin:P", "random"], st, arrivals=3, progress=False, inline=True)
+    marker.write_text("x")
+    assert os.path.exists(marker)
+    assert main(["verify", "--replay", "--policies", "flaky_plugin:P,random"]) == 1
+    out = capsys.readouterr()
+    assert "could not be replayed: RuntimeError: flaky" in out.out and "kept in place" in out.out
+    assert "1 of 2 replayed row(s) are their policy's run" in out.err

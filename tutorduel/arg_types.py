@@ -1,5 +1,6 @@
 """argparse types: numbers with their ranges and the paths the command line writes to, checked when the
-arguments are parsed, before any work. Every integer and float option has both ends (the README lists them)."""
+arguments are parsed, before any work. Every integer and float option has both ends (each command's --help
+gives them)."""
 from __future__ import annotations
 
 import argparse
@@ -22,7 +23,8 @@ def number_in(kind, lo, hi, lo_open: bool = False):
         try:
             v = kind(text)
         except ValueError:
-            if text.strip().lstrip("+-").isdigit():      # past Python's 4,300-digit limit: a number, out of range
+            digits = text.strip().lstrip("+-")
+            if digits.isascii() and digits.isdigit():      # past Python's 4,300-digit limit: a number, out of range
                 raise argparse.ArgumentTypeError(f"{text[:20]}... ({len(text):,} characters): must be "
                                                  f"{'an integer' if kind is int else 'a number'} in "
                                                  f"{_range_text(lo, hi, lo_open)}") from None

@@ -240,14 +240,11 @@ def export_verified(store: RunStore, path, world_arg=None, allow_test=False, wor
     rows of held-out worlds only with `allow_test`."""
     _existing(store)
     worlds, digests = worlds_to_check(store, world_arg, allow_test, worlds_dir)
-    if not allow_test:
-        held = {d for d, w in worlds.items() if _held_out(w)}
-        if held:
-            print(f"note: rows of {len(held)} held-out world(s) left out (--allow-test to export them)",
-                  file=sys.stderr)
-            worlds = {d: w for d, w in worlds.items() if d not in held}
-            digests = list(worlds) if digests is None else [d for d in digests if d not in held]
+    held = set() if allow_test else {d for d, w in worlds.items() if _held_out(w)}
+    if held:
+        print(f"note: rows of {len(held)} held-out world(s) left out (--allow-test to export them)", file=sys.stderr)
     rows, problems = _scan(store, digests)
+    rows = [r for r in rows if r["world_digest"] not in held]
     rows, lines = verified_rows(store, rows, worlds)
     for line in problems + lines:
         print(f"warning: {line} (not exported)", file=sys.stderr)
@@ -328,7 +325,9 @@ def _replay_rows(store, rows_paths, worlds: dict, trusted: frozenset, jobs: int)
         if found and found[0] == "skip":
             print(f"not replayed: {p}: {found[1]}", file=sys.stderr)
     for p, kind, why in failed:
-        if kind == "log":
+        if kind == "error":
+            print(f"run row {p}: could not be replayed: {why}; kept in place")
+        elif kind == "log":
             print(f"run row {p}: its click log does not replay: {why}; the log was moved aside to "
                   f"{store.reject(Path(p).with_suffix('.clicks.nc'))}")
         else:

@@ -123,3 +123,12 @@ def test_a_docstring_edit_in_a_policy_module_keeps_its_rows_current(tmp_path, mo
     assert code_identity.code_identity("docedit_policy").digest != first
     code_identity.code_identity.cache_clear()
     code_identity._top_location.cache_clear()
+
+
+@pytest.mark.parametrize("a, b", [('X = """line1\n\nline2"""\n', 'X = """line1\nline2"""\n'),
+                                  ('X = """line1   \nline2"""\n', 'X = """line1\nline2"""\n'),
+                                  ("X = f\"\"\"{1}\n\n\"\"\"\n", "X = f\"\"\"{1}\n\"\"\"\n")])
+def test_blank_lines_and_trailing_spaces_inside_a_string_literal_are_its_value(a, b):
+    """A first version stripped them everywhere, so these edits of a literal kept the identity."""
+    assert canon(a) != canon(b)
+    assert canon(a + "\n\n# a comment\n") == canon(a)              # outside the literal they are still layout
