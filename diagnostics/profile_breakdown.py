@@ -60,7 +60,7 @@ def profile_table(by_policy: dict, world, against: str | None = None) -> list[di
         order = sorted(seeds)
         for name in sorted({p for s in order for p in who[s]}):
             arrivals = float(np.mean([(who[s] == name).sum() for s in order if (who[s] == name).any()]))
-            met = [s for s in order if _scored(seeds[s], who[s] == name)]
+            met = [s for s in order if np.isfinite(masked_score(seeds[s], who[s] == name))]    # NaN: undefined
             line = {"name": spec, "profile": name, "n": len(met), "arrivals": arrivals,
                     "score": mean_se([masked_score(seeds[s], who[s] == name) for s in met]) if met
                     else (float("nan"), float("nan"))}
@@ -73,13 +73,6 @@ def profile_table(by_policy: dict, world, against: str | None = None) -> list[di
                          for s in common])})
             lines.append(line)
     return lines
-
-
-def _scored(row: dict, mask: np.ndarray) -> bool:
-    """Whether a run's score over the arrivals in `mask` is defined (they have some random excess)."""
-    pu = row["per_user"]
-    excess = float(np.asarray(pu["random"], dtype=float)[mask].sum() - np.asarray(pu["floor"], dtype=float)[mask].sum())
-    return bool(mask.any()) and excess > 0
 
 
 def profile_count(world) -> int:

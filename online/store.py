@@ -104,8 +104,10 @@ def _close(a: float, b: float) -> bool:
 
 
 def _label_problem(row: dict) -> str | None:
-    """Whether the row's target and settings say what its canonical spec says (``online.registry``: the
-    target, then the settings that differ from their defaults, as JSON)."""
+    """Whether the row's target, and its settings that the canonical spec names, say what that spec says
+    (``online.registry``: the target, then the settings that differ from their defaults, as JSON). The
+    other settings are the policy's defaults, which only its declaration gives; they are not checked here,
+    where no policy module is imported."""
     from online.registry import PolicySpecError, split_specs
 
     target, bracket, body = row["policy"].partition("[")

@@ -245,3 +245,11 @@ def test_stats_against_a_policy_left_out_of_policies_still_pairs_with_it(env_dir
 def test_a_policy_named_twice_is_refused_before_any_work(capsys):
     _fails_with(capsys, ["prefdisco", "--seeds", "0", "--policies", "answer-now,answer-now"], "named twice")
     _fails_with(capsys, ["combined", "--seeds", "0", "--policies", "coduel,coduel[lookahead=true]"], "named twice")
+
+
+@pytest.mark.parametrize("argv", [["stats", "--world", "dev,"], ["stats", "--world", ",dev"],
+                                  ["leaderboard", "--rosters", "dev,,quirky"], ["replay", "--world", "dev, ,x"]])
+def test_an_empty_name_in_a_world_list_is_named_before_any_work(argv, capsys):
+    """'dev,' had printed dev's tables, then failed on the empty name."""
+    _fails_with(capsys, argv, "an empty name between commas")
+    assert "| policy |" not in capsys.readouterr().out

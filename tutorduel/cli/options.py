@@ -28,7 +28,7 @@ class Parser(argparse.ArgumentParser):
         ns = super().parse_args(args, namespace)
         for name, value in vars(ns).items():
             if isinstance(value, str) and not value.strip():
-                flag = f"--{name.replace('_', '-')}" if name not in ("path", "presets", "names", "world") else name
+                flag = f"--{name.replace('_', '-')}" if name not in ("path", "presets", "names") else name
                 self.error(f"argument {flag}: an empty value; leave the option out for its default")
         return ns
 

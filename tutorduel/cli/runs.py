@@ -6,7 +6,13 @@ from tutorduel.cli.options import DEFAULT_POLICIES, WORLD_HELP, common_options, 
 
 
 def _worlds(text: str) -> list[str]:
-    return [w.strip() for w in text.split(",")]
+    """The comma-separated world names of an option, none of them empty ('dev,' had shown dev, then failed)."""
+    from tdmodels.errors import InputError
+
+    names = [w.strip() for w in text.split(",")]
+    if not all(names):
+        raise InputError(f"world list {text!r}: an empty name between commas")
+    return names
 
 
 def cmd_replay(a) -> int:
