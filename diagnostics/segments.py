@@ -99,6 +99,8 @@ def _worst(per_switch: np.ndarray, masks: list[np.ndarray], interval: bool = Fal
 def format_segment_table(lines: list[dict], first: int = AFTER_SWITCH) -> str:
     """Markdown: the score after switches, at the worst switch and elsewhere; paired differences when present."""
     def pm(m, s):
+        if not np.isfinite(m):
+            return "undefined (no random excess)"
         return f"{m:.1f}" + (f" ± {s:.1f}" if np.isfinite(s) else "")
 
     out = [f"| policy | seeds | first {first} after a switch | worst switch (arrival) | the rest |",
@@ -134,6 +136,8 @@ def segment_report(rows: list[dict], world, against: str | None = None,
 
 
 def _diff(m: float, h: float) -> str:
+    if not np.isfinite(m):
+        return "undefined (no random excess)"
     return f"{m:+.1f}" + (f" [{m - h:+.1f}, {m + h:+.1f}]" if np.isfinite(h) else "")
 
 

@@ -57,3 +57,14 @@ def test_stats_prints_segments_for_a_world_that_has_them_only(env_dirs, capsys):
     assert main(["stats", "--world", "steady"]) == 0
     assert "per segment" not in capsys.readouterr().out
     assert arrival_segments(build_stress_world(StressKnobs(arrivals=5), 0, "s"), 5).tolist() == [0] * 5
+
+
+def test_a_segment_score_without_random_excess_reads_undefined_not_nan():
+    from diagnostics.segments import format_segment_table
+
+    line = {"name": "p", "n": 2, "after": (float("nan"), float("nan")), "rest": (50.0, 1.0),
+            "worst_switch": {"arrival": 4, "mean": float("nan"), "spread": float("nan")},
+            "against": "q", "n_common": 2, "after_diff": (float("nan"), float("nan")), "rest_diff": (1.0, 0.5),
+            "worst_switch_diff": {"arrival": 4, "mean": float("nan"), "spread": float("nan")}}
+    text = format_segment_table([line])
+    assert "nan" not in text and text.count("undefined (no random excess)") == 4
