@@ -13,6 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from tdmodels.errors import InputError
+from tdmodels.run_inputs import checked_count
 
 
 def checked(p, y) -> tuple[np.ndarray, np.ndarray]:
@@ -56,8 +57,7 @@ def reliability(p, y, bins: int = 10) -> Reliability:
     """Reliability diagram of predicted click probabilities p against clicks y (any equal shapes),
     in `bins` equal-width bins of p: mean prediction, observed frequency, its binomial standard
     error and the count per bin (NaN in empty bins)."""
-    if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 1:
-        raise InputError(f"bins {bins!r}: a number of bins, an integer >= 1")
+    checked_count(bins, "bins", 1, 10**6)
     p, y = (np.ravel(a) for a in checked(p, y))
     edges = np.linspace(0.0, 1.0, bins + 1)
     idx = np.clip(np.digitize(p, edges[1:-1]), 0, bins - 1)

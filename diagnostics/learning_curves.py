@@ -14,6 +14,7 @@ import numpy as np
 
 from diagnostics.stats import mean_se, paired_gain, t_quantile
 from tdmodels.errors import InputError
+from tdmodels.run_inputs import checked_count
 
 WINDOW = 25
 
@@ -43,8 +44,7 @@ def learning_curve(rows: list[dict], window: int = WINDOW) -> Curve:
     """The curve of one policy on one roster over the seeds of `rows` (all full runs of equal length)."""
     if not rows:
         raise InputError("no run rows to draw a learning curve from")
-    if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1:
-        raise InputError(f"window {window!r}: arrivals averaged per point, an integer >= 1")
+    checked_count(window, "window (arrivals averaged per point)", 1, 10**9)
     lengths = {len(r["per_user"]["regret"]) for r in rows}
     if len(lengths) != 1:
         raise InputError(f"runs of different lengths {sorted(lengths)}: compare runs over the same arrivals")
