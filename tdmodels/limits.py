@@ -10,3 +10,4 @@ MAX_REFERENCE_SEEDS = 1_000   # seeds of the references one command computes in 
 MAX_PAGE_ARRIVALS = 10_000    # arrivals a play or watch page embeds
 MAX_CURVE_SEEDS = 1_000       # full runs behind a page's learning-curve band
 MAX_TURNS = 5                 # PrefDisco: direct questions before the answer
+MAX_RESAMPLE = 999_999         # real-session rosters: resample seeds (tdmodels.sample_roster)

@@ -40,6 +40,10 @@ ROSTER_DIGESTS = {
     "site-sample": {                 # tutorduel worlds import-sample of data/tutorduel-site-sample.json
         "sample": "39a84d07b7ce0c34",
     },
+    "real-sessions-1": {             # the real-session rosters import-sample resamples (tdmodels.sample_roster)
+        "real-sessions-0": "33b25d1510aa2b6f",
+        "real-sessions-1": "6dd9ac714840a0e9",
+    },
 }
 
 

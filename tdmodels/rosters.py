@@ -1,12 +1,15 @@
 """Where rosters live: build-on-demand cache of simulated worlds, imported worlds, the held-out lock.
 
-A world is named by a roster name (`dev`, `composite`, ..., `sample` once imported, a stress preset
-such as `stress-drift`, or the name of any world file in the folder) or a path to a `.nc` file. Files live in `--worlds DIR`,
-else `$TUTORDUEL_WORLDS`, else `./worlds`. A simulated roster that is not on disk yet is
-generated (seed 0) and saved, from the simulator parameters in the folder's `simulator.json` when it has one
-(written by `tutorduel worlds build --simulator FILE`, e.g. a calibration's), else sim-1's; a roster file
-there whose generator is not that file's is refused, so worlds of two generators never share a folder. A world is shown under the name it was asked for (a path: its
-file name without `.nc`); its identity in the run store is its content digest, not a name.
+A world is named by a roster name (`dev`, `composite`, ..., `sample` once imported, a real-session
+roster `real-sessions-N`, a stress preset such as `stress-drift`, or the name of any world file in the
+folder) or a path to a `.nc` file. Files live in `--worlds DIR`, else `$TUTORDUEL_WORLDS`, else
+`./worlds`. A simulated roster that is not on disk yet is generated (seed 0) and saved, from the
+simulator parameters in the folder's `simulator.json` when it has one (written by `tutorduel worlds
+build --simulator FILE`, e.g. a calibration's), else the default generator's; a roster file there whose
+generator is not that file's is refused, so worlds of two generators never share a folder. A
+real-session roster not on disk yet is resampled from the folder's imported sample
+(``tdmodels.sample_roster``). A world is shown under the name it was asked for (a path: its file name
+without `.nc`); its identity in the run store is its content digest, not a name.
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ import xarray as xr
 
 from .atomic_file import folder_problem
 from .file_read import read_regular_text
+from .sample_roster import real_session_roster, resample_of
 from .simulator import ROSTERS, build_roster
 from .simulator_params import DEFAULT_PARAMS, SimulatorParams, generator_version
 from .stress_worlds import GENERATOR, STRESS_PRESETS, build_stress_world
@@ -109,7 +113,7 @@ def open_world(name: str | os.PathLike, allow_test: bool = False, directory=None
         raise InputError(f"copies {copies!r}: the processes that will hold the world, an integer in [1, 4096]")
     if directory is not None and not isinstance(directory, (str, os.PathLike)):
         raise WorldFormatError(f"worlds folder {directory!r}: give a folder path (a str or os.PathLike)")
-    if name in ROSTERS and ROSTERS[name].held_out and not allow_test:
+    if ((name in ROSTERS and ROSTERS[name].held_out) or resample_of(name) is not None) and not allow_test:
         raise HeldOutError(f"roster {name!r} is held out for evaluation; pass --allow-test to read it (never tune on it)")
     path = world_file(name, directory)
     params = folder_params(directory) if name in ROSTERS and not is_path(name) else None
@@ -118,8 +122,14 @@ def open_world(name: str | os.PathLike, allow_test: bool = False, directory=None
     elif not path.exists() and name in STRESS_PRESETS and not is_path(name):
         knobs, description = STRESS_PRESETS[name]
         save_world(build_stress_world(knobs, 0, name, description), path)
+    elif not path.exists() and resample_of(name) is not None and not is_path(name):
+        sample = world_file("sample", directory)
+        if sample.exists():
+            save_world(real_session_roster(load_world(sample), resample_of(name)), path)
     if not path.exists():
-        hint = " (import it first: tutorduel worlds import-sample PATH)" if name == "sample" else ""
+        hint = (" (import it first: tutorduel worlds import-sample PATH)" if name == "sample" else
+                " (it is resampled from the real sample: import that first, tutorduel worlds import-sample PATH)"
+                if resample_of(name) is not None else "")
         raise FileNotFoundError(f"no world {name!r} at {path}{hint}; known: {', '.join(known_worlds(directory))}")
     ds = load_world(path, copies=copies)
     if params is not None and str(ds.attrs.get("generator")) != generator_version(params):

@@ -223,6 +223,22 @@ def test_importing_a_sample_names_the_input_and_keeps_another_sample_unless_forc
     np.savez(env_dirs / "mine.npz", utilities=U)
     _fails_with(capsys, ["worlds", "from-arrays", str(env_dirs / "mine.npz"), "--name", "sample"], "real sample")
     _fails_with(capsys, ["worlds", "stress", "--name", "sample"], "real sample")
+    _fails_with(capsys, ["worlds", "from-arrays", str(env_dirs / "mine.npz"), "--name", "real-sessions-4"], "real-session")
+    _fails_with(capsys, ["worlds", "stress", "--name", "real-sessions-0"], "real-session")
+
+
+def test_importing_the_sample_resamples_its_sessions_into_held_out_rosters(env_dirs, capsys, sample_path):
+    from tdmodels.roster_digests import published_digest
+
+    assert main(["worlds", "import-sample", str(sample_path)]) == 0
+    out = capsys.readouterr().out
+    for r in (0, 1):
+        assert f"real-sessions-{r}" in out and f"digest {published_digest('real-sessions-1', f'real-sessions-{r}')} (as published)" in out
+    assert main(["worlds", "import-sample", str(sample_path), "--resamples", "7"]) == 0
+    assert (env_dirs / "worlds" / "real-sessions-7.nc").exists()
+    _usage_error(capsys, ["worlds", "import-sample", str(sample_path), "--resamples", "1,1"], "twice")
+    _usage_error(capsys, ["worlds", "import-sample", str(sample_path), "--resamples", "-1"], "--resamples")
+    _fails_with(capsys, ["stats", "--world", "real-sessions-7"], "--allow-test")
 
 
 @pytest.mark.parametrize("argv", [["stats", "--store", ""], ["stats", "--policies", " "], ["leaderboard", "--rosters", ""],

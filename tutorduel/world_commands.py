@@ -16,6 +16,7 @@ from tdmodels.from_arrays import read_arrays, world_from_arrays
 from tdmodels.roster_digests import published_digest
 from tdmodels.rosters import SIMULATOR_FILE, known_worlds, open_world, read_simulator_file, world_file, world_name, worlds_dir
 from tdmodels.sample import load_sample
+from tdmodels.sample_roster import real_session_roster, resample_name, resample_of
 from tdmodels.simulator import ROSTERS
 from tdmodels.simulator_params import generator_version
 from tdmodels.stress_worlds import STRESS_PRESETS, StressKnobs, build_stress_world, preset_knobs
@@ -154,29 +155,39 @@ def print_targets(seeds: list[int], bootstrap: int, allow_test=False, directory=
     return 0
 
 
-def import_sample(path, directory=None, force: bool = False) -> int:
-    """Convert the published site sample into the world file `sample`; an existing file of other content is
-    replaced only with `force`."""
+def import_sample(path, directory=None, force: bool = False, resamples=(0, 1)) -> int:
+    """Convert the published site sample into the world file `sample` and resample its sessions into the
+    real-session rosters `real-sessions-R` for each R in `resamples` (``tdmodels.sample_roster``); an existing
+    file of other content is replaced only with `force`."""
     ds = validate_world(load_sample(path), f"sample {path}")      # a bad input is named as the input
-    target = world_file("sample", directory)
-    if target.exists() and not force:
-        try:
-            same = world_digest(load_world(target)) == world_digest(ds)
-        except WorldFormatError:
-            same = False
-        if not same:
-            raise InputError(f"world file {target} exists with other content; pass --force to replace it")
-    out = save_world(ds, target)
+    rosters = {resample_name(r): validate_world(real_session_roster(ds, r), f"real-session roster {r}")
+               for r in resamples}
+    targets = {"sample": ds, **rosters}
+    if not force:
+        for name, world in targets.items():
+            target = world_file(name, directory)
+            if target.exists():
+                try:
+                    same = world_digest(load_world(target)) == world_digest(world)
+                except WorldFormatError:
+                    same = False
+                if not same:
+                    raise InputError(f"world file {target} exists with other content; pass --force to replace it")
+    out = save_world(ds, world_file("sample", directory))
     print(f"sample: {out} (48 arrivals of real judge data; rater feature absent); {digest_check(ds)}")
+    for name, world in rosters.items():
+        out = save_world(world, world_file(name, directory))
+        print(f"{name}: {out} ({world.attrs['arrivals']} arrivals resampled from the sample's sessions; held out); "
+              f"{digest_check(world)}")
     return 0
 
 
 def world_from_npz(path, name: str, directory=None, force=False, **world_options) -> int:
     """Make the world `name` from the arrays of a .npz file (checked from their headers before any is loaded)."""
     check_name(name)
-    if name in ROSTERS or name in STRESS_PRESETS or name == "sample":
-        raise InputError(f"--name {name!r} is a simulated roster's, a stress preset's or the real sample's name; "
-                         f"choose another")
+    if name in ROSTERS or name in STRESS_PRESETS or name == "sample" or resample_of(name) is not None:
+        raise InputError(f"--name {name!r} is a simulated roster's, a stress preset's, the real sample's or a "
+                         f"real-session roster's name; choose another")
     arrays = read_arrays(path)
     target = world_file(name, directory)
     if target.exists() and not force:
@@ -208,8 +219,9 @@ def stress_worlds(presets: list[str] | None = None, name: str | None = None, see
         if len(presets) > 1:
             raise InputError(f"--name {name!r} names one world; give at most one preset to start from")
         check_name(name)
-        if name in ROSTERS or name in STRESS_PRESETS or name == "sample":
-            raise InputError(f"--name {name!r} is a roster's, a preset's or the real sample's name; choose another for "
+        if name in ROSTERS or name in STRESS_PRESETS or name == "sample" or resample_of(name) is not None:
+            raise InputError(f"--name {name!r} is a roster's, a preset's, the real sample's or a real-session "
+                             f"roster's name; choose another for "
                              f"your own world "
                              f"(a preset is built by naming it: tutorduel worlds stress {name})")
         base = preset_knobs(presets[0]) if presets else StressKnobs()

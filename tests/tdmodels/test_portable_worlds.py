@@ -13,6 +13,7 @@ import pytest
 
 from tdmodels import portable_math as pm
 from tdmodels.roster_digests import ROSTER_DIGESTS, published_digest
+from tdmodels.sample_roster import GENERATOR as REAL_GENERATOR
 from tdmodels.simulator import ROSTERS
 from tdmodels.simulator_params import GENERATOR_BASE
 from tdmodels.stress_worlds import GENERATOR as STRESS_GENERATOR, STRESS_PRESETS
@@ -40,7 +41,10 @@ U = rng.uniform(0, 1, (5, 12, 4))
 P = np.clip(btl_probs(U, 7.0) + rng.uniform(-0.05, 0.05, (5, 12, 4, 4)), 0.05, 0.95)   # follows U, with noise
 out["arrays"] = [world_digest(world_from_arrays(U, session_length=6)),
                  world_digest(world_from_arrays(U, P, rater=rng.normal(size=(12, 4)), session_length=6))]
-out["sample"] = world_digest(load_sample(sys.argv[1]))
+sample = load_sample(sys.argv[1])
+out["sample"] = world_digest(sample)
+from tdmodels.sample_roster import real_session_roster
+out["real"] = [world_digest(real_session_roster(sample, r)) for r in (0, 1)]
 from tdmodels.stress_worlds import STRESS_PRESETS, build_stress_world
 out["stress"] = {p: world_digest(build_stress_world(k, 0, p, d)) for p, (k, d) in STRESS_PRESETS.items()
                  if p in sys.argv[3].split(",")}
@@ -65,6 +69,7 @@ def _check_kernels(sample_path, rosters, stress=("stress-drift",)):
         assert out["sim"] == {n: ROSTER_DIGESTS[GENERATOR_BASE][n] for n in rosters}, kernel
         assert out["calibrated"] == {n: ROSTER_DIGESTS[CALIBRATED][n] for n in out["calibrated"]}, kernel
         assert out["sample"] == published_digest("site-sample", "sample"), kernel
+        assert out["real"] == [published_digest(REAL_GENERATOR, f"real-sessions-{r}") for r in (0, 1)], kernel
         assert out["stress"] == {p: published_digest(STRESS_GENERATOR, p) for p in stress}, kernel
     assert len({json.dumps(out["arrays"]) for out in got.values()}) == 1, {k: v["arrays"] for k, v in got.items()}
 

@@ -1,9 +1,9 @@
 """`worlds list|build|describe|targets|calibrate|import-sample|from-arrays|stress`."""
 from __future__ import annotations
 
-from tdmodels.limits import MAX_REFERENCE_SEEDS, MAX_SESSION
+from tdmodels.limits import MAX_REFERENCE_SEEDS, MAX_RESAMPLE, MAX_SESSION
 from tutorduel.arg_types import (MAX_DRAWS, MAX_JOBS, MAX_RESAMPLES, arrivals_int, chains_int, float_in, folder_arg,
-                                 int_in, seed_int)
+                                 int_in, int_list_in, seed_int)
 from tutorduel.cli.options import WORLD_HELP, common_options
 
 REFERENCE_SEEDS_WHY = "for the reference rows one command computes"
@@ -51,7 +51,7 @@ def cmd_calibrate(a) -> int:
 def cmd_import_sample(a) -> int:
     from tutorduel.world_commands import import_sample
 
-    return import_sample(a.path, a.worlds, a.force)
+    return import_sample(a.path, a.worlds, a.force, a.resamples)
 
 
 def cmd_from_arrays(a) -> int:
@@ -130,7 +130,10 @@ def add_parsers(sub) -> None:
 
     q = wsub.add_parser("import-sample")
     q.add_argument("path", help="path to tutorduel-site-sample.json")
-    q.add_argument("--force", action="store_true", help="replace an existing sample world file of other content")
+    q.add_argument("--force", action="store_true", help="replace existing world files of other content")
+    q.add_argument("--resamples", type=int_list_in(0, MAX_RESAMPLE), default=(0, 1), metavar="R,R",
+                   help="the real-session rosters to build, real-sessions-R: 350 arrivals resampled from the sample's "
+                        "sessions, one per resample seed R (default 0,1)")
     common_options(q, store=False)
     q.set_defaults(fn=cmd_import_sample)
 
