@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import spearmanr
 
+from diagnostics.paper_agreement import (SHARING, format_gap_agreement, format_plateaus, gap_agreement, plateau_agreement,
+                                         published_column)
 from tdmodels.atomic_file import atomic_save
 
 # The reference paper's leaderboard (scores), from ../shared/COMPETITORS.md.
@@ -57,8 +59,10 @@ def display_name(spec_or_label: str) -> str:
 
 
 def published(name: str, roster: str) -> float | None:
-    """The published score of a policy (published name or spec) or reference row on a roster, None if not published."""
+    """The published score of a policy (published name or spec) or reference row on a roster (a real-session
+    roster: on the held-out profiles, ``diagnostics.paper_agreement.published_column``), None if not published."""
     name = display_name(name) if name not in PUBLISHED else name
+    roster = published_column(roster)
     if roster not in PUBLISHED_ROSTERS or name not in PUBLISHED:
         return None
     return float(PUBLISHED[name][PUBLISHED_ROSTERS.index(roster)])
@@ -92,14 +96,20 @@ def fidelity_table(lines_by_roster: dict[str, list[dict]]) -> str:
     return "\n".join(out)
 
 
-def findings(lines_by_roster: dict[str, list[dict]]) -> list[str]:
-    """Which of the paper's findings hold on our simulator, each as one line with the numbers."""
+def findings(lines_by_roster: dict[str, list[dict]], plateaus: dict[str, dict[str, float]] | None = None,
+             curves: dict | None = None) -> list[str]:
+    """Which of the paper's findings hold on our simulator, each as one line with the numbers: CODuel first,
+    the sign of the sharing methods' gaps to no-transfer and each gap beside the published one
+    (``diagnostics.paper_agreement``), the linear oracle's range, and with `plateaus` ({roster: {policy:
+    our plateau}}) and `curves` (the published curves, ``diagnostics.published_curves``) each plateau beside
+    the published one."""
     out = []
     score = {r: {(display_name(ln["name"]) if ln["kind"] == "policy" else ln["name"]): ln["score"][0] for ln in lines}
              for r, lines in lines_by_roster.items()}
     policies = {r: {display_name(ln["name"]): ln["score"][0] for ln in lines if ln["kind"] == "policy"}
                 for r, lines in lines_by_roster.items()}
     for r, s in score.items():
+        column = published_column(r)
         pol = {n: v for n, v in policies[r].items() if n != "random" and n in PUBLISHED}     # the paper's policies
         if "coduel" in pol:
             best = max(pol, key=pol.get)
@@ -110,26 +120,36 @@ def findings(lines_by_roster: dict[str, list[dict]]) -> list[str]:
                 out.append(f"{r}: policies beyond the paper's, against CODuel: "
                            + ", ".join(f"{n} {v:.1f} ({v - pol['coduel']:+.1f})" for n, v in sorted(beyond.items())))
         if "no-transfer" in s:
-            sharing = [n for n in ("rucb", "pooled", "coldb", "coldb-lr", "meta-ts", "hierts") if n in s]
+            sharing = [n for n in SHARING if n in s]
             if sharing:
                 above = [n for n in sharing if s[n] > s["no-transfer"]]
-                expect = "below" if r == "test_profiles" else "above" if r in ("composite", "quirky") else None
+                expect = "below" if column == "test_profiles" else "above" if column in ("composite", "quirky") else None
                 if expect:
                     ok = (len(above) == 0) if expect == "below" else (len(above) == len(sharing))
                     out.append(f"{r}: sharing methods {expect} no-transfer ({s['no-transfer']:.1f}): "
                                f"{'holds' if ok else 'does not hold'} ({', '.join(f'{n} {s[n]:.1f}' for n in sharing)})")
+        if column in PUBLISHED_ROSTERS:
+            agreement = gap_agreement(pol, {n: published(n, r) for n in pol})
+            if agreement is not None:
+                out.append(format_gap_agreement(r, agreement))
         oracle = s.get("per-user linear oracle")
         if oracle is not None:
             out.append(f"{r}: per-user linear oracle {oracle:.1f} (published 81-85; within 2 points: "
                        f"{'holds' if 81 - 2 <= oracle <= 85 + 2 else 'does not hold'})")
+        if plateaus and curves and r in plateaus and column in curves:
+            pairs = plateau_agreement(plateaus[r], curves[column])
+            if pairs:
+                out.append(format_plateaus(r, pairs))
     return out + published_agreement(policies)
 
 
 def published_agreement(policies: dict[str, dict[str, float]]) -> list[str]:
-    """How close the paper's policies (random excepted) come to their published scores: per roster and over
-    every cell, the mean absolute difference, and per roster the rank correlation (Spearman) of ours with
-    the published order. `policies`: {roster: {published name: our score}}."""
-    out, diffs = [], []
+    """How close the paper's policies (random excepted) come to their published scores: per roster the mean
+    absolute difference, the same after one offset for the roster (ours minus published, averaged over its
+    policies) and the rank correlation (Spearman) of ours with the published order; then over the cells of
+    every simulated roster (a real-session roster is reported on its own line only). `policies`: {roster:
+    {published name: our score}}."""
+    out, diffs, shifted = [], [], []
     for r, scores in policies.items():
         pairs = [(v, published(n, r)) for n, v in scores.items() if n != "random" and n in PUBLISHED]
         pairs = [(v, p) for v, p in pairs if p is not None]
@@ -137,14 +157,19 @@ def published_agreement(policies: dict[str, dict[str, float]]) -> list[str]:
             continue
         ours, pub = np.array(pairs).T
         d = np.abs(ours - pub)
-        diffs.extend(d)
+        offset = float(np.mean(ours - pub))
+        d_off = np.abs(ours - pub - offset)
+        if published_column(r) == r:
+            diffs.extend(d)
+            shifted.extend(d_off)
         constant = np.ptp(ours) == 0 or np.ptp(pub) == 0
         rho = "undefined (one side all equal)" if constant else f"{spearmanr(ours, pub)[0]:.2f}"
         out.append(f"{r}: the paper's policies against their published scores: mean absolute difference "
-                   f"{d.mean():.1f} points over {len(d)} policies, rank correlation (Spearman) {rho}")
+                   f"{d.mean():.1f} points over {len(d)} policies ({d_off.mean():.1f} after the roster's offset "
+                   f"{offset:+.1f}), rank correlation (Spearman) {rho}")
     if diffs:
-        out.append(f"all rosters: mean absolute difference from the published scores {np.mean(diffs):.1f} points "
-                   f"over {len(diffs)} cells")
+        out.append(f"all simulated rosters: mean absolute difference from the published scores {np.mean(diffs):.1f} "
+                   f"points over {len(diffs)} cells ({np.mean(shifted):.1f} after one offset per roster)")
     return out
 
 
@@ -178,7 +203,7 @@ document.querySelectorAll('table.lb').forEach(table => {
 const C = JSON.parse(document.getElementById('curves').textContent);
 const rosters = Object.keys(C);
 const palette = ['#1d4ed8', '#dc2626', '#15803d', '#9333ea', '#ea580c', '#0891b2', '#4d7c0f', '#be185d', '#475569', '#a16207', '#0f766e', '#7c3aed'];
-const state = {roster: rosters[0], on: new Set(['coduel', 'tempered-kg', 'no-transfer'])};
+const state = {roster: rosters[0], on: new Set(['coduel', 'tempered-kg', 'no-transfer', 'published: coduel', 'published: no-transfer'])};
 function drawCurves() {
   const cur = C[state.roster] || {}, pols = Object.keys(cur).sort();
   document.getElementById('pols').innerHTML = pols.map((p, k) =>

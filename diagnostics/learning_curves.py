@@ -87,14 +87,21 @@ def final_quarter_table(by_policy: dict[str, list[dict]], against: str | None = 
     return lines
 
 
-def plot_learning_curves(curves: dict[str, Curve], title: str, path) -> None:
-    """One PNG: each policy's curve with its 95% band."""
+def plot_learning_curves(curves: dict[str, Curve], title: str, path, published: dict | None = None) -> None:
+    """One PNG: each policy's curve with its 95% band; with `published` ({policy: a curve with mean, lo and hi
+    by arrival, ``diagnostics.published_curves.PublishedCurve``}) the reference's curve of that policy dashed
+    in the same colour, with its band."""
     from diagnostics.figures import new_figure
 
     fig, ax = new_figure(figsize=(8, 4.5))
     for name, c in sorted(curves.items(), key=lambda kv: -kv[1].mean[-1]):
         line, = ax.plot(c.arrival, c.mean, lw=1.4, label=f"{name} ({c.n_seeds} seeds)")
         ax.fill_between(c.arrival, c.lo, c.hi, color=line.get_color(), alpha=0.18, lw=0)
+        p = (published or {}).get(name)
+        if p is not None:
+            x = np.arange(len(p.mean))
+            ax.plot(x, p.mean, lw=1.1, ls="--", color=line.get_color(), label=f"{name}, published ({p.seeds} seeds)")
+            ax.fill_between(x, p.lo, p.hi, color=line.get_color(), alpha=0.08, lw=0)
     ax.set(xlabel="arrival", ylabel="excess regret per user (centred 25-arrival mean)", title=title)
     ax.legend(fontsize=7, ncol=2)
     from tdmodels.atomic_file import atomic_save

@@ -27,6 +27,8 @@ settings.load_profile("tutorduel")
 # file the user imports with `worlds import-sample`), so that no test depends on a folder outside the
 # project and none skips.
 SAMPLE_FIXTURE = Path(__file__).resolve().parent / "data" / "tutorduel-site-sample.json.gz"
+# The reference's published learning curves (the site's curves file, gzipped), for the same reason.
+CURVES_FIXTURE = Path(__file__).resolve().parent / "data" / "tutorduel-site-curves.json.gz"
 
 
 @pytest.fixture(scope="session")
@@ -49,6 +51,16 @@ def sample_path(tmp_path_factory):
         return Path(os.environ["TUTORDUEL_SAMPLE"])
     path = tmp_path_factory.mktemp("sample") / "tutorduel-site-sample.json"
     path.write_bytes(gzip.decompress(SAMPLE_FIXTURE.read_bytes()))
+    return path
+
+
+@pytest.fixture(scope="session")
+def curves_path(tmp_path_factory):
+    """The published curves as the user's file: $TUTORDUEL_CURVES if set, else the tests' own copy."""
+    if os.environ.get("TUTORDUEL_CURVES"):
+        return Path(os.environ["TUTORDUEL_CURVES"])
+    path = tmp_path_factory.mktemp("curves") / "tutorduel-site-curves.json"
+    path.write_bytes(gzip.decompress(CURVES_FIXTURE.read_bytes()))
     return path
 
 

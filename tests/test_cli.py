@@ -290,6 +290,41 @@ def test_the_leaderboard_stress_section_has_segments_and_the_robustness_rule(env
     assert "a held-out world" in out.err and "cells computed" not in out.out      # refused before any cell
 
 
+def test_the_leaderboard_sets_a_real_session_roster_and_its_curves_beside_the_papers(env_dirs, capsys, sample_path,
+                                                                                     curves_path):
+    """Real-session rosters join the default rosters once the sample is imported; with the published curves
+    imported, the curves are drawn beside ours and each plateau is set beside the published one."""
+    import json
+
+    assert main(["worlds", "import-sample", str(sample_path), "--resamples", "0"]) == 0
+    assert main(["worlds", "import-curves", str(curves_path)]) == 0
+    assert main(["worlds", "import-curves", str(curves_path)]) == 0            # the same content: kept
+    bad = json.loads(curves_path.read_text())
+    bad["curves"]["U"]["rucb"]["mean"][3] = float("nan")
+    (env_dirs / "bad.json").write_text(json.dumps(bad))
+    assert main(["worlds", "import-curves", str(env_dirs / "bad.json")]) == 2
+    assert "curves.U.rucb.mean" in capsys.readouterr().err
+    del bad["curves"]["U"]["rucb"]
+    (env_dirs / "other.json").write_text(json.dumps(bad))
+    assert main(["worlds", "import-curves", str(env_dirs / "other.json")]) == 2
+    assert "--force" in capsys.readouterr().err
+    out_dir = env_dirs / "lb"
+    assert main(["leaderboard", "--rosters", "real-sessions-0", "--allow-test", "--seeds", "0-1", "--policies",
+                 "no-transfer,rucb,random", "--out", str(out_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "| rucb | " in out and "(17)" in out and "(30)" in out               # the held-out profiles' column
+    assert "real-sessions-0: sharing methods below no-transfer" in out
+    assert "real-sessions-0: gaps to no-transfer (published): rucb " in out and "(-13)" in out
+    assert "real-sessions-0: plateaus, excess per user over arrivals 251-350 (published): no-transfer " in out
+    assert "(5.28)" in out                                                      # RUCB's published plateau
+    page = (out_dir / "leaderboard.html").read_text()
+    assert "published: rucb" in page
+    capsys.readouterr()
+    assert main(["leaderboard", "--seeds", "0", "--policies", "random", "--out", str(out_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "real-sessions-0, real-sessions-1 left out" in out and "dev: 1 cells computed" in out
+
+
 def test_the_leaderboard_time_line_names_where_the_cells_ran():
     from tutorduel.leaderboard import time_summary
 

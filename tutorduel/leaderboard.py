@@ -6,8 +6,13 @@ import os
 import time
 from pathlib import Path
 
-from diagnostics.leaderboard_report import POLICIES, PUBLISHED_ROSTERS, SEEDS, fidelity_table, findings, write_page
-from diagnostics.learning_curves import learning_curve, plot_learning_curves
+import numpy as np
+
+from diagnostics.leaderboard_report import (POLICIES, PUBLISHED_ROSTERS, SEEDS, display_name, fidelity_table, findings,
+                                            write_page)
+from diagnostics.learning_curves import learning_curve, per_user_excess, plot_learning_curves
+from diagnostics.paper_agreement import published_column
+from diagnostics.published_curves import CURVES_FILE, load_curves, our_plateau
 from diagnostics.robustness import MARGIN, format_robustness, robustness
 from diagnostics.segments import segment_report
 from diagnostics.stats import leaderboard
@@ -16,19 +21,29 @@ from online.store import RunStore
 from online.sweep import run_sweep
 from tdmodels.atomic_file import atomic_save, check_output_path
 from tdmodels.errors import InputError
-from tdmodels.rosters import open_world, world_name
+from tdmodels.rosters import open_world, world_file, world_name, worlds_dir as worlds_dir_path
+from tdmodels.sample_roster import resample_name, resample_of
 from tdmodels.simulator import ROSTERS
 from tdmodels.stress_worlds import STRESS_PRESETS
 
 STRESS_SEEDS = 16
+REAL_SESSION_ROSTERS = tuple(resample_name(r) for r in (0, 1))
+REAL_SESSION_SEEDS = 16
 from tutorduel.store_commands import report_sweep_notes, shown_rows
 
 
-def leaderboard_rosters(named: list[str] | None, allow_test: bool) -> list[str]:
-    """The rosters to run: the named ones (held-out ones need `allow_test`), else the published ones,
-    held-out ones left out with a note unless `allow_test`."""
+def leaderboard_rosters(named: list[str] | None, allow_test: bool, worlds_dir=None) -> list[str]:
+    """The rosters to run: the named ones (held-out ones need `allow_test`), else the published ones and, where
+    the real sample is imported, the real-session rosters (``tdmodels.sample_roster``), held-out ones left out
+    with a note unless `allow_test`."""
     rosters = named or list(PUBLISHED_ROSTERS)
-    held = [r for r in rosters if r in ROSTERS and ROSTERS[r].held_out]
+    if not named:
+        if world_file("sample", worlds_dir).exists():
+            rosters += list(REAL_SESSION_ROSTERS)
+        else:
+            print("note: the real sample is not imported (tutorduel worlds import-sample PATH), so the real-session "
+                  "rosters are left out")
+    held = [r for r in rosters if (r in ROSTERS and ROSTERS[r].held_out) or resample_of(r) is not None]
     if held and not allow_test:
         if named:
             raise InputError(f"held-out roster(s) {', '.join(held)} need --allow-test (evaluation only; never tune on them)")
@@ -45,7 +60,8 @@ def run_leaderboard(store: RunStore, out, rosters: list[str] | None = None, seed
     of ``tdmodels.stress_worlds``; or a list of worlds), also over those worlds, `STRESS_SEEDS` seeds each unless
     `seeds`, in a section of their own with per-segment figures and the robustness rule
     (``diagnostics.robustness``). Returns 1 if a cell failed, else 0."""
-    rosters = leaderboard_rosters(rosters, allow_test)
+    rosters = leaderboard_rosters(rosters, allow_test, worlds_dir)
+    published_curves = imported_curves(worlds_dir)
     stress = stress_worlds(stress, allow_test, worlds_dir)
     specs = [canonical_spec(s) for s in (specs or POLICIES.values())]
     out = Path(out)
@@ -54,7 +70,7 @@ def run_leaderboard(store: RunStore, out, rosters: list[str] | None = None, seed
     lines_by_roster, figures, curves, codes = {}, {}, {}, {}
     tally = {"failed": 0, "computed": 0, "stored": 0, "spent": {}}
     started = time.perf_counter()
-    rows_by_world, worlds = {}, {}
+    rows_by_world, worlds, plateaus = {}, {}, {}
 
     def run_world(name: str, world_seeds: list[int]) -> list[dict]:
         res = run_sweep([name], world_seeds, specs, store, allow_test=allow_test, worlds_dir=worlds_dir,
@@ -78,11 +94,16 @@ def run_leaderboard(store: RunStore, out, rosters: list[str] | None = None, seed
                 by.setdefault(r["policy"], []).append(r)
             figures[name] = out / f"curves-{world_name(name)}.png"
             curves[name] = {k: learning_curve(v) for k, v in by.items()}
-            plot_learning_curves(curves[name], f"{name}: excess regret per user", figures[name])
+            plateaus[name] = {display_name(k): our_plateau(np.stack([per_user_excess(r) for r in v]))
+                              for k, v in by.items()}
+            published = published_curves.get(published_column(name), {})
+            plot_learning_curves(curves[name], f"{name}: excess regret per user", figures[name],
+                                 published={k: published[display_name(k)] for k in by if display_name(k) in published})
         return rows
 
     for roster in rosters:
-        rows = run_world(roster, seeds or list(range(SEEDS.get(roster, 32))))
+        rows = run_world(roster, seeds or list(range(SEEDS.get(roster, REAL_SESSION_SEEDS if resample_of(roster) is not None
+                                                              else 32))))
         if rows:
             lines_by_roster[roster] = leaderboard(rows, worlds[roster])
     stress_md = []
@@ -95,7 +116,7 @@ def run_leaderboard(store: RunStore, out, rosters: list[str] | None = None, seed
         stress_md = stress_section(stress_lines, {w: rows_by_world[w] for w in stress_lines}, worlds,
                                    {w: rows_by_world[w] for w in lines_by_roster
                                     if not int(worlds[w].attrs["held_out"])})
-    write_reports(out, lines_by_roster, stress_md, codes, figures, curves)
+    write_reports(out, lines_by_roster, stress_md, codes, figures, curves, plateaus, published_curves)
     if sweep_options.get("scheduler"):
         where = f"the Dask scheduler {sweep_options['scheduler']}"
     elif sweep_options.get("dask_workers"):
@@ -120,12 +141,24 @@ def stress_worlds(stress, allow_test: bool, worlds_dir) -> list[str]:
     return names
 
 
+def imported_curves(worlds_dir=None) -> dict:
+    """The published learning curves imported into the worlds folder (``tutorduel worlds import-curves``), {}
+    with a note where none are."""
+    path = worlds_dir_path(worlds_dir) / CURVES_FILE
+    if not path.exists():
+        print("note: the published learning curves are not imported (tutorduel worlds import-curves PATH), so the "
+              "curves and plateaus are not set beside the paper's")
+        return {}
+    return load_curves(path)
+
+
 def write_reports(out: Path, lines_by_roster: dict, stress_md: list[str], codes: dict, figures: dict,
-                  curves: dict) -> None:
+                  curves: dict, plateaus: dict | None = None, published_curves: dict | None = None) -> None:
     """Write out/leaderboard.md and out/leaderboard.html and print the table, the findings and the stress
-    section."""
+    section; with `plateaus` and `published_curves`, the findings set each plateau beside the published one and
+    the page's curves show the published ones too."""
     table = fidelity_table(lines_by_roster)
-    found = findings(lines_by_roster)
+    found = findings(lines_by_roster, plateaus, published_curves)
     md = ["# TutorDuel leaderboard", "", "Score, mean ± s.e. over seeds [seeds] (published score in brackets); "
           "reference rows in italics.", "", table, "", "## Findings of the paper on this simulator", ""]
     md += [f"- {x}" for x in found]
@@ -133,7 +166,9 @@ def write_reports(out: Path, lines_by_roster: dict, stress_md: list[str], codes:
     md += ["", "## Code", "", "Each policy's rows ran on this code identity (`online.code_identity`): "
            + ", ".join(f"{p} {c}" for p, c in sorted(codes.items())) + "."]
     atomic_save(out / "leaderboard.md", lambda tmp: tmp.write_text("\n".join(md) + "\n"))
-    page = write_page(out / "leaderboard.html", table, found, figures, curves, extra_md=stress_md)
+    shown = {r: {**by, **{f"published: {m}": c for m, c in (published_curves or {}).get(published_column(r), {}).items()}}
+             for r, by in curves.items()}
+    page = write_page(out / "leaderboard.html", table, found, figures, shown, extra_md=stress_md)
     print()
     print(table)
     print()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from diagnostics.calibration_targets import SAMPLE_ROSTER, format_targets, sample_targets, world_targets
 from diagnostics.leaderboard_report import PUBLISHED_ROSTERS
+from diagnostics.published_curves import CURVES_BYTES, CURVES_FILE, load_curves
 from diagnostics.stats import REFERENCE_LABELS, mean_se, reference_table
 from diagnostics.world_figures import format_side_by_side, world_figures
 from tdmodels.atomic_file import atomic_save
@@ -179,6 +180,23 @@ def import_sample(path, directory=None, force: bool = False, resamples=(0, 1)) -
         out = save_world(world, world_file(name, directory))
         print(f"{name}: {out} ({world.attrs['arrivals']} arrivals resampled from the sample's sessions; held out); "
               f"{digest_check(world)}")
+    return 0
+
+
+def import_curves(path, directory=None, force: bool = False) -> int:
+    """Check the reference's published learning curves at `path` (``diagnostics.published_curves``) and keep a
+    copy in the worlds folder, where the leaderboard reads them; a copy of other content is replaced only with
+    `force`."""
+    curves = load_curves(path)
+    text = read_regular_text(Path(path), CURVES_BYTES)
+    folder = worlds_dir(directory)
+    target = folder / CURVES_FILE
+    if target.exists() and not force and read_regular_text(target, CURVES_BYTES) != text:
+        raise InputError(f"{target} exists with other content; pass --force to replace it")
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_save(target, lambda tmp: Path(tmp).write_text(text))
+    shown = "; ".join(f"{r}: {len(by)} methods, {len(next(iter(by.values())).mean)} arrivals" for r, by in curves.items())
+    print(f"published curves: {target} ({shown})")
     return 0
 
 

@@ -152,8 +152,8 @@ def test_a_preset_is_built_on_demand_by_name(env_dirs):
     (["--types", "3"], "without --name"),
     (["no-such-preset"], "unknown stress preset 'no-such-preset'"),
     (["--name", "../escape"], "'../escape'"),
-    (["--name", "dev"], "a roster's, a preset's or the real sample's name"),
-    (["--name", "stress-drift", "--types", "9"], "a roster's, a preset's or the real sample's name"),
+    (["--name", "dev"], "a roster's, a preset's, the real sample's or a real-session roster's name"),
+    (["--name", "stress-drift", "--types", "9"], "a roster's, a preset's, the real sample's or a real-session roster's name"),
     (["--name", "stress-drift"], "a preset is built by naming it"),
     (["stress-drift", "stress-shift", "--name", "x"], "give at most one preset"),
     (["--name", "x", "--shift-at", "0.5", "--block-length", "10"], "drifts in blocks or shifts once"),
@@ -184,7 +184,7 @@ def test_a_file_under_a_presets_name_that_is_not_the_preset_is_refused(env_dirs,
     np.savez(tmp_path / "u.npz", utilities=np.random.default_rng(0).uniform(0, 1, (4, 8, 3)))
     assert main(["worlds", "from-arrays", str(tmp_path / "u.npz"), "--name", "stress-polarised",
                  "--session-length", "4"]) == 2
-    assert "a stress preset's or the real sample's name" in capsys.readouterr().err
+    assert "a stress preset's, the real sample's or a real-session roster's name" in capsys.readouterr().err
 
 
 def test_a_block_as_long_as_the_run_is_refused_as_no_drift():

@@ -1,4 +1,4 @@
-"""`worlds list|build|describe|targets|calibrate|import-sample|from-arrays|stress`."""
+"""`worlds list|build|describe|targets|calibrate|import-sample|import-curves|from-arrays|stress`."""
 from __future__ import annotations
 
 from tdmodels.limits import MAX_REFERENCE_SEEDS, MAX_RESAMPLE, MAX_SESSION
@@ -52,6 +52,12 @@ def cmd_import_sample(a) -> int:
     from tutorduel.world_commands import import_sample
 
     return import_sample(a.path, a.worlds, a.force, a.resamples)
+
+
+def cmd_import_curves(a) -> int:
+    from tutorduel.world_commands import import_curves
+
+    return import_curves(a.path, a.worlds, a.force)
 
 
 def cmd_from_arrays(a) -> int:
@@ -128,6 +134,26 @@ def add_parsers(sub) -> None:
     common_options(q, store=False)
     q.set_defaults(fn=cmd_calibrate)
 
+    _add_import_parsers(wsub)
+
+    from tdmodels.stress_worlds import STRESS_PRESETS
+
+    q = wsub.add_parser("stress", help="generated stress worlds with knobs: the presets (default: all of them), or one "
+                                       "world of your own knobs with --name",
+                        description="Presets: " + "; ".join(f"{k}: {v[1]}" for k, v in STRESS_PRESETS.items()))
+    q.add_argument("presets", nargs="*", metavar="PRESET", help=f"presets to build: {', '.join(STRESS_PRESETS)} "
+                                                                f"(with --name: the one to start from)")
+    q.add_argument("--name", help="build one world of your own knobs under this name")
+    q.add_argument("--seed", type=seed_int, default=0, help="the generator's seed (default 0: the published digests)")
+    for option, (knob, kind, text) in STRESS_KNOB_OPTIONS.items():
+        q.add_argument(option, dest=knob, type=kind, help=text)
+    q.add_argument("--force", action="store_true", help="replace an existing world file of other content")
+    common_options(q, store=False)
+    q.set_defaults(fn=cmd_stress)
+
+
+def _add_import_parsers(wsub) -> None:
+    """`worlds import-sample`, `import-curves` and `from-arrays`: worlds and figures from files."""
     q = wsub.add_parser("import-sample")
     q.add_argument("path", help="path to tutorduel-site-sample.json")
     q.add_argument("--force", action="store_true", help="replace existing world files of other content")
@@ -136,6 +162,13 @@ def add_parsers(sub) -> None:
                         "sessions, one per resample seed R (default 0,1)")
     common_options(q, store=False)
     q.set_defaults(fn=cmd_import_sample)
+
+    q = wsub.add_parser("import-curves", help="the reference's published learning curves, kept in the worlds folder "
+                                              "for the leaderboard to set beside ours")
+    q.add_argument("path", help="path to tutorduel-site-curves.json")
+    q.add_argument("--force", action="store_true", help="replace an imported copy of other content")
+    common_options(q, store=False)
+    q.set_defaults(fn=cmd_import_curves)
 
     q = wsub.add_parser("from-arrays", help="a world from your own U (and P) in a .npz file: arrays 'utilities' "
                                            "[students, questions, K], optional 'probs' [students, questions, K, K], "
@@ -152,18 +185,3 @@ def add_parsers(sub) -> None:
     q.add_argument("--force", action="store_true", help="replace an existing world file of that name")
     common_options(q, store=False)
     q.set_defaults(fn=cmd_from_arrays)
-
-    from tdmodels.stress_worlds import STRESS_PRESETS
-
-    q = wsub.add_parser("stress", help="generated stress worlds with knobs: the presets (default: all of them), or one "
-                                       "world of your own knobs with --name",
-                        description="Presets: " + "; ".join(f"{k}: {v[1]}" for k, v in STRESS_PRESETS.items()))
-    q.add_argument("presets", nargs="*", metavar="PRESET", help=f"presets to build: {', '.join(STRESS_PRESETS)} "
-                                                                f"(with --name: the one to start from)")
-    q.add_argument("--name", help="build one world of your own knobs under this name")
-    q.add_argument("--seed", type=seed_int, default=0, help="the generator's seed (default 0: the published digests)")
-    for option, (knob, kind, text) in STRESS_KNOB_OPTIONS.items():
-        q.add_argument(option, dest=knob, type=kind, help=text)
-    q.add_argument("--force", action="store_true", help="replace an existing world file of other content")
-    common_options(q, store=False)
-    q.set_defaults(fn=cmd_stress)
