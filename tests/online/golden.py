@@ -9,7 +9,8 @@ reproduced the old rows exactly); Meta-TS's once, when its prior draw moved from
 (whose signs depend on the LAPACK build) to the Cholesky one (issue 17's session; every other
 policy's scores were equal to the old golden ones to 1e-9 on seeds 0-3). tempered-kg's rows were added
 when it was (issue 18), the others left as they were (CODuel's lookahead_weight 1 reproduced them);
-low-rank's likewise (issue 31).
+low-rank's likewise (issue 31). RUCB's were rewritten once, when its champion rule became Zoghi et
+al.'s (issue 47: the first version kept the last champion shown).
 
     python -m tests.online.golden           # print the figures of this code
     python -m tests.online.golden --write   # store them as the golden file (only after checking why they moved)

@@ -23,12 +23,29 @@ def test_rucb_bounds_champion_and_challenger():
     (c, d), info = rucb.select(rucb.RUCBState(W, -1), np.random.default_rng(0))
     assert c == 0 and d == 1                                   # challenger: the best bound against 0
     assert list(info.candidates) == [0]
-    assert rucb.update(rucb.RUCBState(W, -1), (c, d), 1).champion == 0     # the champion shown stays
+    assert rucb.update(rucb.RUCBState(W, -1), (c, d), 1).best == 0         # the sole candidate becomes B
     # no comparisons yet: every bound is 1, every arm a candidate, the pair distinct
     (c, d), _ = rucb.select(rucb.init(3), np.random.default_rng(1))
     assert c != d
     after = rucb.update(rucb.RUCBState(W, 0), (2, 1), outcome=0)     # the second shown (1) won
     assert after.wins[1, 2] == W[1, 2] + 1 and after.wins.sum() == W.sum() + 1
+
+
+def test_rucb_keeps_b_while_a_candidate_and_plays_it_half_the_time():
+    """Zoghi et al.'s champion: B, the last sole candidate, w.p. 1/2 among several candidates, the others
+    uniformly; a first version kept the last champion shown whenever it stayed a candidate."""
+    W = np.array([[0, 12, 11, 30], [10, 0, 11, 30], [10, 10, 0, 30], [2, 2, 2, 0]], dtype=float)
+    state = rucb.RUCBState(W, 1)
+    U, candidates, best = rucb.this_round(state)
+    assert list(candidates) == [0, 1, 2] and best == 1
+    rng = np.random.default_rng(0)
+    shown = np.array([rucb.select(state, rng)[0][0] for _ in range(4000)])
+    np.testing.assert_allclose(np.bincount(shown, minlength=4) / len(shown), [0.25, 0.5, 0.25, 0], atol=0.03)
+    assert rucb.update(state, (0, 1), 1).best == 1                   # still a candidate: B stays
+    assert rucb.this_round(rucb.RUCBState(W, 3))[2] == -1          # arm 3 is no candidate: no B
+    assert rucb.update(rucb.RUCBState(W, 3), (0, 1), 1).best == -1
+    none = np.array([rucb.select(rucb.RUCBState(W, -1), rng)[0][0] for _ in range(3000)])
+    np.testing.assert_allclose(np.bincount(none, minlength=4)[:3] / len(none), 1 / 3, atol=0.03)
 
 
 def test_colstim_first_is_the_optimistic_best_second_the_widest_challenger():
