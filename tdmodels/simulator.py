@@ -17,11 +17,13 @@ from scipy.optimize import minimize_scalar
 from . import catalog, judge, students
 from .bradley_terry import order_averaged, reference_utilities
 from .portable_math import dot, exp, expit, total
-from .simulator_params import DEFAULT_PARAMS, GENERATOR_BASE, SimulatorParams, generator_version
+from .simulator_params import (DEFAULT_PARAMS, GENERATOR_BASE, SIM2_PARAMS, SIM3_FIELDS, SimulatorParams, base_of,
+                               generator_version)
 from .world import FORMAT_VERSION, KINDS
 
 GENERATOR_VERSION = GENERATOR_BASE   # of worlds built from DEFAULT_PARAMS; others name theirs
 UNSTRUCTURED_SD = 1.2      # sd of each theta entry in the unstructured control
+LOGITS_PER_UTILITY = 8.0   # the reference's scale from Bradley-Terry strengths to U: the sample's U read as logits
 
 
 @dataclass(frozen=True)
@@ -113,7 +115,7 @@ def fit_click_scale(pbar: np.ndarray, U: np.ndarray) -> float:
 
 def _student_under(spec: students.StudentSpec, params: SimulatorParams) -> students.StudentSpec:
     """A student's spec under the family parameters (unchanged, bit for bit, at sim-1's values)."""
-    d = DEFAULT_PARAMS
+    d = SIM2_PARAMS
     if spec.traits and params.template_sens_base != d.template_sens_base:
         spec = spec._replace(sens=spec.sens + (params.template_sens_base - students.TEMPLATE_SENS_BASE))
     if not spec.traits and params.written_sens_gain != d.written_sens_gain:
@@ -125,38 +127,86 @@ def _student_under(spec: students.StudentSpec, params: SimulatorParams) -> stude
     return spec
 
 
+def _arrival_rows(recipe: RosterRecipe, pop: list, params: SimulatorParams, rng: np.random.Generator) -> list:
+    """The student rows of a roster: its population, or with ``fresh_arrivals`` one row per arrival (a roster
+    of recurring profiles draws each arrival's profile uniformly; its cells are judged afresh)."""
+    if not params.fresh_arrivals or recipe.arrival_mode != "uniform":
+        return pop
+    return [pop[i] for i in rng.integers(len(pop), size=recipe.arrivals)]
+
+
+def _follow(pop: list, params: SimulatorParams, rng: np.random.Generator) -> np.ndarray:
+    """[rows] each row's multiplier on its response to a question's demand: one draw of
+    N(follow_mean, follow_sd^2) per profile, in the order profiles first appear."""
+    names = [p.profile for p in pop]
+    order = list(dict.fromkeys(names))
+    draws = params.follow_mean + params.follow_sd * rng.standard_normal(len(order))
+    index = {n: i for i, n in enumerate(order)}
+    return np.array([draws[index[n]] for n in names])
+
+
+def _sample_logits(spec: students.StudentSpec, params: SimulatorParams) -> tuple[students.StudentSpec, np.ndarray]:
+    """The spec with the real sample's persona preferences in place of its own where sim-3 says so, and the
+    logits [K] the sample adds to every question: the shared lean for everyone, a held-out profile's own
+    deviation from it."""
+    extra = params.sample_lean_gain * LOGITS_PER_UTILITY * students.SAMPLE_LEAN
+    if params.sample_profiles and spec.profile in students.SAMPLE_PROFILE_DEVIATION:
+        spec = spec._replace(taste=np.zeros_like(spec.taste), offset=np.zeros_like(spec.offset))
+        extra = extra + (params.sample_profile_gain * LOGITS_PER_UTILITY *
+                         students.SAMPLE_PROFILE_DEVIATION[spec.profile])
+    return spec, extra
+
+
+def _student_rows(recipe: RosterRecipe, pop: list, qs: dict, features: np.ndarray, params: SimulatorParams,
+                  r_pop: np.random.Generator, extra: tuple) -> np.ndarray:
+    """The latent logits v [rows, questions, K] of every student row, before answer and judge noise."""
+    r_follow, r_type = extra
+    K = features.shape[1]
+    follow = _follow(pop, params, r_follow) if params.follow_sd or params.follow_mean != 1.0 else None
+    v = np.empty((len(pop), len(qs["kind"]), K))
+    for s, spec in enumerate(pop):
+        if recipe.linear_population:
+            theta = UNSTRUCTURED_SD * r_pop.standard_normal(K + 1)
+            v[s] = dot(features, theta)
+            continue
+        spec = _student_under(spec, params)
+        spec, lean = _sample_logits(spec, params)
+        if follow is not None:
+            spec = spec._replace(sens=follow[s] * spec.sens)
+        v[s] = params.student_scale * students.student_logits(spec, qs["kind"], qs["chain"],
+                                                              params.demand_gain * qs["demand"],
+                                                              quirk_gain=params.quirk_gain)
+        v[s] += params.shared_offset
+        if spec.traits and params.template_offset.any():
+            v[s] += params.template_offset
+        if params.sample_lean_gain or params.sample_profiles:
+            v[s] += lean
+        if params.type_sd:
+            v[s] += params.type_sd * r_type.standard_normal(K)
+        if recipe.scramble:
+            v[s] = v[s][:, r_pop.permutation(K)]
+    return v
+
+
 def build_roster(name: str, seed: int = 0, params: SimulatorParams = DEFAULT_PARAMS) -> xr.Dataset:
     """Generate roster `name` (one of ROSTERS) as a validated world Dataset, from the simulator's free
-    parameters `params` (``tdmodels.simulator_params``; the defaults are generator sim-1)."""
+    parameters `params` (``tdmodels.simulator_params``; the defaults are generator sim-3)."""
     params = SimulatorParams(*params).check()
     if name not in ROSTERS:
         raise KeyError(f"unknown roster {name!r}; simulated rosters are {', '.join(ROSTERS)}")
     recipe = ROSTERS[name]
     ss = np.random.SeedSequence([seed, ROSTER_ORDER.index(name)])
     r_q, r_pop, r_rater, r_judge, r_noise = (np.random.default_rng(s) for s in ss.spawn(5))
+    r_arrive, r_follow, r_type = (np.random.default_rng(s) for s in ss.spawn(3))     # sim-3's draws, after sim-2's
     qs = build_questions(recipe.topics, r_q)
-    pop = recipe.population(r_pop)
+    pop = _arrival_rows(recipe, recipe.population(r_pop), params, r_arrive)
     K = len(catalog.PERSONAS)
     g = judge.rater_scores(qs["demand"], r_rater, noise=params.rater_noise)
     features = np.concatenate([np.broadcast_to(np.eye(K), (len(g), K, K)), g[:, :, None]], axis=2)
 
     answer = params.answer_noise * r_noise.standard_normal((len(g), K))
     n_s = len(pop)
-    v = np.empty((n_s, len(g), K))
-    for s, spec in enumerate(pop):
-        if recipe.linear_population:
-            theta = UNSTRUCTURED_SD * r_pop.standard_normal(K + 1)
-            v[s] = dot(features, theta)
-        else:
-            spec = _student_under(spec, params)
-            v[s] = params.student_scale * students.student_logits(spec, qs["kind"], qs["chain"],
-                                                                  params.demand_gain * qs["demand"],
-                                                                  quirk_gain=params.quirk_gain)
-            v[s] += params.shared_offset
-            if spec.traits and params.template_offset.any():
-                v[s] += params.template_offset
-            if recipe.scramble:
-                v[s] = v[s][:, r_pop.permutation(K)]
+    v = _student_rows(recipe, pop, qs, features, params, r_pop, (r_follow, r_type))
     v = v + answer[None] + params.judge_noise * r_noise.standard_normal(v.shape)
     label_bias = params.label_bias_sd * r_noise.standard_normal(n_s)
     probs = judge.judge_probs(v, r_judge, label_bias=label_bias[:, None, None, None], order_bias=params.order_bias)
@@ -185,12 +235,15 @@ def build_roster(name: str, seed: int = 0, params: SimulatorParams = DEFAULT_PAR
         },
         attrs={
             "roster": name, "arrivals": recipe.arrivals, "topics_per_session": 4, "chains_per_topic": 2,
-            "questions_per_chain": 3, "arrival_mode": recipe.arrival_mode, "held_out": int(recipe.held_out),
+            "questions_per_chain": 3, "arrival_mode": "distinct" if params.fresh_arrivals else recipe.arrival_mode,
+            "held_out": int(recipe.held_out),
             "rater_available": 1, "beta": beta, "bank_size": 16, "format_version": FORMAT_VERSION,
             "generator": generator_version(params), "seed": int(seed), "description": recipe.description,
             "cues": "\n".join(c[0] for c in catalog.CUES),
         },
     )
-    if params != DEFAULT_PARAMS:                 # sim-1 worlds stay exactly as they were
-        ds.attrs["simulator_params"] = json.dumps({k: float(v) for k, v in params._asdict().items()}, sort_keys=True)
+    if params not in (SIM2_PARAMS, DEFAULT_PARAMS):     # the named generators' worlds record no parameters
+        recorded = {k: float(v) for k, v in params._asdict().items()
+                    if base_of(params) == "sim-3" or k not in SIM3_FIELDS}      # sim-2's variants as they were
+        ds.attrs["simulator_params"] = json.dumps(recorded, sort_keys=True)
     return ds

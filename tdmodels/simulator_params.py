@@ -1,11 +1,18 @@
 """The simulator's free parameters: what a calibration against real data may move.
 
-Every roster is generated from one ``SimulatorParams``; the defaults are generator "sim-2" (the
-values of "sim-1", computed with ``tdmodels.portable_math`` so that a world has the same bytes on
-every machine; a sim-2 world differs from the sim-1 world this machine built by at most a few ulps).
+Every roster is generated from one ``SimulatorParams``. Two parameter sets have names of their own:
+
+- "sim-2" (`SIM2_PARAMS`): the values of "sim-1", computed with ``tdmodels.portable_math`` so that a
+  world has the same bytes on every machine. Every student follows the rater's reading of a question,
+  a recurring profile replays the same (student, question) cells, the held-out profiles share no lean.
+- "sim-3" (`SIM3_PARAMS`, the default): the same family with the structure of the reference's rosters
+  switched on (``fresh_arrivals``, ``follow_mean``/``follow_sd``, ``type_sd``, the sample's lean and the
+  held-out profiles' tastes fitted to the real sample), at calibrated values (docs/results/worlds.md).
+
 A world built from other values records them (attribute ``simulator_params``, JSON) and a generator
-version that names them (``generator_version``), so its rows never mix with the defaults' in a run
-store (the world digest differs too). Units: logits of the judge's picks unless said.
+version that names them (``generator_version``: the base it differs least from, "+" and a digest of
+what differs), so its rows never mix with another's in a run store (the world digest differs too).
+Units: logits of the judge's picks unless said.
 """
 from __future__ import annotations
 
@@ -17,7 +24,7 @@ from typing import NamedTuple
 import numpy as np
 from tdmodels.errors import InputError
 
-GENERATOR_BASE = "sim-2"
+GENERATOR_BASE = "sim-2"          # the default parameters' generator
 MAX_PARAM = 1e6                 # no parameter's magnitude beyond this: rosters built at 1e100 still, not at 1e308
 
 
@@ -50,6 +57,14 @@ class SimulatorParams(NamedTuple):
     template_offset_intuition: float = 0.0
     template_offset_concise: float = 0.0
     template_offset_coach: float = 0.0
+    # sim-3's structure (at the values below, sim-2's worlds, bit for bit)
+    fresh_arrivals: float = 0.0       # 1: a student row per arrival (its own draw of a profile, its own judged cells)
+    follow_mean: float = 1.0          # each profile's multiplier on its response to a question's demand (what the
+    follow_sd: float = 0.0            # rater reads) is drawn N(follow_mean, follow_sd^2): any sign, per profile
+    type_sd: float = 0.0              # sd of a student's own persona preferences around its profile's (logits)
+    sample_lean_gain: float = 0.0     # a lean every student shares: this x the real sample's persona main effect
+    sample_profiles: float = 0.0      # 1: the held-out profiles' persona preferences are the real sample's profiles'
+    sample_profile_gain: float = 1.0  # ... deviations from the main effect, times this
 
     def check(self) -> "SimulatorParams":
         """The parameters, or ValueError naming the first that is not a finite number in its range."""
@@ -59,7 +74,9 @@ class SimulatorParams(NamedTuple):
             if abs(value) > MAX_PARAM:
                 raise InputError(f"simulator parameter {name} must lie within +-{MAX_PARAM:g}, got {value!r} (the "
                                  f"judge's probabilities overflow near the largest floats)")
-            if "offset_" in name:
+            if name in _FLAGS and value not in (0, 1):
+                raise InputError(f"simulator parameter {name} must be 0 or 1 (off or on), got {value!r}")
+            if "offset_" in name or name in _SIGNED:
                 continue
             if value < 0 or (name in ("student_scale",) and value == 0):
                 raise InputError(f"simulator parameter {name} must be {'> 0' if name == 'student_scale' else '>= 0'}, "
@@ -82,17 +99,35 @@ class SimulatorParams(NamedTuple):
 
 
 _PERSONA_FIELDS = ("prover", "examples", "socratic", "intuition", "concise", "coach")   # catalog.PERSONAS order
+_FLAGS = ("fresh_arrivals", "sample_profiles")
+_SIGNED = ("follow_mean", "sample_lean_gain", "sample_profile_gain")
+SIM3_FIELDS = ("fresh_arrivals", "follow_mean", "follow_sd", "type_sd", "sample_lean_gain", "sample_profiles",
+               "sample_profile_gain")
 
-DEFAULT_PARAMS = SimulatorParams()
+SIM2_PARAMS = SimulatorParams()
+SIM3_PARAMS = SimulatorParams(fresh_arrivals=1.0, sample_profiles=1.0)
+DEFAULT_PARAMS = SIM2_PARAMS
+BASES = {"sim-2": SIM2_PARAMS, "sim-3": SIM3_PARAMS}
+
+
+def base_of(params: SimulatorParams) -> str:
+    """The named parameter set `params` is a variant of: "sim-2" where sim-3's structure is off (every field of
+    `SIM3_FIELDS` at sim-2's value), else "sim-3"."""
+    off = all(float(getattr(params, f)) == float(getattr(SIM2_PARAMS, f)) for f in SIM3_FIELDS)
+    return "sim-2" if off else "sim-3"
 
 
 def generator_version(params: SimulatorParams) -> str:
-    """GENERATOR_BASE ('sim-2') for the defaults, else 'sim-2+' and a digest of the values that differ."""
-    changed = {k: float(v) for k, v in params._asdict().items() if float(v) != float(DEFAULT_PARAMS._asdict()[k])}
+    """The base's name ("sim-2", "sim-3") for its own parameters, else the base, '+' and a digest of the values
+    that differ from it."""
+    base = base_of(params)
+    ref = BASES[base]._asdict()
+    changed = {k: float(v) for k, v in params._asdict().items() if float(v) != float(ref[k])}
     if not changed:
-        return GENERATOR_BASE
+        return base
     digest = hashlib.sha256(json.dumps(changed, sort_keys=True).encode()).hexdigest()[:10]
-    return f"{GENERATOR_BASE}+{digest}"
+    return f"{base}+{digest}"
 
 
-__all__ = ["SimulatorParams", "DEFAULT_PARAMS", "generator_version", "GENERATOR_BASE"]
+__all__ = ["SimulatorParams", "DEFAULT_PARAMS", "SIM2_PARAMS", "SIM3_PARAMS", "BASES", "base_of", "generator_version",
+           "GENERATOR_BASE", "SIM3_FIELDS"]

@@ -81,6 +81,25 @@ _TEST_WRITTEN = (
 # The held-out students' tastes move more with the question than the development ones.
 TEST_PROFILES = tuple(p._replace(sens=1.5 * p.sens) for p in _TEST_WRITTEN)
 
+# The reference's eight held-out profiles as its public sample shows them (``tdmodels.sample``): each
+# profile's mean utility of each persona over its recorded sessions (profiles weighted equally in the main
+# effect), 3 decimals, PERSONAS order, under the name of the written profile above that describes the same
+# student (the sample's labels: A0 retaker, A1 self-taught programmer, A2 back after fifteen years, A3
+# olympiad, A4 history graduate, A5 engineer with a deadline, A6 teacher, A7 lost first-termer).
+SAMPLE_PROFILE_MEANS = {
+    "retaker": (0.847, 0.860, 0.709, 0.748, 0.926, 0.904),
+    "self_taught_developer": (0.802, 0.954, 0.792, 0.759, 0.871, 0.680),
+    "returning_adult": (0.692, 0.914, 0.783, 0.960, 0.698, 0.822),
+    "olympiad_kid": (0.969, 0.813, 0.805, 0.814, 0.851, 0.635),
+    "historian": (0.739, 0.776, 0.999, 0.813, 0.711, 0.677),
+    "engineer_on_deadline": (0.873, 0.887, 0.757, 0.812, 0.966, 0.771),
+    "teacher_planning": (0.650, 0.924, 0.840, 0.951, 0.691, 0.804),
+    "lost_first_term": (0.632, 0.765, 0.990, 0.835, 0.667, 0.878),
+}
+_MEANS = np.array(list(SAMPLE_PROFILE_MEANS.values()))
+SAMPLE_LEAN = _MEANS.mean(0) - _MEANS.mean()                  # [K] the persona main effect, utility units
+SAMPLE_PROFILE_DEVIATION = {k: np.asarray(v) - _MEANS.mean(0) for k, v in SAMPLE_PROFILE_MEANS.items()}
+
 # The template: 7 traits, 4 x 4 x 4 x 4 x 3 x 2 x 2 = 3,072 combinations.
 TRAITS = {
     "level": {"novice": vec(rigor=-0.6, warmth=0.4, structure=0.3), "intermediate": vec(rigor=-0.2, warmth=0.2, examples=0.2),

@@ -26,6 +26,7 @@ EXAMPLES = {
     "which_learner_predicted.py": ["--seeds", "1", "--arrivals", "30"],
     "trace_user.py": ["--world", "dev", "--arrival", "30", "--seeds", "2", "--arrivals", "40"],
     "calibrate_simulator.py": ["--simulations", "10", "--wave-size", "3", "--jobs", "1"],
+    "early_arrivals_against_the_paper.py": ["--seeds", "2", "--policies", "no-transfer,rucb", "--worlds", "{tmp}/w"],
 }
 
 
@@ -39,17 +40,20 @@ SLOW = {"fit_click_model.py", "validate_coduel_beliefs.py", "sbc_click_model.py"
         "calibrate_simulator.py", "bring_your_own_world.py"}
 
 
-# What an example reads that a command makes first (run in the example's folder, before it).
-BEFORE = {"where_the_gain_sits.py": ["replay", "--world", "dev", "--seeds", "0-1", "--arrivals", "20",
-                                     "--policies", "coduel,tempered-kg", "--store", "{tmp}/runs"]}
+# What an example reads that commands make first (run in the example's folder, before it).
+BEFORE = {"where_the_gain_sits.py": [["replay", "--world", "dev", "--seeds", "0-1", "--arrivals", "20",
+                                      "--policies", "coduel,tempered-kg", "--store", "{tmp}/runs"]],
+          "early_arrivals_against_the_paper.py": [["worlds", "import-sample", "{sample}", "--worlds", "{tmp}/w"],
+                                                  ["worlds", "import-curves", "{curves}", "--worlds", "{tmp}/w"]]}
 
 
 @pytest.mark.parametrize("script", [pytest.param(s, marks=pytest.mark.slow) if s in SLOW else s for s in sorted(EXAMPLES)])
-def test_example_runs(script, tmp_path):
+def test_example_runs(script, tmp_path, sample_path, curves_path):
     args = [a.format(tmp=tmp_path) for a in EXAMPLES[script]]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    if script in BEFORE:
-        before = subprocess.run([sys.executable, "-m", "tutorduel.cli", *(a.format(tmp=tmp_path) for a in BEFORE[script])],
+    for command in BEFORE.get(script, []):
+        command = [a.format(tmp=tmp_path, sample=sample_path, curves=curves_path) for a in command]
+        before = subprocess.run([sys.executable, "-m", "tutorduel.cli", *command],
                                 cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
         assert before.returncode == 0, before.stderr[-3000:]
     out = subprocess.run([sys.executable, str(ROOT / "examples" / script), *args], cwd=tmp_path, env=env,

@@ -41,10 +41,16 @@ def cmd_calibrate(a) -> int:
     from inference.nuts import configure_jax
 
     configure_jax()                      # first: float64 for the emulator's Cholesky factors and NUTS
+    if a.leaderboard:
+        from tutorduel.leaderboard_calibration import calibrate_leaderboard
+
+        return calibrate_leaderboard(a.out or "calibration/sim-3", a.worlds, a.allow_test,
+                                     simulations=a.simulations or 224, waves=a.waves, wave_size=a.wave_size or 40,
+                                     jobs=a.jobs, seed=a.seed, chains=a.chains, draws=a.draws, bootstrap=a.bootstrap)
     from tutorduel.calibrate import calibrate_and_report
 
-    return calibrate_and_report(a.out, a.worlds, a.allow_test, simulations=a.simulations, waves=a.waves,
-                                wave_size=a.wave_size, jobs=a.jobs, seed=a.seed, chains=a.chains, draws=a.draws,
+    return calibrate_and_report(a.out or "calibration", a.worlds, a.allow_test, simulations=a.simulations or 640,
+                                waves=a.waves, wave_size=a.wave_size or 64, jobs=a.jobs, seed=a.seed, chains=a.chains, draws=a.draws,
                                 emulator=a.emulator, bootstrap=a.bootstrap)
 
 
@@ -120,10 +126,17 @@ def add_parsers(sub) -> None:
     q = wsub.add_parser("calibrate", help="fit the simulator's parameters to the published world-level rows and the "
                         "real sample's statistics (emulator-based Bayesian calibration); writes posterior.nc, "
                         "simulator.json and report.html")
-    q.add_argument("--out", default="calibration", type=folder_arg, help="output folder (default ./calibration)")
-    q.add_argument("--simulations", type=int_in(1, MAX_RESAMPLES), default=640, help="design simulations (default 640)")
+    q.add_argument("--leaderboard", action="store_true",
+                   help="fit sim-3 to the published leaderboard instead: a probe of no-transfer, RUCB, Pooled and CODuel "
+                        "on every roster of each simulation, their gaps and plateaus, the world-level rows and the "
+                        "sample's statistics (needs the sample and the curves imported)")
+    q.add_argument("--out", type=folder_arg, help="output folder (default ./calibration, with --leaderboard "
+                                                  "./calibration/sim-3)")
+    q.add_argument("--simulations", type=int_in(1, MAX_RESAMPLES), help="design simulations (default 640; with "
+                                                                      "--leaderboard 224)")
     q.add_argument("--waves", type=int_in(1, 100), default=2, help="emulator waves (default 2)")
-    q.add_argument("--wave-size", type=int_in(1, MAX_RESAMPLES), default=64, help="simulations at each wave's posterior draws")
+    q.add_argument("--wave-size", type=int_in(1, MAX_RESAMPLES), help="simulations at each wave's posterior draws "
+                                                                      "(default 64; with --leaderboard 40)")
     q.add_argument("--emulator", choices=["gp", "quadratic"], default="gp",
                    help="Gaussian process on a linear mean (default) or quadratic ridge regression")
     q.add_argument("--chains", type=chains_int, default=4, help="NUTS chains on the emulator (at least 2; default 4)")
