@@ -22,7 +22,7 @@ from .atomic_file import folder_problem
 from .file_read import read_regular_text
 from .sample_roster import real_session_roster, resample_of
 from .simulator import ROSTERS, build_roster
-from .simulator_params import DEFAULT_PARAMS, SimulatorParams, generator_version
+from .simulator_params import BASES, DEFAULT_PARAMS, SimulatorParams, generator_version
 from .stress_worlds import GENERATOR, STRESS_PRESETS, build_stress_world
 from .world import WorldFormatError, check_name, load_world, save_world
 from tdmodels.errors import InputError
@@ -74,7 +74,8 @@ def known_worlds(directory=None) -> list[str]:
 
 
 def read_simulator_file(path: str | os.PathLike) -> SimulatorParams:
-    """The SimulatorParams in a simulator file (JSON with "params": {name: value} and "generator"), or
+    """The SimulatorParams in a simulator file (JSON with "params": {name: value} and "generator", a named base such
+    as "sim-3" or a variant of one; a parameter the file leaves out is its base's, sim-2's where it names none), or
     WorldFormatError naming the file and what is wrong with it."""
     import json
 
@@ -85,7 +86,10 @@ def read_simulator_file(path: str | os.PathLike) -> SimulatorParams:
         unknown = set(values) - set(SimulatorParams._fields)
         if unknown:
             raise InputError(f"unknown parameter(s) {', '.join(sorted(unknown))}")
-        params = SimulatorParams(**values).check()
+        base = str(spec.get("generator") or "sim-2").split("+")[0]
+        if base not in BASES:
+            raise InputError(f"generator {spec.get('generator')!r}: not a variant of {', '.join(BASES)}")
+        params = BASES[base]._replace(**values).check()      # what the file leaves out is its base's
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
         raise WorldFormatError(f"simulator file {path}: {exc.__class__.__name__}: {exc}") from None
     want = spec.get("generator")
