@@ -2,8 +2,8 @@
 
 Blocks are tagged: ``python`` blocks are executed, ``bash`` blocks are command lines, ``text``
 blocks are output or pictures (not code). An untagged block fails. A page's blocks run in order
-in one private folder (its own worlds folder and run store, the real sample beside them as
-``tutorduel-site-sample.json``), so a later block may use what an earlier one made. A block
+in one private folder (its own worlds folder and run store, the real sample and the published curves beside them as
+``tutorduel-site-sample.json`` and ``tutorduel-site-curves.json``), so a later block may use what an earlier one made. A block
 marked ``<!-- slow -->`` on the line before it (a long MCMC run) runs in the slow set only, where
 its whole page runs again; no later block may depend on it. A ``bash``
 line is ``[VAR=value ...] tutorduel ARGS`` (run in this process through the command line's
@@ -77,25 +77,27 @@ HAS_SLOW = [p for p in RUNNABLE if "<!-- slow -->" in p.read_text()]
 
 
 @pytest.mark.parametrize("page", RUNNABLE, ids=page_id)
-def test_page_runs(page, tmp_path, monkeypatch, sample_path, capsys):
+def test_page_runs(page, tmp_path, monkeypatch, sample_path, curves_path, capsys):
     """The page's blocks, but those marked <!-- slow --> (long MCMC; the slow set runs the whole page)."""
-    run_page(page, blocks(page, slow=False), tmp_path, monkeypatch, sample_path, capsys)
+    run_page(page, blocks(page, slow=False), tmp_path, monkeypatch, (sample_path, curves_path), capsys)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("page", HAS_SLOW, ids=page_id)
-def test_page_runs_whole(page, tmp_path, monkeypatch, sample_path, capsys):
-    run_page(page, blocks(page), tmp_path, monkeypatch, sample_path, capsys)
+def test_page_runs_whole(page, tmp_path, monkeypatch, sample_path, curves_path, capsys):
+    run_page(page, blocks(page), tmp_path, monkeypatch, (sample_path, curves_path), capsys)
 
 
-def run_page(page, page_blocks, tmp_path, monkeypatch, sample_path, capsys):
+def run_page(page, page_blocks, tmp_path, monkeypatch, published, capsys):
     if not any(tag in ("python", "bash") for tag, _ in page_blocks):
         return
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("TUTORDUEL_WORLDS", str(tmp_path / "worlds"))
     monkeypatch.setenv("TUTORDUEL_STORE", str(tmp_path / "runs"))
     monkeypatch.syspath_prepend(str(tmp_path))
+    sample_path, curves_path = published
     (tmp_path / "tutorduel-site-sample.json").write_bytes(sample_path.read_bytes())
+    (tmp_path / "tutorduel-site-curves.json").write_bytes(curves_path.read_bytes())
     namespace = {"__name__": "__docs__"}
     for n, (tag, body) in enumerate(page_blocks):
         where = f"{page_id(page)}, block {n + 1}"
