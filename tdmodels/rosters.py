@@ -24,7 +24,7 @@ from .sample_roster import real_session_roster, resample_of
 from .simulator import ROSTERS, build_roster
 from .simulator_params import BASES, DEFAULT_PARAMS, SimulatorParams, generator_version
 from .stress_worlds import GENERATOR, STRESS_PRESETS, build_stress_world
-from .world import WorldFormatError, check_name, load_world, save_world
+from .world import WorldFormatError, check_name, load_world, save_world, world_digest
 from tdmodels.errors import InputError
 
 DEFAULT_WORLD = "dev"
@@ -143,12 +143,18 @@ def open_world(name: str | os.PathLike, allow_test: bool = False, directory=None
                                f"remove it to rebuild, or use a folder of its own")
     if name in STRESS_PRESETS and not is_path(name):
         from .roster_digests import published_digest
-        from .world import world_digest
 
         want = published_digest(GENERATOR, name)
         if world_digest(ds) != want:
             raise WorldFormatError(f"world file {path} is named like the stress preset {name!r} but is not it (digest "
                                    f"{world_digest(ds)}, the preset's is {want}); remove it to rebuild the preset")
+    if resample_of(name) is not None and not is_path(name):
+        sample = world_file("sample", directory)
+        want = real_session_roster(load_world(sample), resample_of(name)) if sample.exists() else None
+        if want is not None and world_digest(ds) != world_digest(want):
+            raise WorldFormatError(f"world file {path} is named like the real-session roster {name!r} but is not the "
+                                   f"resample of the imported sample {sample} (digest {world_digest(ds)}, the "
+                                   f"resample's is {world_digest(want)}); remove it to rebuild it from the sample")
     if int(ds.attrs["held_out"]) and not allow_test:
         raise HeldOutError(f"world {name!r} is held out for evaluation; pass --allow-test to read it (never tune on it)")
     return ds

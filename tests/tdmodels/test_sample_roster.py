@@ -66,3 +66,12 @@ def test_open_world_resamples_the_imported_sample_on_first_use_and_keeps_it_held
     assert (tmp_path / "real-sessions-3.nc").exists()
     assert world_digest(world) == world_digest(real_session_roster(sample, 3))
     assert world_digest(load_world(tmp_path / "real-sessions-3.nc")) == world_digest(world)
+
+
+def test_a_file_named_like_a_resample_that_is_not_it_is_refused(sample, tmp_path):
+    from tdmodels.world import WorldFormatError
+
+    save_world(sample, tmp_path / "sample.nc")
+    save_world(real_session_roster(sample, 1), tmp_path / "real-sessions-0.nc")      # resample 1 under 0's name
+    with pytest.raises(WorldFormatError, match="not the resample"):
+        open_world("real-sessions-0", allow_test=True, directory=tmp_path)
