@@ -59,3 +59,41 @@ def reference_regrets(world: xr.Dataset, seed: int, arrivals: int | None = None)
         "best-pair-everyone": per_pair[..., best_all],
         "linear-oracle": np.where(use_btl[:, None], r_btl, r_ls),
     }
+
+
+def _pair_totals(world: xr.Dataset, seed: int) -> tuple[np.ndarray, float, float]:
+    """(summed regret of each of the K(K-1)/2 unordered pairs shown on every question [pairs], the floor G,
+    random pairs' regret) of one (world, seed)'s full run."""
+    world, seed = checked_world(world), checked_seed(seed)
+    sched = make_schedule(world, seed)
+    check_pair_memory(world, len(sched.student), "the fixed pairs")
+    U = session_utilities(world, sched)
+    K = U.shape[-1]
+    iu, ju = np.triu_indices(K, 1)
+    return pair_regrets(U)[..., iu, ju].sum(axis=(0, 1)), float(floor_regret(U).sum()), float(random_regret(U).sum())
+
+
+def hindsight_pair(world: xr.Dataset, seeds) -> tuple[int, int]:
+    """The one pair (i < j) with the least regret summed over every question of every seed's run: the best fixed
+    pair for everyone, in hindsight over `seeds` together."""
+    totals = sum(_pair_totals(world, s)[0] for s in seeds)
+    iu, ju = np.triu_indices(world.sizes["persona"], 1)
+    k = int(ties.argmin(totals))
+    return int(iu[k]), int(ju[k])
+
+
+def fixed_pair_scores(world: xr.Dataset, pair: tuple[int, int], seeds) -> np.ndarray:
+    """[seeds] the score of showing `pair` on every question of each seed's run (e.g. a pair chosen on another
+    roster: the reference's "best fixed pair" row may be dev's, applied to every roster)."""
+    from online.scoring import benchmark_score
+
+    i, j = sorted(int(p) for p in pair)
+    K = world.sizes["persona"]
+    if not 0 <= i < j < K:
+        raise ValueError(f"pair {pair!r}: two distinct persona indices in [0, {K})")
+    k = [(a, b) for a, b in zip(*np.triu_indices(K, 1))].index((i, j))
+    out = []
+    for s in seeds:
+        totals, G, Rr = _pair_totals(world, s)
+        out.append(float(benchmark_score(totals[k], G, Rr)))
+    return np.asarray(out)

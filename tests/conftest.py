@@ -1,5 +1,6 @@
 import gzip
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -36,11 +37,23 @@ def dev_world():
     return build_roster("dev")
 
 
+@pytest.fixture(scope="session")
+def dev_world_file(tmp_path_factory):
+    """The default dev roster built once per test process, as the file `open_world` would write."""
+    from tdmodels.world import save_world
+
+    return save_world(build_roster("dev"), tmp_path_factory.mktemp("dev") / "dev.nc")
+
+
 @pytest.fixture()
-def env_dirs(tmp_path, monkeypatch):
-    """Private world and store folders for one test."""
+def env_dirs(tmp_path, monkeypatch, dev_world_file):
+    """Private world and store folders for one test; the worlds folder starts with the default dev roster in it
+    (a copy of one file built once per process: what the first use of dev would build; a test that wants dev
+    built removes it)."""
     monkeypatch.setenv("TUTORDUEL_WORLDS", str(tmp_path / "worlds"))
     monkeypatch.setenv("TUTORDUEL_STORE", str(tmp_path / "runs"))
+    (tmp_path / "worlds").mkdir()
+    shutil.copyfile(dev_world_file, tmp_path / "worlds" / "dev.nc")
     return tmp_path
 
 
