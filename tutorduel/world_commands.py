@@ -2,6 +2,7 @@
 published targets, import the real sample, make a world from your own arrays, build stress worlds."""
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from tdmodels.rosters import SIMULATOR_FILE, known_worlds, open_world, read_simu
 from tdmodels.sample import load_sample
 from tdmodels.sample_roster import real_session_roster, resample_name, resample_of
 from tdmodels.simulator import ROSTERS
-from tdmodels.simulator_params import generator_version
+from tdmodels.simulator_params import BASES, generator_version
 from tdmodels.stress_worlds import STRESS_PRESETS, StressKnobs, build_stress_world, preset_knobs
 from tdmodels.world import WorldFormatError, check_name, load_world, save_world, validate_world, world_digest
 
@@ -48,10 +49,15 @@ def list_worlds(directory=None) -> int:
     return 0
 
 
-def build_worlds(names: list[str] | None = None, simulator=None, directory=None) -> int:
-    """Build the named rosters (default: all), first adopting `simulator` for the folder if given; warn about any
-    world that differs from its published digest."""
+def build_worlds(names: list[str] | None = None, simulator=None, directory=None, generator: str | None = None) -> int:
+    """Build the named rosters (default: all), first adopting `simulator` (a simulator file) or `generator` (a named
+    generator, ``tdmodels.simulator_params.BASES``) for the folder if given; warn about any world that differs from
+    its published digest."""
+    if simulator and generator:
+        raise InputError("give --simulator or --generator, not both")
     adopted = adopt_simulator(simulator, directory) if simulator else None
+    if generator:
+        adopted = adopt_generator(generator, directory)
     differ, built = 0, []
     for n in names or list(ROSTERS):
         target = world_file(n, directory)
@@ -88,28 +94,40 @@ def digest_check(ds) -> str:
     return f"digest {have} (as published)" if have == want else f"digest {have}, NOT the published {want}"
 
 
+def adopt_generator(name: str, directory) -> Path | None:
+    """Make a worlds folder generate its rosters with the named generator (its parameters written into the folder
+    as its simulator file), by ``adopt_simulator``'s rules."""
+    if name not in BASES:
+        raise InputError(f"generator {name!r}: the named ones are {', '.join(BASES)}")
+    text = json.dumps({"generator": name, "params": {k: float(v) for k, v in BASES[name]._asdict().items()}},
+                      indent=1, sort_keys=True)
+    return _adopt(BASES[name], text, f"--generator {name}", directory)
+
+
 def adopt_simulator(path, directory) -> Path | None:
     """Make a worlds folder generate its rosters from the simulator file at `path` (copied in as simulator.json);
     refused where the folder already holds another simulator file or roster files of another generator. Returns
     the file written, None where the folder already had it."""
-    params = read_simulator_file(path)
+    return _adopt(read_simulator_file(path), read_regular_text(path, 2**20), str(path), directory)
+
+
+def _adopt(params, text: str, source: str, directory) -> Path | None:
     folder = worlds_dir(directory)
     mine = folder / SIMULATOR_FILE
     if mine.exists():
         if read_simulator_file(mine) != params:
             raise InputError(f"{folder} already generates from {mine} ({generator_version(read_simulator_file(mine))}); "
-                             f"give another --worlds folder for {path}")
+                             f"give another --worlds folder for {source}")
         return None
     for r in ROSTERS:
         f = folder / f"{r}.nc"
         made_by = str(load_world(f).attrs.get("generator")) if f.exists() else None
         if made_by is not None and made_by != generator_version(params):
             raise InputError(f"{folder} holds {f.name} of generator {made_by!r}; give an empty "
-                             f"--worlds folder for the worlds of {path} ({generator_version(params)})")
+                             f"--worlds folder for the worlds of {source} ({generator_version(params)})")
     folder.mkdir(parents=True, exist_ok=True)
-    text = read_regular_text(path, 2**20)
     atomic_save(mine, lambda tmp: Path(tmp).write_text(text))
-    print(f"{folder} now generates its rosters from {path} ({generator_version(params)})")
+    print(f"{folder} now generates its rosters from {source} ({generator_version(params)})")
     return mine
 
 

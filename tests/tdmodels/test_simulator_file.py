@@ -80,3 +80,17 @@ def test_a_simulator_file_whose_build_fails_is_not_left_in_the_folder(tmp_path, 
     assert not (folder / SIMULATOR_FILE).exists() and not (folder / "dev.nc").exists()
     monkeypatch.setattr(wc, "open_world", real)
     assert real("dev", directory=folder).attrs["generator"] == "sim-2"        # the folder works as before
+
+
+def test_a_folder_builds_a_named_earlier_generator(tmp_path, capsys):
+    """Old generators stay buildable by name: a folder told --generator sim-2 builds sim-2's published dev."""
+    from tdmodels.roster_digests import published_digest
+    from tdmodels.world import load_world, world_digest
+    from tutorduel.cli import main
+
+    folder = tmp_path / "old"
+    assert main(["worlds", "build", "dev", "--generator", "sim-2", "--worlds", str(folder)]) == 0
+    assert world_digest(load_world(folder / "dev.nc")) == published_digest("sim-2", "dev")
+    assert main(["worlds", "build", "dev", "--generator", "sim-3", "--worlds", str(folder)]) == 2
+    assert "--generator sim-3" in capsys.readouterr().err
+    assert main(["worlds", "build", "dev", "--generator", "sim-2", "--simulator", "x.json", "--worlds", str(folder)]) == 2

@@ -18,7 +18,7 @@ def cmd_list(a) -> int:
 def cmd_build(a) -> int:
     from tutorduel.world_commands import build_worlds
 
-    return build_worlds(a.names, a.simulator, a.worlds)
+    return build_worlds(a.names, a.simulator, a.worlds, generator=a.generator)
 
 
 def cmd_describe(a) -> int:
@@ -107,6 +107,8 @@ def add_parsers(sub) -> None:
     q.add_argument("names", nargs="*", help="rosters to build (default: all seven)")
     q.add_argument("--simulator", metavar="FILE", help="a simulator file (simulator.json of `worlds calibrate`): the "
                                                        "--worlds folder generates its rosters from it from now on")
+    q.add_argument("--generator", choices=["sim-2", "sim-3"], help="a named generator for the --worlds folder from "
+                   "now on, e.g. the earlier sim-2 (default: the folder's simulator file, else the default generator)")
     common_options(q, store=False)
     q.set_defaults(fn=cmd_build)
 
