@@ -10,7 +10,16 @@ builds another digest computes differently from the others: its rows will not ma
 from __future__ import annotations
 
 ROSTER_DIGESTS = {
-    "sim-2": {                       # the default parameters
+    "sim-3": {                       # the default parameters
+        "dev": "d27734cf47865964",
+        "test_topics": "d2ef03d35387835c",
+        "test_profiles": "6be72109a892941b",
+        "composite": "3815d398518d9b6c",
+        "quirky": "3698d8e073a2696a",
+        "scrambled": "1110ca9f3386e6a8",
+        "unstructured": "08e56fa8559b0ea4",
+    },
+    "sim-2": {                       # the earlier default (tutorduel worlds build --generator sim-2)
         "dev": "74a25cabddbc767e",
         "test_topics": "ee255f5844296365",
         "test_profiles": "667177fd7111354f",

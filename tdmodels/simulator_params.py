@@ -24,7 +24,7 @@ from typing import NamedTuple
 import numpy as np
 from tdmodels.errors import InputError
 
-GENERATOR_BASE = "sim-2"          # the default parameters' generator
+GENERATOR_BASE = "sim-3"          # the default parameters' generator
 MAX_PARAM = 1e6                 # no parameter's magnitude beyond this: rosters built at 1e100 still, not at 1e308
 
 
@@ -105,8 +105,30 @@ SIM3_FIELDS = ("fresh_arrivals", "follow_mean", "follow_sd", "type_sd", "sample_
                "sample_profile_gain")
 
 SIM2_PARAMS = SimulatorParams()
-SIM3_PARAMS = SimulatorParams(fresh_arrivals=1.0, sample_profiles=1.0)
-DEFAULT_PARAMS = SIM2_PARAMS
+# sim-3: stage A, `tutorduel worlds calibrate --leaderboard` (calibration/sim-3/simulator.json, the values below to
+# full precision); stage B, three values moved on the probe of the same fitted figures (docs/results/worlds.md):
+# follow_mean 0.988 -> 0.4 and shared_taste_gain 1.288 -> 0.4 (pooled's lead over RUCB, the development
+# profiles' lean), and a lean of the template students' own, half the sample's (template_offset_*).
+SIM3_PARAMS = SimulatorParams(
+    fresh_arrivals=1.0, sample_profiles=1.0, follow_mean=0.4, shared_taste_gain=0.4,
+    student_scale=2.4229715505308933,
+    demand_gain=2.722946760101137,
+    judge_noise=1.0303756489301428,
+    written_sens_gain=0.5896884709071459,
+    template_sens_base=0.2138197379834948,
+    quirk_gain=0.04580827335963715,
+    follow_sd=0.6931664452855956,
+    type_sd=0.5402845620042325,
+    sample_lean_gain=2.685634330709935,
+    sample_profile_gain=1.7945329619697388,
+    template_offset_prover=-0.14933333333333287,
+    template_offset_examples=0.19516666666666715,
+    template_offset_socratic=0.08616666666666672,
+    template_offset_intuition=0.0946666666666669,
+    template_offset_concise=-0.06083333333333307,
+    template_offset_coach=-0.1658333333333326,
+)
+DEFAULT_PARAMS = SIM3_PARAMS
 BASES = {"sim-2": SIM2_PARAMS, "sim-3": SIM3_PARAMS}
 
 

@@ -1,6 +1,6 @@
+import functools
 import gzip
 import os
-import shutil
 import tempfile
 from pathlib import Path
 
@@ -17,7 +17,14 @@ from inference.nuts import configure_jax  # noqa: E402
 configure_jax()          # the tests are a program: host devices and float64 before JAX starts
 os.environ.setdefault("TUTORDUEL_CACHE", tempfile.mkdtemp(prefix="tutorduel-cache-"))   # verdicts: not in ~/.cache
 
+import tdmodels.rosters  # noqa: E402
 from tdmodels.simulator import build_roster  # noqa: E402
+
+# A roster that a test's empty worlds folder builds on first use is built once per test process: the rosters
+# are a deterministic function of (name, seed, parameters), and the default rosters take seconds each to build.
+_built = functools.lru_cache(maxsize=16)(build_roster)
+tdmodels.rosters.build_roster = lambda name, seed=0, params=None: _built(name, seed, *(
+    () if params is None else (params,))).copy(deep=True)
 
 # No per-example deadline: these machines are shared, and a first example may pay for
 # compiling a numba kernel.
@@ -37,23 +44,11 @@ def dev_world():
     return build_roster("dev")
 
 
-@pytest.fixture(scope="session")
-def dev_world_file(tmp_path_factory):
-    """The default dev roster built once per test process, as the file `open_world` would write."""
-    from tdmodels.world import save_world
-
-    return save_world(build_roster("dev"), tmp_path_factory.mktemp("dev") / "dev.nc")
-
-
 @pytest.fixture()
-def env_dirs(tmp_path, monkeypatch, dev_world_file):
-    """Private world and store folders for one test; the worlds folder starts with the default dev roster in it
-    (a copy of one file built once per process: what the first use of dev would build; a test that wants dev
-    built removes it)."""
+def env_dirs(tmp_path, monkeypatch):
+    """Private world and store folders for one test."""
     monkeypatch.setenv("TUTORDUEL_WORLDS", str(tmp_path / "worlds"))
     monkeypatch.setenv("TUTORDUEL_STORE", str(tmp_path / "runs"))
-    (tmp_path / "worlds").mkdir()
-    shutil.copyfile(dev_world_file, tmp_path / "worlds" / "dev.nc")
     return tmp_path
 
 

@@ -67,15 +67,18 @@ def test_verify_names_each_bad_row_and_exits_1(env_dirs, capsys):
     _edit(rescaled, _rescale)
 
     def flip_a_pair(row):
+        """Another second persona at arrival 2, round 3 (its regret or its click, or both, then differ; the
+        same pair in the other order can keep both, where the click falls the same way in either order)."""
         pairs, clicks = decode_played(row["played"], row["arrivals"], row["rounds"])
-        pairs[2, 3] = pairs[2, 3][::-1] if pairs[2, 3, 0] != 5 else (5, 4)
+        first, second = pairs[2, 3]
+        pairs[2, 3, 1] = next(k for k in range(6) if k not in (first, second))
         row["played"] = encode_played(pairs, clicks, 6)
     _edit(edited, flip_a_pair)
     assert main(["verify"]) == 1
     out = capsys.readouterr().out
     assert f"run row {rescaled}: does not verify: regret is" in out
-    assert f"run row {edited}: does not verify: arrival 2, round 3: click" in out or \
-        f"run row {edited}: does not verify: per_" in out
+    assert any(f"run row {edited}: does not verify: {what}" in out
+               for what in ("arrival 2, round 3: click", "per_", "regret is"))
     assert len(out.strip().splitlines()) == 2
 
 

@@ -29,7 +29,7 @@ from typing import NamedTuple
 import numpy as np
 
 from diagnostics.calibration_targets import BAND
-from tdmodels.simulator_params import DEFAULT_PARAMS, SimulatorParams, generator_version
+from tdmodels.simulator_params import SIM2_PARAMS as DEFAULT_PARAMS, SimulatorParams, generator_version
 
 PUBLISHED_SD = BAND / 2         # points: the +-3 band as a 95% interval
 WORLD_SEED = 0

@@ -16,8 +16,9 @@ reference pins down on every roster of each simulation and fits what the referen
 
 Out of the fit, reported beside it: Meta-TS, HierTS, COLDB, COLDB-LR and CoLSTIM, the quirky roster's
 curves, the absolute scores. The engine is ``inference.emulator_calibration`` (a design, a Gaussian-process
-emulator of every figure, NUTS, waves at posterior draws); simulations are kept as they finish, so an
-interrupted run resumes.
+emulator of every figure, NUTS, waves at posterior draws); every batch of simulations (the design, each wave)
+is kept in simulations.npz when it finishes, and a rerun with the same design reads the design back.
+``--check FILE`` prints a simulator's fitted figures on the confirmation seeds beside their targets.
 """
 from __future__ import annotations
 
@@ -201,11 +202,30 @@ def run(out: Path, data: Data, simulations: int, waves: int, wave_size: int, job
     return spec
 
 
+def check_figures(params, data: Data, seeds=CONFIRM_SEEDS, jobs: int = 2) -> list[str]:
+    """The fitted figures of `params` (a SimulatorParams) on `seeds`, each beside its target, as lines; one
+    roster per process."""
+    from concurrent.futures import ProcessPoolExecutor
+    import multiprocessing as mp
+
+    from diagnostics.leaderboard_report import PUBLISHED_ROSTERS
+
+    with ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn")) as ex:
+        got = {}
+        for part in ex.map(roster_figures, PUBLISHED_ROSTERS, [params] * 5, [tuple(seeds)] * 5):
+            got.update(part)
+    z = [(got[n] - v) / sd for n, v, sd in zip(data.names, data.values, data.sds)]
+    lines = [f"{n}: {got[n]:.3f} (target {v:.3f} ± {sd:.3f}, z {zz:+.1f})"
+             for n, v, sd, zz in zip(data.names, data.values, data.sds, z)]
+    return lines + [f"{sum(abs(x) <= 1.96 for x in z)} of {len(z)} figures within 1.96 sd of their targets"]
+
+
 def calibrate_leaderboard(out, directory=None, allow_test=False, simulations: int = 224, waves: int = 2,
                           wave_size: int = 40, jobs: int = 2, seed: int = 0, chains: int = 4, draws: int = 500,
-                          bootstrap: int = 2000) -> int:
+                          bootstrap: int = 2000, check: str | None = None) -> int:
     """`tutorduel worlds calibrate --leaderboard` (module docstring); the real sample and the published curves must
-    be imported. JAX must be configured (``inference.nuts.configure_jax``) first."""
+    be imported. With `check` (a simulator file or a named generator), no fit: that simulator's fitted figures
+    on CONFIRM_SEEDS beside their targets. JAX must be configured (``inference.nuts.configure_jax``) first."""
     from diagnostics.published_curves import CURVES_FILE, load_curves
     from tdmodels.errors import InputError
     from tdmodels.rosters import open_world, world_file, worlds_dir
@@ -221,6 +241,13 @@ def calibrate_leaderboard(out, directory=None, allow_test=False, simulations: in
         raise InputError("worlds calibrate --leaderboard fits the published curves' plateaus: import them first "
                          "(tutorduel worlds import-curves PATH)")
     data = observed_figures(open_world("sample", directory=directory), load_curves(curves), bootstrap)
+    if check is not None:
+        from tdmodels.rosters import read_simulator_file
+        from tdmodels.simulator_params import BASES
+
+        params = BASES[check] if check in BASES else read_simulator_file(check)
+        print("\n".join(check_figures(params, data, CONFIRM_SEEDS, jobs)))
+        return 0
     spec = run(Path(out), data, simulations, waves, wave_size, jobs, seed, chains, draws)
     print("\n".join(f"{n}: {spec['figures'][n]:.3f} (target {spec['targets'][n]:.3f} ± {spec['sds'][n]:.3f})"
                     for n in data.names))
@@ -228,4 +255,4 @@ def calibrate_leaderboard(out, directory=None, allow_test=False, simulations: in
     return 0
 
 
-__all__ = ["FITTED", "observed_figures", "ProbeSimulator", "params_of", "run", "calibrate_leaderboard"]
+__all__ = ["FITTED", "observed_figures", "ProbeSimulator", "params_of", "run", "check_figures", "calibrate_leaderboard"]

@@ -1,4 +1,5 @@
-"""Golden figures: every built-in policy's rows on dev, seeds 0-3, as they were when the learner
+"""Golden figures: every built-in policy's rows on dev, seeds 0-3. Regenerated whole when sim-3 became the
+default generator (issue 47: dev is another world); before that, as they were when the learner
 interface was refactored (issue 16). A refactor must leave them the same, field by field: integers
 exactly, floats to 1e-9 relative (the world's own floats differ in the last bits between CPUs, e.g.
 numpy's vectorised exp and log on AVX-512 and AVX2; no choice a policy makes may). The figures

@@ -214,8 +214,8 @@ def test_component_thompson_shows_the_greedy_pair_of_a_component_drawn_by_weight
 
 
 def test_component_thompson_is_coduel_until_the_gate_opens(dev_world):
-    a = replay_logged(dev_world, 1, "coduel-component-ts", arrivals=12)[1]
-    b = replay_logged(dev_world, 1, "coduel", arrivals=12)[1]
+    a = replay_logged(dev_world, 1, "coduel-component-ts", arrivals=20)[1]
+    b = replay_logged(dev_world, 1, "coduel", arrivals=20)[1]
     np.testing.assert_array_equal(a.first[:8], b.first[:8])             # gate closed: no-transfer's pairs
     assert (a.first[8:] != b.first[8:]).any() or (a.second[8:] != b.second[8:]).any()
 
@@ -316,8 +316,8 @@ def test_recent_broad_holds_the_last_sessions_unfloored_end_weights_and_sets_the
 def test_a_one_session_memory_never_locks_transfer_off(dev_world):
     """broad_memory=1 once fed on its own floored sessions (each ending at broad weight 1, the learned types
     emptied, transfer never on); re-weighted to the population's prior the floor stays below 1."""
-    row = replay(dev_world, 0, "coduel[broad_memory=1]", arrivals=40)
-    base = replay(dev_world, 0, "no-transfer", arrivals=40)
+    row = replay(dev_world, 0, "coduel[broad_memory=1]", arrivals=60)
+    base = replay(dev_world, 0, "no-transfer", arrivals=60)
     assert row["score"] > base["score"] + 5
 
 

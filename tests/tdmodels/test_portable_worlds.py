@@ -34,7 +34,9 @@ from tdmodels.simulator import ROSTERS, build_roster
 from tdmodels.world import world_digest
 cal = read_simulator_file("calibration/simulator.json")
 names = sys.argv[2].split(",")
+from tdmodels.simulator_params import SIM2_PARAMS
 out = {"sim": {n: world_digest(build_roster(n)) for n in names},
+       "sim2": {n: world_digest(build_roster(n, params=SIM2_PARAMS)) for n in names[:1]},
        "calibrated": {n: world_digest(build_roster(n, params=cal)) for n in names[:2]}}
 rng = np.random.default_rng(7)
 U = rng.uniform(0, 1, (5, 12, 4))
@@ -67,6 +69,7 @@ def _check_kernels(sample_path, rosters, stress=("stress-drift",)):
                                          KERNELS)))
     for kernel, out in got.items():
         assert out["sim"] == {n: ROSTER_DIGESTS[GENERATOR_BASE][n] for n in rosters}, kernel
+        assert out["sim2"] == {n: ROSTER_DIGESTS["sim-2"][n] for n in out["sim2"]}, kernel
         assert out["calibrated"] == {n: ROSTER_DIGESTS[CALIBRATED][n] for n in out["calibrated"]}, kernel
         assert out["sample"] == published_digest("site-sample", "sample"), kernel
         assert out["real"] == [published_digest(REAL_GENERATOR, f"real-sessions-{r}") for r in (0, 1)], kernel
@@ -85,6 +88,7 @@ def test_every_roster_builds_its_published_digest_under_every_kernel(sample_path
 
 def test_every_roster_has_a_published_digest():
     assert set(ROSTER_DIGESTS[GENERATOR_BASE]) == set(ROSTERS) == set(ROSTER_DIGESTS[CALIBRATED])
+    assert set(ROSTER_DIGESTS["sim-2"]) == set(ROSTERS)
     assert set(ROSTER_DIGESTS[STRESS_GENERATOR]) == set(STRESS_PRESETS)
 
 

@@ -21,7 +21,7 @@ def _write(folder, params=CALIBRATED, **extra):
 def test_a_folder_builds_its_rosters_from_its_simulator_file(tmp_path):
     _write(tmp_path / "cal")
     w = open_world("dev", directory=tmp_path / "cal")
-    assert w.attrs["generator"] == generator_version(CALIBRATED) != "sim-2"
+    assert w.attrs["generator"] == generator_version(CALIBRATED) != "sim-3"
     assert json.loads(w.attrs["simulator_params"])["student_scale"] == 2.5
     assert open_world("dev", directory=tmp_path / "cal").attrs["generator"] == w.attrs["generator"]   # read back
     assert folder_params(tmp_path / "other") == DEFAULT_PARAMS
@@ -30,14 +30,14 @@ def test_a_folder_builds_its_rosters_from_its_simulator_file(tmp_path):
 def test_a_roster_file_of_another_generator_is_refused(tmp_path):
     folder = tmp_path / "cal"
     folder.mkdir()
-    save_world(build_roster("dev"), folder / "dev.nc")            # a sim-2 dev where calibrated worlds live
+    save_world(build_roster("dev"), folder / "dev.nc")            # a default dev where calibrated worlds live
     _write(folder)
-    with pytest.raises(WorldFormatError, match="generator 'sim-2'.*remove it"):
+    with pytest.raises(WorldFormatError, match="generator 'sim-3'.*remove it"):
         open_world("dev", directory=folder)
     plain = tmp_path / "plain"
     plain.mkdir()
-    save_world(build_roster("dev", params=CALIBRATED), plain / "dev.nc")   # a calibrated dev in a sim-2 folder
-    with pytest.raises(WorldFormatError, match="generates 'sim-2'"):
+    save_world(build_roster("dev", params=CALIBRATED), plain / "dev.nc")   # a calibrated dev in a default folder
+    with pytest.raises(WorldFormatError, match="generates 'sim-3'"):
         open_world("dev", directory=plain)
 
 
@@ -79,7 +79,7 @@ def test_a_simulator_file_whose_build_fails_is_not_left_in_the_folder(tmp_path, 
         wc.build_worlds(["dev", "scrambled"], simulator=str(src), directory=folder)
     assert not (folder / SIMULATOR_FILE).exists() and not (folder / "dev.nc").exists()
     monkeypatch.setattr(wc, "open_world", real)
-    assert real("dev", directory=folder).attrs["generator"] == "sim-2"        # the folder works as before
+    assert real("dev", directory=folder).attrs["generator"] == "sim-3"        # the folder works as before
 
 
 def test_a_folder_builds_a_named_earlier_generator(tmp_path, capsys):

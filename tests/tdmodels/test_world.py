@@ -111,7 +111,7 @@ def test_a_world_too_large_for_memory_is_refused_before_loading(dev_world, tmp_p
 
     p = save_world(dev_world, tmp_path / "dev.nc")
     monkeypatch.setattr(tw, "memory_available", lambda: 100_000)
-    with pytest.raises(WorldFormatError, match=r"too large for this machine.*probs \[student=8, question=144"):
+    with pytest.raises(WorldFormatError, match=r"too large for this machine.*probs \[student=300, question=144"):
         load_world(p)
     with pytest.raises(WorldFormatError, match="x 3 process"):
         load_world(p, copies=3)

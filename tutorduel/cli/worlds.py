@@ -41,12 +41,17 @@ def cmd_calibrate(a) -> int:
     from inference.nuts import configure_jax
 
     configure_jax()                      # first: float64 for the emulator's Cholesky factors and NUTS
+    if a.check and not a.leaderboard:
+        from tdmodels.errors import InputError
+
+        raise InputError("--check reads a simulator's figures for the leaderboard calibration: give --leaderboard too")
     if a.leaderboard:
         from tutorduel.leaderboard_calibration import calibrate_leaderboard
 
         return calibrate_leaderboard(a.out or "calibration/sim-3", a.worlds, a.allow_test,
                                      simulations=a.simulations or 224, waves=a.waves, wave_size=a.wave_size or 40,
-                                     jobs=a.jobs, seed=a.seed, chains=a.chains, draws=a.draws, bootstrap=a.bootstrap)
+                                     jobs=a.jobs, seed=a.seed, chains=a.chains, draws=a.draws, bootstrap=a.bootstrap,
+                                     check=a.check)
     from tutorduel.calibrate import calibrate_and_report
 
     return calibrate_and_report(a.out or "calibration", a.worlds, a.allow_test, simulations=a.simulations or 640,
@@ -132,6 +137,8 @@ def add_parsers(sub) -> None:
                    help="fit sim-3 to the published leaderboard instead: a probe of no-transfer, RUCB, Pooled and CODuel "
                         "on every roster of each simulation, their gaps and plateaus, the world-level rows and the "
                         "sample's statistics (needs the sample and the curves imported)")
+    q.add_argument("--check", metavar="FILE", help="with --leaderboard: no fit, the fitted figures of this simulator "
+                   "file (or named generator: sim-2, sim-3) on 8 seeds beside their targets")
     q.add_argument("--out", type=folder_arg, help="output folder (default ./calibration, with --leaderboard "
                                                   "./calibration/sim-3)")
     q.add_argument("--simulations", type=int_in(1, MAX_RESAMPLES), help="design simulations (default 640; with "
