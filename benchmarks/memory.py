@@ -1,23 +1,38 @@
 """Peak memory of one replay in a fresh process, against random pairs'.
 
-The world is built first; then, where Linux allows it, the process's resident-set high-water mark is
+The world is built once, in the parent, and each child process reads it from a file; then, where Linux
+allows it, the process's resident-set high-water mark is
 reset (``/proc/self/clear_refs``), so the figure is the peak while the replay runs (what stays resident
 from the imports and the world included), not the imports' own peak. Elsewhere it is the process's peak.
 """
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 from benchmarks.measure import Ratio
+
+_FOLDER = tempfile.TemporaryDirectory(prefix="tutorduel-memory-")
+
+
+@functools.lru_cache(maxsize=None)
+def _world_file(world: str) -> str:
+    """The roster built once for this process's children, as a world file."""
+    from tdmodels.simulator import build_roster
+    from tdmodels.world import save_world
+
+    return str(save_world(build_roster(world), Path(_FOLDER.name) / f"{world}.nc"))
 
 _CHILD = """
 import json, resource, sys
 from online.replay import replay
-from tdmodels.simulator import build_roster
-name, spec, arrivals = json.loads(sys.argv[1])
-world = build_roster(name)
+from tdmodels.world import load_world
+path, spec, arrivals = json.loads(sys.argv[1])
+world = load_world(path)
 if arrivals is not None and arrivals > int(world.attrs["arrivals"]):
     world.attrs["arrivals"] = arrivals            # the roster's students arriving for longer
 try:
@@ -38,7 +53,7 @@ else:
 def peak_mib(world: str, spec: str, arrivals: int | None) -> float:
     """The maximum resident set size, in MiB, of a new Python process that replays `spec` once, on the
     roster's first `arrivals` arrivals, or on more than it has (its students keep arriving)."""
-    out = subprocess.run([sys.executable, "-c", _CHILD, json.dumps([world, spec, arrivals])],
+    out = subprocess.run([sys.executable, "-c", _CHILD, json.dumps([_world_file(world), spec, arrivals])],
                          capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(f"memory benchmark: the replay of {spec!r} failed:\n{out.stderr[-2000:]}")

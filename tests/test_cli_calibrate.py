@@ -4,12 +4,12 @@ import json
 import pytest
 
 from tdmodels.simulator import build_roster
-from tdmodels.simulator_params import DEFAULT_PARAMS, generator_version
+from tdmodels.simulator_params import SIM2_PARAMS as DEFAULT_PARAMS, generator_version
 from tdmodels.world import load_world, save_world
 from tests.test_cli_inputs import _fails_with
 from tutorduel.cli import main
 
-CALIBRATED = DEFAULT_PARAMS._replace(student_scale=2.5)
+CALIBRATED = DEFAULT_PARAMS._replace(student_scale=2.5)      # a variant of sim-2's (eight dev rows: a fast build)
 
 
 def _simulator_file(path, params=CALIBRATED):
@@ -32,12 +32,12 @@ def test_build_from_a_simulator_file_makes_a_folder_of_its_generator(env_dirs, c
     _fails_with(capsys, ["worlds", "build", "--simulator", str(other), "--worlds", str(folder)], "already generates")
 
 
-def test_build_from_a_simulator_file_into_a_folder_of_sim1_worlds_is_refused(env_dirs, capsys):
+def test_build_from_a_simulator_file_into_a_folder_of_sim1_worlds_is_refused(env_dirs, capsys, dev_world):
     folder = env_dirs / "worlds"
     folder.mkdir()
-    save_world(build_roster("dev"), folder / "dev.nc")
+    save_world(dev_world, folder / "dev.nc")
     f = _simulator_file(env_dirs / "sim.json")
-    _fails_with(capsys, ["worlds", "build", "--simulator", str(f)], "holds dev.nc of generator 'sim-2'")
+    _fails_with(capsys, ["worlds", "build", "--simulator", str(f)], "holds dev.nc of generator 'sim-3'")
     assert not (folder / "simulator.json").exists()
 
 

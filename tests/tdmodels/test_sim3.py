@@ -43,6 +43,7 @@ def _follow_signs(world) -> np.ndarray:
     return np.array([np.sign(np.corrcoef(d.ravel(), g.ravel())[0, 1]) for d in dev])
 
 
+@pytest.mark.slow
 def test_signed_rater_following_makes_some_students_go_against_the_rater():
     every = _follow_signs(build_roster("composite", params=QUIET))
     assert np.mean(every > 0) > 0.95                      # sim-2: every student follows the rater
@@ -50,6 +51,7 @@ def test_signed_rater_following_makes_some_students_go_against_the_rater():
     assert 0.25 < np.mean(signed < 0) < 0.75
 
 
+@pytest.mark.slow
 def test_within_type_variation_spreads_the_students_of_one_profile():
     def spread(params):
         world = build_roster("dev", params=params)
@@ -72,6 +74,7 @@ def test_the_held_out_profiles_take_the_samples_preferences():
     assert np.mean([np.corrcoef(hand[p], students.SAMPLE_PROFILE_MEANS[p])[0, 1] for p in hand]) < np.mean(corr)
 
 
+@pytest.mark.slow
 def test_the_samples_lean_moves_the_persona_main_effect():
     base = SIM2_PARAMS._replace(fresh_arrivals=1.0, sample_profiles=1.0)
     weak = variance_shares(build_roster("test_profiles", params=base), 0, 48)["persona main effect"]

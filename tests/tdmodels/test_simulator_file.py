@@ -5,10 +5,10 @@ import pytest
 
 from tdmodels.rosters import SIMULATOR_FILE, folder_params, open_world, read_simulator_file
 from tdmodels.simulator import build_roster
-from tdmodels.simulator_params import DEFAULT_PARAMS, generator_version
+from tdmodels.simulator_params import DEFAULT_PARAMS, SIM2_PARAMS, generator_version
 from tdmodels.world import WorldFormatError, save_world
 
-CALIBRATED = DEFAULT_PARAMS._replace(student_scale=2.5, offset_socratic=0.4)
+CALIBRATED = SIM2_PARAMS._replace(student_scale=2.5, offset_socratic=0.4)   # sim-2's eight dev rows: fast builds
 
 
 def _write(folder, params=CALIBRATED, **extra):
@@ -22,15 +22,16 @@ def test_a_folder_builds_its_rosters_from_its_simulator_file(tmp_path):
     _write(tmp_path / "cal")
     w = open_world("dev", directory=tmp_path / "cal")
     assert w.attrs["generator"] == generator_version(CALIBRATED) != "sim-3"
+    assert w.attrs["generator"].startswith("sim-2+")
     assert json.loads(w.attrs["simulator_params"])["student_scale"] == 2.5
     assert open_world("dev", directory=tmp_path / "cal").attrs["generator"] == w.attrs["generator"]   # read back
     assert folder_params(tmp_path / "other") == DEFAULT_PARAMS
 
 
-def test_a_roster_file_of_another_generator_is_refused(tmp_path):
+def test_a_roster_file_of_another_generator_is_refused(tmp_path, dev_world):
     folder = tmp_path / "cal"
     folder.mkdir()
-    save_world(build_roster("dev"), folder / "dev.nc")            # a default dev where calibrated worlds live
+    save_world(dev_world, folder / "dev.nc")            # a default dev where calibrated worlds live
     _write(folder)
     with pytest.raises(WorldFormatError, match="generator 'sim-3'.*remove it"):
         open_world("dev", directory=folder)
