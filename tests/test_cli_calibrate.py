@@ -60,3 +60,33 @@ def test_calibrate_settings_that_cannot_work_are_refused_before_any_simulation(e
         main(["worlds", "calibrate", "--allow-test", "--out", str(env_dirs / "afile")])
     assert exc.value.code == 2 and "is a file" in capsys.readouterr().err
     assert not (env_dirs / "cal").exists()
+
+
+def test_the_leaderboard_calibration_needs_its_data_and_refuses_before_any_simulation(env_dirs, capsys, sample_path,
+                                                                                     curves_path):
+    _fails_with(capsys, ["worlds", "calibrate", "--leaderboard", "--out", str(env_dirs / "c")], "pass --allow-test")
+    _fails_with(capsys, ["worlds", "calibrate", "--leaderboard", "--allow-test", "--out", str(env_dirs / "c")],
+                "import-sample")
+    assert main(["worlds", "import-sample", str(sample_path), "--resamples", "0"]) == 0
+    _fails_with(capsys, ["worlds", "calibrate", "--leaderboard", "--allow-test", "--out", str(env_dirs / "c")],
+                "import-curves")
+    _fails_with(capsys, ["worlds", "calibrate", "--check", "sim-3", "--allow-test"], "--leaderboard")
+    assert main(["worlds", "import-curves", str(curves_path)]) == 0
+    _fails_with(capsys, ["worlds", "calibrate", "--leaderboard", "--allow-test", "--check", str(env_dirs / "no.json")],
+                "no.json")
+    assert not (env_dirs / "c").exists()
+
+
+def test_the_leaderboard_calibrations_figures_are_the_published_ones(sample_path, curves_path):
+    from diagnostics.published_curves import load_curves
+    from tdmodels.sample import load_sample
+    from tutorduel.leaderboard_calibration import FITTED, observed_figures
+
+    data = observed_figures(load_sample(sample_path), load_curves(curves_path), draws=200)
+    fig = dict(zip(data.names, data.values))
+    assert len(data.names) == len(set(data.names)) == 39 and len(FITTED) == 12
+    assert fig["test_profiles: rucb - no-transfer"] == -13 and fig["composite: pooled - no-transfer"] == 4
+    assert fig["dev: coduel - no-transfer"] == 22 and fig["composite: best fixed pair per user"] == 66
+    assert abs(fig["test_profiles: plateau rucb"] - 5.279) < 5e-4
+    assert "quirky: plateau rucb" not in fig                   # quirky's curves are kept out of the fit
+    assert abs(fig["sample: share residual"] - 0.255) < 5e-4 and all(data.sds > 0)
