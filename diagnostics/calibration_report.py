@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from diagnostics.figures import new_figure
-from diagnostics.leaderboard_report import PAGE_STYLE, nav
+from diagnostics.leaderboard_report import PAGE_STYLE
+from diagnostics.page_links import GENERATOR_META, nav
 from diagnostics.validation_report import _png
 from tdmodels.atomic_file import atomic_save
 
@@ -129,7 +130,7 @@ def write_calibration_report(idata, path: str | Path) -> Path:
     waves = np.bincount(sims["wave"].values)
     figs = [_ppc_figure(rows), _marginals_figure(idata, prows)]
     imgs = [_png(f) for f in figs]
-    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>simulator calibration</title>"
+    page = (f"<!doctype html><html><head><meta charset='utf-8'>{GENERATOR_META}<title>simulator calibration</title>"
             f"<style>{PAGE_STYLE}</style></head><body>{nav(path)}<h1>Simulator calibration</h1>"
             f"<p>{len(sims['simulation'])} simulations: {waves[0]} in the design, then "
             f"{', '.join(str(w) for w in waves[1:])} at each wave's posterior draws (the last wave's are the posterior "

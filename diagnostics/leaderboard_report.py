@@ -16,6 +16,7 @@ from scipy.stats import spearmanr
 
 from diagnostics.paper_agreement import (SHARING, format_gap_agreement, format_plateaus, gap_agreement, plateau_agreement,
                                          published_column)
+from diagnostics.page_links import GENERATOR_META, nav
 from tdmodels.atomic_file import atomic_save
 
 # The reference paper's leaderboard (scores), from ../shared/COMPETITORS.md.
@@ -248,22 +249,6 @@ function npSum(a, lo = 0, n = a.length) {
 }
 """  # shared by the play and watch pages
 
-SIBLING_PAGES = (("leaderboard.html", "leaderboard"), ("play.html", "be the policy"), ("watch.html", "watch CODuel learn"),
-                 ("prefdisco-curve.png", "PrefDisco curve"))
-
-
-def nav(path: str | Path) -> str:
-    """Links to the project's other pages that sit beside `path` (relative, so the folder can move): the
-    known ones by name, then any other .html there (validation reports are named after their .nc)."""
-    here = Path(path)
-    known = {name for name, _ in SIBLING_PAGES}
-    found = [(name, label) for name, label in SIBLING_PAGES if (here.parent / name).exists()]
-    if here.parent.is_dir():
-        found += [(p.name, p.stem) for p in sorted(here.parent.glob("*.html")) if p.name not in known]
-    links = [f"<a href='{html.escape(name)}'>{html.escape(label)}</a>" for name, label in found if name != here.name]
-    return f"<nav>{''.join(links)}</nav>" if links else ""
-
-
 def _score(cell: str) -> float | None:
     try:
         return float(cell.split("±")[0].strip().strip("*"))
@@ -282,7 +267,7 @@ def write_page(path: str | Path, table: str, findings_lines: list[str], figures:
     payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
     imgs = "".join(f"<h3>{html.escape(r)}</h3><img alt='learning curves {html.escape(r)}' src='data:image/png;base64,"
                    f"{base64.b64encode(Path(p).read_bytes()).decode()}' style='max-width:100%'/>" for r, p in figures.items())
-    page = ("<!doctype html><html lang='en'><head><meta charset='utf-8'><title>TutorDuel leaderboard</title>"
+    page = (f"<!doctype html><html lang='en'><head><meta charset='utf-8'>{GENERATOR_META}<title>TutorDuel leaderboard</title>"
             f"<meta name='viewport' content='width=device-width,initial-scale=1'><style>{PAGE_STYLE}</style></head><body>"
             f"{nav(path)}<h1>TutorDuel leaderboard</h1><p class='muted'>Score, mean ± s.e. over seeds [seeds] (published "
             "score in brackets); reference rows in italics; the best policy of each roster in bold. Click a column to sort.</p>"

@@ -24,7 +24,8 @@ import xarray as xr
 from online.replay import replay
 from online.schedule import make_schedule, session_utilities
 from online.scoring import benchmark_score, floor_regret, random_regret, strong_regret
-from diagnostics.leaderboard_report import PAGE_JS, nav
+from diagnostics.leaderboard_report import PAGE_JS
+from diagnostics.page_links import GENERATOR_META, nav
 from tdmodels.atomic_file import atomic_save
 from tdmodels.catalog import PERSONAS
 from tdmodels.limits import MAX_PAGE_ARRIVALS
@@ -199,7 +200,7 @@ def write_play_page(path: str | Path, data: dict) -> Path:
     """Write the self-contained "be the policy" page for `data` (from `play_data`)."""
     payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
     title = f"Be the policy: {html.escape(data['world'])}, seed {data['seed']}"
-    page = f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+    page = f"""<!doctype html><html lang="en"><head><meta charset="utf-8">{GENERATOR_META}<title>{title}</title>
 <meta name="viewport" content="width=device-width,initial-scale=1"><style>{_STYLE}</style></head><body>
 {nav(path)}
 <h1>Be the policy for one student</h1>

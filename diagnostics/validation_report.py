@@ -16,7 +16,8 @@ import arviz as az
 import numpy as np
 
 from diagnostics.figures import new_figure
-from diagnostics.leaderboard_report import PAGE_STYLE, nav
+from diagnostics.leaderboard_report import PAGE_STYLE
+from diagnostics.page_links import GENERATOR_META, nav
 from diagnostics.posterior_checks import KHAT_MAX
 from tdmodels.atomic_file import atomic_save
 
@@ -244,6 +245,6 @@ def write_report(idata: az.InferenceData, path: str | Path, n_users: int = 3) ->
     parts += ["<h2>Per user</h2>", "<table class='lb users'><tr><th>user</th><th>k-hat</th>"
               "<th>max |mean error| (sd)</th><th>sd ratio</th><th>max W1 / floor</th><th>weights TV</th></tr>"
               f"{rows}</table>"]
-    page = (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+    page = (f"<!doctype html><html lang='en'><head><meta charset='utf-8'>{GENERATOR_META}<title>{html.escape(title)}</title>"
             f"<style>{PAGE_STYLE}</style></head><body>{nav(path)}" + "\n".join(parts) + "</body></html>")
     return atomic_save(path, lambda tmp: Path(tmp).write_text(page))

@@ -23,7 +23,8 @@ from diagnostics.learning_curves import learning_curve
 from online.policies.coduel import recalibrate
 from online.replay import prepare_run, play, replay
 from online.scoring import floor_regret, random_regret, strong_regret
-from diagnostics.leaderboard_report import PAGE_JS, nav
+from diagnostics.leaderboard_report import PAGE_JS
+from diagnostics.page_links import GENERATOR_META, nav
 from tdmodels.atomic_file import atomic_save
 from tdmodels.catalog import PERSONAS
 from tdmodels.limits import MAX_CURVE_SEEDS, MAX_PAGE_ARRIVALS
@@ -186,7 +187,7 @@ def write_watch_page(path: str | Path, data: dict) -> Path:
     """Write the self-contained "watch the policy learn" page for `data` (from `watch_data`)."""
     payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
     band = (f"blue: the mean over {data['curve']['seeds']} seeds with its 95% band; " if "seeds" in data["curve"] else "")
-    page = f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
+    page = f"""<!doctype html><html lang="en"><head><meta charset="utf-8">{GENERATOR_META}
 <title>Watch CODuel learn: {html.escape(data['world'])}, seed {data['seed']}</title>
 <meta name="viewport" content="width=device-width,initial-scale=1"><style>{_STYLE}</style></head><body>
 {nav(path)}

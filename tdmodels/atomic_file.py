@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import stat
+import tempfile
 from pathlib import Path
 from tdmodels.errors import InputError
 
@@ -28,9 +30,34 @@ def _file_in_the_way(path: Path) -> Path | None:
     return None
 
 
+def _nearest_existing(path: Path) -> Path:
+    """`path` itself if something is there, else its nearest existing parent."""
+    for p in (path, *path.parents):
+        if os.path.lexists(p):
+            return p
+    return Path(".")
+
+
+def unwritable(folder: str | os.PathLike) -> str | None:
+    """Why files cannot be created in `folder` (or in the nearest existing parent where it would be made),
+    None if they can: read-only file system, no permission."""
+    where = _nearest_existing(Path(folder))
+    if os.access(where, os.W_OK | os.X_OK):
+        return None
+    try:        # os.access says no: find out why (EROFS, EACCES) by trying, without leaving anything behind
+        tempfile.TemporaryDirectory(dir=where).cleanup()
+    except OSError as exc:
+        return f"{where} cannot be written ({exc.strerror or exc})"
+    return None
+
+
 def check_output_path(path: str | os.PathLike) -> Path:
     """Refuse (OutputPathError naming it) a path where writing would replace anything but a regular file, or
-    whose folder cannot exist (a regular file in its way); return it as a Path."""
+    whose folder cannot exist (a regular file in its way), or a name written as a folder (ending in a
+    slash); return it as a Path."""
+    raw = os.fspath(path)
+    if isinstance(raw, str) and raw.endswith(("/", os.sep)) or isinstance(raw, bytes) and raw.endswith(b"/"):
+        raise OutputPathError(f"{raw!s}: names a folder (it ends in a slash); give a file name")
     path = Path(path)
     try:
         st = _stat(path)
@@ -42,12 +69,16 @@ def check_output_path(path: str | os.PathLike) -> Path:
     blocking = _file_in_the_way(path) if st is None else None
     if blocking is not None:
         raise OutputPathError(f"{path}: {blocking} is a file, not a folder")
+    problem = unwritable(path.parent)
+    if problem:
+        raise OutputPathError(f"{path}: {problem}")
     return path
 
 
-def folder_problem(path: str | os.PathLike) -> str | None:
+def folder_problem(path: str | os.PathLike, writable: bool = False) -> str | None:
     """What keeps `path` from being used as a folder (None if it is one, or does not exist yet): a file, a
-    device, a symlink loop, a regular file among its parents, no permission."""
+    device, a symlink loop, a regular file among its parents, no permission; with `writable`, also a folder
+    where files cannot be created (read-only, no write permission)."""
     path = Path(path)
     try:
         st = _stat(path)
@@ -56,27 +87,36 @@ def folder_problem(path: str | os.PathLike) -> str | None:
     if st is not None and not stat.S_ISDIR(st.st_mode):
         return "is a file, not a folder" if stat.S_ISREG(st.st_mode) else "is a device or special file, not a folder"
     blocking = _file_in_the_way(path) if st is None else None
-    return f"{blocking} is a file, not a folder" if blocking is not None else None
+    if blocking is not None:
+        return f"{blocking} is a file, not a folder"
+    return unwritable(path) if writable else None
 
 
 def atomic_save(path: str | os.PathLike, write) -> Path:
-    """Write a file so a kill leaves the old file or the whole new one: `write(tmp_path)` fills a
-    temporary file in the same folder, which is fsynced and renamed over `path`. Only a regular file or a
-    new path is ever replaced (``check_output_path``)."""
+    """Write a file so a kill leaves the old file or the whole new one.
+
+    ``write(tmp_path)`` fills a file of the same name inside a private folder that this call creates
+    (mode 0700, an unpredictable name, created exclusively) beside `path`; the file is fsynced and renamed
+    over `path`. Nothing planted beside the output (a symlink at a guessable temporary name) is followed,
+    and only a regular file or a new path is ever replaced (``check_output_path``).
+    """
     path = check_output_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    private = Path(tempfile.mkdtemp(prefix=f".{path.name[:64]}.", suffix=".partial", dir=path.parent))
+    tmp = private / path.name
     try:
         write(tmp)
-        fd = os.open(tmp, os.O_RDONLY)
+        st = os.lstat(tmp)
+        if not stat.S_ISREG(st.st_mode):
+            raise OutputPathError(f"{path}: the writer left no regular file at {tmp}")
+        fd = os.open(tmp, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
         try:
             os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
     dfd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(dfd)
@@ -85,4 +125,4 @@ def atomic_save(path: str | os.PathLike, write) -> Path:
     return path
 
 
-__all__ = ["atomic_save", "check_output_path", "OutputPathError"]
+__all__ = ["atomic_save", "check_output_path", "folder_problem", "unwritable", "OutputPathError"]

@@ -72,6 +72,32 @@ def curves_path(tmp_path_factory):
     return path
 
 
+@pytest.fixture()
+def read_only_folder(tmp_path):
+    """A folder this process cannot create files in, holding one file `kept.txt`: chmod 0555 for an
+    ordinary user; for root (whom permissions do not stop), a read-only tmpfs mounted there. Skipped only
+    where neither can be had (root without the right to mount)."""
+    import subprocess
+
+    ro = tmp_path / "read-only"
+    ro.mkdir()
+    (ro / "kept.txt").write_text("keep")
+    if os.geteuid() != 0:
+        ro.chmod(0o555)
+        yield ro
+        ro.chmod(0o755)
+        return
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(ro)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"root without the right to mount a read-only folder: {done.stderr.decode().strip()}")
+    try:
+        (ro / "kept.txt").write_text("keep")
+        subprocess.run(["mount", "-o", "remount,ro", str(ro)], check=True, capture_output=True)
+        yield ro
+    finally:
+        subprocess.run(["umount", "-l", str(ro)], capture_output=True)
+
+
 SLOW_TIMEOUT_S = 3 * 3600      # the slow set's long MCMC (the population SBC runs about 42 minutes on 2 cores)
 
 

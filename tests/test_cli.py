@@ -86,6 +86,34 @@ def test_fit_writes_inference_data_beside_the_row(env_dirs, capsys):
     assert idata.posterior.theta.shape == (2, 150, 6, 7) and idata.posterior.attrs["model"] == "users"
 
 
+@pytest.mark.parametrize("command", ["fit", "validate"])
+def test_what_a_click_log_records_is_checked_before_it_is_believed(env_dirs, capsys, command):
+    """A stored log whose pairs and clicks are the row's but whose recorded beliefs were edited (+3 on
+    every mean) is refused before any fit: fit and validate read the beliefs as the truth."""
+    from online.clicklog import load_click_log, save_click_log
+    from online.replay import run_key
+    from online.store import RunStore
+    from tdmodels.rosters import open_world
+
+    base = ["--world", "dev", "--seed", "0", "--policy", "coduel", "--arrivals", "4"]
+    assert main(["replay", "--world", "dev", "--seeds", "0", "--policies", "coduel", "--arrivals", "4"]) == 0
+    store, key = RunStore(), run_key(open_world("dev"), 0, "coduel", 4)
+    path = store.clicks_path(key)
+    if not path.exists():
+        from tutorduel.cell_fit import cell_click_log
+        store.path(key).unlink()
+        cell_click_log(open_world("dev"), 0, "coduel", store, 4)
+    log = load_click_log(path)
+    save_click_log(log._replace(beliefs=log.beliefs._replace(means=log.beliefs.means + 3.0)), path)
+    capsys.readouterr()
+    argv = ([command, *base, "--model", "users", "--chains", "2", "--warmup", "5", "--draws", "5"] if command == "fit"
+            else [command, *base, "--users", "1", "--chains", "2", "--warmup", "5", "--draws", "5"])
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "beliefs.means is not what the policy records on a replay" in err and "Traceback" not in err
+    assert not list(path.parent.glob("*.users.nc")) and not list(path.parent.glob("*validation*"))
+
+
 def test_fit_rejects_unknown_model(env_dirs, capsys):
     with pytest.raises(SystemExit):
         main(["fit", "--model", "nope"])

@@ -46,3 +46,49 @@ def test_commands_refuse_such_outputs_with_exit_2(env_dirs, capsys, argv):
     err = capsys.readouterr().err
     assert rc == 2 and "Traceback" not in err and ("not a regular file" in err or "is a file, not a folder" in err), err
     assert afile.read_text() == "keep" and stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+def test_a_planted_symlink_beside_the_output_is_never_followed(tmp_path):
+    """The temporary file lives in a private folder with an unguessable name: a symlink planted at any name
+    beside the output (the old `.<name>.<pid>.tmp` among them) is left alone, and so is what it points to."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep")
+    out = tmp_path / "rows.csv"
+    for name in (f".rows.csv.{os.getpid()}.tmp", ".rows.csv.tmp", "rows.csv.tmp"):
+        (tmp_path / name).symlink_to(victim)
+    atomic_save(out, lambda tmp: tmp.write_text("new"))
+    assert victim.read_text() == "keep"
+    assert out.read_text() == "new" and not out.is_symlink()
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == sorted([f".rows.csv.{os.getpid()}.tmp", ".rows.csv.tmp", "rows.csv", "rows.csv.tmp", "victim.txt"])
+
+
+def test_a_writer_that_leaves_a_symlink_is_refused(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep")
+    with pytest.raises(OutputPathError, match="no regular file"):
+        atomic_save(tmp_path / "out.txt", lambda tmp: tmp.symlink_to(victim))
+    assert not (tmp_path / "out.txt").exists() and victim.read_text() == "keep"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["victim.txt"]      # nothing left behind
+
+
+@pytest.mark.parametrize("name", ["e.csv/", "sub/e.csv/", "e.csv" + os.sep])
+def test_a_name_ending_in_a_slash_is_a_folder_not_a_file(tmp_path, name):
+    with pytest.raises(OutputPathError, match="ends in a slash"):
+        atomic_save(str(tmp_path) + "/" + name, lambda tmp: tmp.write_text("x"))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_export_to_a_name_ending_in_a_slash_exits_2(env_dirs, capsys):
+    with pytest.raises(SystemExit) as exc:      # refused while the arguments are parsed
+        main(["export", str(env_dirs / "pages" / "e.csv") + "/"])
+    assert exc.value.code == 2 and "ends in a slash" in capsys.readouterr().err
+    assert not (env_dirs / "pages").exists()
+
+
+def test_a_read_only_folder_is_one_clear_error(read_only_folder):
+    with pytest.raises(OutputPathError, match="cannot be written"):
+        atomic_save(read_only_folder / "x.csv", lambda tmp: tmp.write_text("x"))
+    with pytest.raises(OutputPathError, match="cannot be written"):
+        check_output_path(read_only_folder / "new" / "deeper" / "x.csv")
+    assert sorted(p.name for p in read_only_folder.iterdir()) == ["kept.txt"]

@@ -69,11 +69,11 @@ chains_int = int_in(2, 64)      # R-hat and the ESS compare chains: at least 2
 
 
 def folder_arg(text: str) -> str:
-    """An argparse type: a folder to write into, refused where the path is a file, a device, a symlink loop
-    or lies under a regular file (``tdmodels.atomic_file.folder_problem``)."""
+    """An argparse type: a folder to write into, refused where the path is a file, a device, a symlink loop,
+    lies under a regular file or cannot be written (``tdmodels.atomic_file.folder_problem``)."""
     from tdmodels.atomic_file import folder_problem
 
-    problem = folder_problem(text)
+    problem = folder_problem(text, writable=True)
     if problem:
         raise argparse.ArgumentTypeError(f"{text}: {problem}")
     return text

@@ -17,7 +17,7 @@ from online.registry import canonical_spec, parse_spec
 from online.replay import replay_logged, run_key
 from online.store import RunStore
 from online.verify import click_log_problem
-from tdmodels.atomic_file import atomic_save
+from tdmodels.atomic_file import atomic_save, check_output_path
 from tdmodels.limits import MAX_SEED
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior, isotropic_prior
 from tdmodels.world import world_digest
@@ -52,7 +52,7 @@ def cell_click_log(world, seed: int, spec: str, store: RunStore, arrivals: int |
                 if warn:
                     warn(f"warning: click log {path} has no row beside it; moved aside to {moved} and recomputed")
             else:
-                problem = click_log_problem(row, log, world)
+                problem = click_log_problem(row, log, world) or _records_problem(world, row, log)
                 if problem:
                     raise ClickLogError(f"click log {path}: not the log of the run asked for ({key.policy}, seed "
                                         f"{key.seed}, world {key.world_digest}): {problem}; tutorduel verify moves "
@@ -62,6 +62,24 @@ def cell_click_log(world, seed: int, spec: str, store: RunStore, arrivals: int |
     save_click_log(log, path)
     store.put(row)
     return log
+
+
+def _records_problem(world, row: dict, log: ClickLog) -> str | None:
+    """What the policy recorded of itself in `log` (its priors, recalibration, beliefs, predictions) that a
+    replay of the row's run on this code does not reproduce, or None. The pairs and clicks are checked
+    against the row and world without running anything (``click_log_problem``); the records can only be
+    checked by running the policy again, and ``fit`` and ``validate`` read them as the truth."""
+    from online.replay_check import replay_problem
+
+    if log.priors is None and log.beliefs is None and log.recalibration is None and not log.predictions:
+        return None
+    answer = replay_problem(world, row, log)
+    if answer is None:
+        return None
+    kind, why = answer
+    if kind == "skip":
+        return f"its row ran on other code, so what the policy recorded cannot be checked here ({why})"
+    return why
 
 
 def check_users(users: int | None, n: int) -> None:
@@ -121,6 +139,8 @@ def fit_cell(world, seed: int, spec: str, model: str, store: RunStore, prior: st
     if max_minutes is not None and (isinstance(max_minutes, bool) or not isinstance(max_minutes, (int, float))
                                     or not np.isfinite(max_minutes) or not 0 <= max_minutes <= MAX_MINUTES):
         raise InputError(f"--max-minutes {max_minutes!r}: must be a number in [0, {MAX_MINUTES:g}]")
+    path = Path(out) if out else store.fit_path(run_key(world, seed, spec, arrivals), model)
+    check_output_path(path)     # before the sampler runs, not after
     log = cell_click_log(world, seed, spec, store, arrivals, warn=progress)
     check_users(users, log.n_users)
     sl = slice(None, users)
@@ -149,7 +169,6 @@ def fit_cell(world, seed: int, spec: str, model: str, store: RunStore, prior: st
     idata.posterior.attrs.update({"world": str(world.attrs["roster"]), "world_digest": world_digest(world),
                                   "seed": int(seed), "policy": canonical_spec(spec), "model": model, "prior": prior,
                                   "users": int(z.shape[0])})
-    path = Path(out) if out else store.fit_path(run_key(world, seed, spec, arrivals), model)
     return idata, atomic_save(path, lambda tmp: idata.to_netcdf(str(tmp)))
 
 
