@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import stat
 from pathlib import Path
 
 from benchmarks.measure import Ratio
@@ -25,26 +27,57 @@ SHORT_ARRIVALS = 150
 SHORT_REPEATS = 5
 ALLOWANCE = 1.5
 MAX_MACHINE_FACTOR = 1.5    # however slow a machine looks, a ratio over ALLOWANCE x this x committed fails
+MAX_TABLE_BYTES = 1 << 20   # a short table is a few kB
+MAX_REPEATS = 20            # best of this many replays at most (a table asking more is refused, not obeyed)
+
+
+def _read_table(path: str | Path) -> str:
+    """The text of a table file: a regular file (never a FIFO or a device, which could block or never end)
+    of at most MAX_TABLE_BYTES."""
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError("not a regular file")
+    if st.st_size > MAX_TABLE_BYTES:
+        raise ValueError(f"{st.st_size:,} bytes; a table is at most {MAX_TABLE_BYTES:,}")
+    with open(path, "rb") as fh:
+        return fh.read(MAX_TABLE_BYTES + 1).decode("utf-8")
 
 
 def load_baseline(path: str | Path) -> tuple[dict, dict]:
-    """(meta, ratios) of a table written by ``--short --json``; ValueError naming what is wrong with it."""
+    """(meta, ratios) of a table written by ``--short --json``; ValueError naming what is wrong with it.
+
+    A table is data: it may name only registered policies (nothing it names is imported to find out),
+    one of the rosters, and sizes within the command line's own bounds."""
     try:
-        data = json.loads(Path(path).read_text())
+        data = json.loads(_read_table(path))
         meta, rows = data["meta"], data["rows"]
         if not isinstance(meta, dict) or not isinstance(rows, list):
             raise TypeError("meta must be an object and rows a list")
         ratios = {(r["group"], r["name"], r["reference"]): float(r["ratio"]) for r in rows}
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"{path}: not a benchmark table written by --json ({type(exc).__name__}: {exc})") from None
     if not meta.get("short"):
         raise ValueError(f"{path}: not a short table (write one with --short --json)")
     if not ratios or not isinstance(meta.get("policies"), str) or not isinstance(meta.get("world"), str):
         raise ValueError(f"{path}: a table without rows, or without its policies or world as text")
+    from online.registry import PolicySpecError, registered_target, split_specs
+    from tdmodels.limits import MAX_ARRIVALS
+    from tdmodels.rosters import ROSTERS
+
+    try:
+        specs = split_specs(meta["policies"])
+    except PolicySpecError as exc:
+        raise ValueError(f"{path}: meta policies: {exc}") from None
+    plugins = [s for s in specs if registered_target(s) is None]
+    if plugins:
+        raise ValueError(f"{path}: meta policies may name registered policies only, not {', '.join(map(repr, plugins))} "
+                         "(a table is data: nothing it names is imported)")
+    if meta["world"] not in ROSTERS:
+        raise ValueError(f"{path}: meta world {meta['world']!r} is not a roster ({', '.join(ROSTERS)})")
     arrivals, repeats = meta.get("arrivals"), meta.get("repeats")
-    for what, v in (("arrivals", arrivals), ("repeats", repeats)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"{path}: meta {what} must be a positive integer, got {v!r}")
+    for what, v, hi in (("arrivals", arrivals, MAX_ARRIVALS), ("repeats", repeats, MAX_REPEATS)):
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= hi:
+            raise ValueError(f"{path}: meta {what} must be an integer in [1, {hi:,}], got {v!r}")
     bad = [f"{k[1]} / {k[2]}" for k, v in ratios.items() if not (math.isfinite(v) and v > 0)]
     if bad:
         raise ValueError(f"{path}: ratios must be finite and positive; not so for {', '.join(bad)}")

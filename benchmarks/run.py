@@ -46,10 +46,12 @@ def parse(argv=None) -> argparse.Namespace:
                     help="measure what the committed TABLE (written with --short --json) measured; exit 1 if a "
                          f"ratio is more than {(ALLOWANCE - 1) * 100:.0f}%% above the committed one")
     a = ap.parse_args(argv)
-    if a.arrivals is not None and a.arrivals < 1:
-        ap.error("--arrivals must be at least 1")
-    if a.repeats is not None and a.repeats < 1:
-        ap.error("--repeats must be at least 1")
+    from benchmarks.regression import MAX_REPEATS
+
+    if a.arrivals is not None and not 1 <= a.arrivals <= MAX_ARRIVALS:
+        ap.error(f"--arrivals must be in [1, {MAX_ARRIVALS:,}]")
+    if a.repeats is not None and not 1 <= a.repeats <= MAX_REPEATS:
+        ap.error(f"--repeats must be in [1, {MAX_REPEATS}]")
     if a.check:
         from benchmarks.regression import load_baseline
 
@@ -91,9 +93,13 @@ def parse(argv=None) -> argparse.Namespace:
             policy_spec(spec)
     except PolicySpecError as exc:
         ap.error(f"policies {a.policies!r}: {exc}")
-    folder = os.path.dirname(os.path.abspath(a.json)) if a.json else None
-    if a.json and (os.path.isdir(a.json) or not os.path.isdir(folder) or not os.access(folder, os.W_OK)):
-        ap.error(f"--json {a.json!r}: not a file in an existing folder this user may write")
+    if a.json:
+        from tdmodels.atomic_file import OutputPathError, check_output_path
+
+        try:
+            check_output_path(a.json)      # a regular file or a new one (never a FIFO or a device), writable
+        except OutputPathError as exc:
+            ap.error(f"--json: {exc}")
     if a.population_users is not None:
         try:
             a.population_users = [int(n) for n in a.population_users.split(",")]
@@ -174,8 +180,10 @@ def main(argv=None) -> int:
     print(f"\n{meta['cores']} cores, {meta['machine']}; every ratio against a reference measured in this run")
     print(table(rows))
     if a.json:
-        with open(a.json, "w") as fh:
-            fh.write(to_json(rows, meta))
+        from tdmodels.atomic_file import atomic_save
+
+        text = to_json(rows, meta)
+        atomic_save(a.json, lambda tmp: tmp.write_text(text))
     if a.check:
         from benchmarks.regression import compare
 

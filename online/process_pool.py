@@ -231,6 +231,38 @@ class WorkerPool:
         self.workers = []
 
 
+def each_in_workers(fn: Callable, items: Iterable, jobs: int = 1, timeout: float | None = None) -> list:
+    """``fn(x)`` for each item in `jobs` worker processes (always in workers, so that a task can be stopped),
+    each task's outcome kept on its own: a list, in the order of `items`, of ("ok", result) or ("error",
+    what happened: what it raised, its worker's death, or the time limit of `timeout` seconds passed, its
+    worker stopped). Results come back as plain data only (``PLAIN_DATA``): for tasks that run code this
+    process does not trust, such as a researcher's policy.
+
+    Parameters
+    ----------
+    fn : callable
+        A module-level function (the workers import it by name) returning plain data.
+    items : iterable
+        Picklable arguments.
+    jobs : int
+        Worker processes, at least 1.
+    timeout : float, optional
+        Seconds a task may run.
+    """
+    items = list(items)
+    if jobs < 1:
+        raise InputError(f"jobs must be at least 1, got {jobs}")
+    out: list = [None] * len(items)
+
+    def on_result(k, status, payload):
+        out[k] = (status, payload)
+
+    if items:
+        WorkerPool(min(jobs, len(items)), timeout, result_globals=frozenset()).run(
+            ((k, _ok, (fn, x)) for k, x in enumerate(items)), on_result)
+    return out
+
+
 class TaskError(RuntimeError):
     """A task of `map_in_workers` raised, or its worker died; names the task."""
 

@@ -128,6 +128,16 @@ def split_specs(text: str) -> list[str]:
     return out
 
 
+def registered_target(spec: str) -> str | None:
+    """The registered policy (or alias) a spec names, None for a plug-in (module:Class) or anything that is
+    not a spec. Imports nothing: for readers of data that names policies (a benchmark table)."""
+    m = _SPEC.match(spec) if isinstance(spec, str) else None
+    if not m:
+        return None
+    target = m.group("target")
+    return target if target in REGISTRY or target in ALIASES else None
+
+
 def resolve(target: str):
     """What a target names: a policy class, or a function returning an ``online.learner.Learner``."""
     path = REGISTRY.get(target, target)

@@ -2,6 +2,7 @@
 measured by hand; these tests check that the harness works, never a speed)."""
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -122,11 +123,21 @@ def test_the_committed_table_is_a_short_table_of_every_short_policy():
      "finite and positive"),
     ({"meta": {"world": "dev", "policies": "no-transfer", "arrivals": 6, "repeats": 1}}, [], "not a short table"),
     ({"meta": {"world": "dev", "policies": "no-transfer", "arrivals": "x", "repeats": 1, "short": True}}, [],
-     "arrivals must be a positive integer"),
+     "arrivals must be an integer in [1,"),
     ({"meta": {"world": "dev", "policies": ["no-transfer"], "arrivals": 6, "repeats": 1, "short": True}}, [],
      "policies or world as text"),
     ({"meta": {"world": "dev", "policies": "no-such-policy", "arrivals": 6, "repeats": 1, "short": True}}, [],
-     "unknown policy"),
+     "registered policies only"),
+    ({"meta": {"world": "dev", "policies": "this:x", "arrivals": 6, "repeats": 1, "short": True}}, [],
+     "registered policies only"),
+    ({"meta": {"world": "dev", "policies": "no-transfer,os:system[x=1]", "arrivals": 6, "repeats": 1, "short": True}},
+     [], "registered policies only"),
+    ({"meta": {"world": "../../etc/passwd", "policies": "no-transfer", "arrivals": 6, "repeats": 1, "short": True}},
+     [], "is not a roster"),
+    ({"meta": {"world": "dev", "policies": "no-transfer", "arrivals": 6, "repeats": 1_000_000_000, "short": True}},
+     [], "repeats must be an integer in [1, 20]"),
+    ({"meta": {"world": "dev", "policies": "no-transfer", "arrivals": 10**12, "repeats": 1, "short": True}},
+     [], "arrivals must be an integer in [1,"),
     ({"meta": []}, [], "not a benchmark table"),
     ({}, ["--world", "quirky"], "takes no --world"),
     ({}, ["--population-users", "300"], "takes no --population-users"),
@@ -140,11 +151,33 @@ def test_a_bad_committed_table_or_option_is_one_clear_error_before_measuring(tmp
     with pytest.raises(SystemExit) as exc:
         parse(["--check", str(tmp_path / "t.json"), *argv])
     assert exc.value.code == 2 and says in capsys.readouterr().err
+    if isinstance(change.get("meta"), dict) and change["meta"].get("policies") == "this:x":
+        assert "this" not in sys.modules and "Zen" not in capsys.readouterr().out     # nothing imported
 
 
-@pytest.mark.parametrize("argv, says", [(["--short", "--arrivals", "0"], "--arrivals must be at least 1"),
+@pytest.mark.parametrize("what", ["fifo", "/dev/zero", "huge", "folder"])
+def test_a_table_that_is_not_a_small_regular_file_is_refused_unread(tmp_path, capsys, what):
+    """A FIFO or /dev/zero would block or never end; a huge file is not a short table."""
+    from benchmarks.run import parse
+
+    path = tmp_path / "t.json"
+    if what == "fifo":
+        os.mkfifo(path)
+    elif what == "huge":
+        path.write_bytes(b" " * (2 << 20))
+    elif what == "folder":
+        path.mkdir()
+    else:
+        path = Path(what)
+    with pytest.raises(SystemExit) as exc:
+        parse(["--check", str(path)])
+    assert exc.value.code == 2 and "not a benchmark table" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, says", [(["--short", "--arrivals", "0"], "--arrivals must be in [1,"),
+                                        (["--repeats", "1000000000"], "--repeats must be in [1, 20]"),
                                         (["--short", "--policies", "coduel"], "give no --policies"),
-                                        (["--repeats", "0"], "--repeats must be at least 1"),
+                                        (["--repeats", "0"], "--repeats must be in [1, 20]"),
                                         (["--population-users", "100,x"], "not a comma-separated list"),
                                         (["--population-users", "1"], "distinct counts of 2 to"),
                                         (["--population-users", "2,2000000"], "distinct counts of 2 to"),
@@ -169,10 +202,14 @@ def test_a_slowdown_shared_by_most_policies_fails_past_the_capped_machine_factor
     assert compare([Ratio("replay", p, 20.0, "random", 1.0) for p in "abcde"], committed)[1] == []
 
 
-@pytest.mark.parametrize("where", ["missing/t.json", "."])
-def test_a_json_path_that_cannot_be_written_is_refused_before_measuring(tmp_path, capsys, where):
+@pytest.mark.parametrize("where, says", [(".", "is a folder"), ("fifo", "device or special file"),
+                                         ("afile/t.json", "is a file, not a folder"), ("t.json/", "ends in a slash")])
+def test_a_json_path_that_cannot_be_written_is_refused_before_measuring(tmp_path, capsys, where, says):
+    """Never a FIFO (the write would block after the whole run), a folder, a path under a file."""
     from benchmarks.run import parse
 
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "afile").write_text("keep")
     with pytest.raises(SystemExit) as exc:
-        parse(["--json", str(tmp_path / where)])
-    assert exc.value.code == 2 and "not a file in an existing folder" in capsys.readouterr().err
+        parse(["--json", str(tmp_path) + "/" + where])
+    assert exc.value.code == 2 and says in capsys.readouterr().err

@@ -257,3 +257,22 @@ def test_a_policy_that_fails_on_replay_is_named_for_its_row_and_the_others_go_on
     out = capsys.readouterr()
     assert "could not be replayed: RuntimeError: flaky" in out.out and "kept in place" in out.out
     assert "1 of 2 replayed row(s) are their policy's run" in out.err
+
+
+def test_a_policy_that_hangs_on_replay_is_stopped_at_the_time_limit_and_named(env_dirs, tmp_path, monkeypatch, capsys):
+    """A plug-in that sleeps when replayed had hung verify --replay; it is stopped after --cell-timeout, named
+    (kept in place), and the other rows are replayed. The limit is far below the sleep, so the outcome does
+    not depend on the machine's speed."""
+    from tests.online.helpers import plugin_module
+
+    mod = plugin_module(tmp_path, "sleepy_plugin", monkeypatch)
+    marker = tmp_path / "sleep-now"
+    mod.write_text("import os, time\nfrom online.protocol import Policy\n\nclass P(Policy):\n    def select(self, Phi):\n"
+                   f"        if os.path.exists({str(marker)!r}):\n            time.sleep(3600)\n"
+                   "        return 0, 1\n")
+    run_sweep(["dev"], [0], ["sleepy_plugin:P", "random"], RunStore(), arrivals=3, progress=False, inline=True)
+    marker.write_text("x")
+    assert main(["verify", "--replay", "--policies", "sleepy_plugin:P,random", "--cell-timeout", "30"]) == 1
+    out = capsys.readouterr()
+    assert "could not be replayed: exceeded the time limit of 30 s" in out.out and "kept in place" in out.out
+    assert "1 of 2 replayed row(s) are their policy's run" in out.err

@@ -270,12 +270,12 @@ def _held_out(world) -> bool:
 
 
 def verify_store(store: RunStore, world_arg=None, policies=None, allow_test=False, worlds_dir=None,
-                 replay: bool = False, jobs: int = 1) -> int:
+                 replay: bool = False, jobs: int = 1, replay_timeout: float | None = None) -> int:
     """Recompute every stored row from its world, its seed and what it played, in a fresh process; print one
     line per row that does not verify (moved aside) or cannot be checked. With `replay`, also run each
     verified row's policy again on this code (``online.replay_check``) and move aside every row whose pairs
-    are not that policy's (and every click log whose records the replay does not reproduce). Returns 1 if
-    any row failed, else 0."""
+    are not that policy's (and every click log whose records the replay does not reproduce); a replay that
+    runs past `replay_timeout` seconds is stopped and named. Returns 1 if any row failed, else 0."""
     _existing(store)
     worlds, digests = worlds_to_check(store, world_arg, allow_test, worlds_dir)
     specs = {canonical_spec(s) for s in policies} if policies else None
@@ -293,15 +293,17 @@ def verify_store(store: RunStore, world_arg=None, policies=None, allow_test=Fals
           (f"; {logs} click log(s) beside them did not (moved aside)" if logs else ""), file=sys.stderr)
     if replay:
         trusted = frozenset(policy_spec(s).target for s in policies or ())
-        bad += _replay_rows(store, [(r, p) for r, p in zip(rows, paths) if p in good], worlds, trusted, jobs)
+        bad += _replay_rows(store, [(r, p) for r, p in zip(rows, paths) if p in good], worlds, trusted, jobs,
+                            replay_timeout)
     return 1 if bad else 0
 
 
-def _replay_rows(store, rows_paths, worlds: dict, trusted: frozenset, jobs: int) -> int:
-    """Replay the verified rows of the current code whose policy may be imported; move aside (and name) every
-    row that does not replay to its own pairs, or whose click log the replay does not reproduce. Returns
-    their number."""
-    from online.process_pool import map_in_workers
+def _replay_rows(store, rows_paths, worlds: dict, trusted: frozenset, jobs: int, timeout: float | None = None) -> int:
+    """Replay the verified rows of the current code whose policy may be imported, each in a worker process
+    stopped after `timeout` seconds; move aside (and name) every row that does not replay to its own pairs,
+    or whose click log the replay does not reproduce. Returns their number, with the replays that failed
+    or were stopped."""
+    from online.process_pool import each_in_workers
     from online.replay_check import replay_task
 
     items, skipped, codes = [], {}, {}
@@ -319,7 +321,8 @@ def _replay_rows(store, rows_paths, worlds: dict, trusted: frozenset, jobs: int)
     for (policy, code), why in sorted(skipped.items()):
         n = sum(1 for r, _ in rows_paths if (r["policy"], r["code"]["digest"]) == (policy, code))
         print(f"not replayed: {n} row(s) of {policy} (code {code}): {why}", file=sys.stderr)
-    results = map_in_workers(replay_task, items, jobs)
+    results = [outcome if status == "ok" else (path, ("error", outcome))
+               for (path, _, _), (status, outcome) in zip(items, each_in_workers(replay_task, items, jobs, timeout))]
     failed = [(p, *found) for p, found in results if found and found[0] != "skip"]
     for p, found in results:
         if found and found[0] == "skip":

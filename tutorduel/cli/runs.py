@@ -1,7 +1,8 @@
 """`replay`, `stats`, `leaderboard`, `export`, `verify`: the commands over the run store."""
 from __future__ import annotations
 
-from tutorduel.arg_types import MAX_JOBS, arrivals_int, file_arg, folder_arg, int_in
+from online.replay_check import REPLAY_TIMEOUT_S
+from tutorduel.arg_types import MAX_JOBS, arrivals_int, file_arg, float_in, folder_arg, int_in
 from tutorduel.cli.options import DEFAULT_POLICIES, WORLD_HELP, common_options, sweep_keywords, sweep_options
 
 
@@ -66,7 +67,7 @@ def cmd_verify(a) -> int:
     from tutorduel.store_commands import verify_store
 
     return verify_store(RunStore(a.store), a.world, split_specs(a.policies) if a.policies else None, a.allow_test,
-                        a.worlds, replay=a.replay, jobs=a.jobs)
+                        a.worlds, replay=a.replay, jobs=a.jobs, replay_timeout=a.cell_timeout)
 
 
 def add_parsers(sub) -> None:
@@ -130,5 +131,8 @@ def add_parsers(sub) -> None:
                                                          "name every row whose pairs are not that policy's (the run's "
                                                          "cost again; rows of other code versions are not replayed)")
     p.add_argument("--jobs", type=int_in(1, MAX_JOBS), default=1, help="worker processes for --replay (default 1)")
+    p.add_argument("--cell-timeout", type=float_in(0, 7 * 24 * 3600, lo_open=True), metavar="SECONDS",
+                   default=REPLAY_TIMEOUT_S, help="--replay: stop a row's replay after this long and name it (kept in "
+                                                  f"place; default {REPLAY_TIMEOUT_S:g} s)")
     common_options(p)
     p.set_defaults(fn=cmd_verify)
