@@ -359,3 +359,37 @@ def test_a_damaged_store_is_read_without_hanging_or_a_traceback(hostile, tmp_pat
         out, err = capfd.readouterr()
         assert rc in ok and "Traceback" not in out + err, (argv, rc, err[-1500:])
     assert _digests(runs) == before
+
+
+ESCAPES = "\x1b]0;pwned\x07\x1b[2J\x1b[31mred\r\x9b31m\u202egnp.exe"
+
+
+def test_text_from_a_world_file_reaches_the_terminal_visible(dev_world, tmp_path, capsys):
+    """A world's description (any text from a file) with escape sequences that would retitle, clear and
+    recolour the terminal, a carriage return and a bidi override: printed as escapes, not sent raw."""
+    w = dev_world.copy()
+    w.attrs["description"] = ESCAPES
+    path = write_world_file(w, tmp_path / "w.nc")
+    assert main(["worlds", "describe", str(path), "--seeds", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "\\x1b]0;pwned\\x07\\x1b[2J\\x1b[31mred\\r\\x9b31m\\u202egnp.exe" in out
+    assert not any(c in out for c in "\x1b\x07\r\x9b\u202e")
+
+
+def test_visible_keeps_line_breaks_and_tabs_and_escapes_the_rest():
+    from hypothesis import given, strategies as st
+
+    from tutorduel.terminal_text import visible
+
+    assert visible("a\tb\nc") == "a\tb\nc" and visible("\x00\x7f\x85") == "\\x00\\x7f\\x85"
+
+    import unicodedata
+
+    bidi = set("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+    @given(st.text())
+    def check(text):
+        shown = visible(text)
+        assert all(c in "\t\n" or (unicodedata.category(c) != "Cc" and c not in bidi) for c in shown)
+        assert visible(shown) == shown                            # nothing left to escape
+    check()

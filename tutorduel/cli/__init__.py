@@ -53,9 +53,14 @@ def main(argv=None) -> int:
         previous = signal.signal(signal.SIGINT, InterruptFlag())
         sys.unraisablehook = quiet_unraisable(hook)
     status = None
+    from tutorduel.terminal_text import VisibleStream
+
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = VisibleStream(sys.stdout), VisibleStream(sys.stderr)   # text from files, made visible
     try:
         status = _run(argv)
     finally:
+        sys.stdout, sys.stderr = streams
         if previous is not None:
             try:
                 signal.signal(signal.SIGINT, previous)

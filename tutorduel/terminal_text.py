@@ -1,0 +1,47 @@
+"""Text from files reaches the terminal visible, never executed.
+
+World files and store records carry text a user did not write (persona names, question texts, profiles, a
+failed cell's error). Printed raw, an escape sequence in it would retitle, recolour or clear the terminal,
+or move the cursor over what was printed before; a bidirectional override would reorder a line. The
+command line prints through ``VisibleStream``, which shows every such character as its escape
+(``\\x1b``, ``\\r``, ``\\u202e``) and keeps line breaks and tabs. The toolkit prints no control
+characters of its own.
+"""
+from __future__ import annotations
+
+import re
+
+# C0 controls but tab and line feed, DEL, C1 controls, and the bidirectional embeddings, overrides and isolates
+_HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(m: re.Match) -> str:
+    c = m.group()
+    return {"\r": "\\r", "\x0b": "\\v", "\x0c": "\\f"}.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+
+
+def visible(text: str) -> str:
+    """`text` with every control character but line feed and tab shown as its escape."""
+    return _HIDDEN.sub(_escape, text)
+
+
+class VisibleStream:
+    """A text stream that writes through `visible` to the stream it wraps; everything else is the wrapped
+    stream's (its encoding, fileno, isatty)."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(visible(text))
+        return len(text)
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+__all__ = ["VisibleStream", "visible"]
