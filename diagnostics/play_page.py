@@ -30,6 +30,7 @@ from tdmodels.atomic_file import atomic_save
 from tdmodels.catalog import PERSONAS
 from tdmodels.limits import MAX_PAGE_ARRIVALS
 from tdmodels.run_inputs import checked_count, checked_seed, checked_world
+from tdmodels.errors import check_flag
 
 COMPARED = ("no-transfer", "coduel")
 
@@ -58,6 +59,7 @@ def play_data(world: xr.Dataset, seed: int, sessions: int = 48, compare: bool = 
         JSON-ready: personas, and per arrival the question texts, P [S, K, K], U [S, K], uniforms [S],
         floor and random regret per round, and the compared policies' regret, floor and random sums.
     """
+    compare = check_flag("compare", compare)
     world, seed = checked_world(world), checked_seed(seed)
     sessions = checked_count(sessions, "play: sessions", 1, MAX_PAGE_ARRIVALS)
     sched = make_schedule(world, seed)

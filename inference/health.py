@@ -14,6 +14,7 @@ import arviz as az
 import numpy as np
 
 from inference.convergence import rhat_and_bulk_ess, tail_ess
+from tdmodels.errors import check_flag
 
 MAX_RHAT = 1.01
 MIN_BFMI = 0.2
@@ -91,6 +92,7 @@ def fit_health(idata: az.InferenceData, var_names: list[str] | None = None) -> H
 
 def check_health(health: Health, what: str = "NUTS fit", strict: bool = False) -> Health:
     """Warn (or raise FitHealthError when strict) naming every missed threshold."""
+    strict = check_flag("strict", strict)
     if not health.ok:
         msg = f"{what}: " + "; ".join(health.problems)
         if strict:

@@ -78,6 +78,11 @@ def declared_integers(fn) -> set[str]:
     return {name for name, hint in _hints(fn).items() if annotated_range(hint)[0] is int and hint_range(hint)}
 
 
+def declared_flags(fn) -> set[str]:
+    """The parameters a function declares as ``bool``."""
+    return {name for name, hint in _hints(fn).items() if hint is bool}
+
+
 def range_problem(name: str, value, rng: Range) -> str | None:
     """None where `value` is None (an optional setting left unset) or inside `rng`; else what is wrong."""
     if value is None or value in rng:
@@ -86,17 +91,20 @@ def range_problem(name: str, value, rng: Range) -> str | None:
 
 
 def ranged(fn):
-    """Check every ranged argument of a call against its declared Range, and that an int-ranged one is an
-    integer (InputError naming the first that fails)."""
+    """Check every ranged argument of a call against its declared Range, that an int-ranged one is an
+    integer and that a bool one is a bool, not a truthy string (InputError naming the first that fails)."""
     sig = inspect.signature(fn)
 
     @functools.wraps(fn)
     def checked(*args, **kwargs):
         if "_ranges" not in checked.__dict__:        # read on first use: annotations may name later definitions
             checked._ranges, checked._integers = declared_ranges(fn), declared_integers(fn)
+            checked._flags = declared_flags(fn)
         ranges = checked._ranges
         bound = sig.bind(*args, **kwargs)
         for name, value in bound.arguments.items():
+            if name in checked._flags and not isinstance(value, (bool, np.bool_)):
+                raise InputError(f"{name}={value!r}: give True or False")
             if name in checked._integers and value is not None and (
                     isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer))):
                 raise InputError(f"{name}={value!r} must be an integer")

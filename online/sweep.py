@@ -40,6 +40,7 @@ import threading
 import time
 
 from online.interrupt import InterruptFlag
+from tdmodels.errors import check_flag
 from online.process_pool import WorkerPool
 from online.store import CellKey, RunStore, StoreError, row_problem
 from online.sweep_cell import CELL_RESULT, compute_cell
@@ -216,6 +217,9 @@ def run_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: RunS
     SweepResult
         Raises SweepInterrupted (a KeyboardInterrupt, with the result) on Ctrl-C.
     """
+    allow_test, progress, keep_clicks, inline, confirm = (
+        check_flag(n, v) for n, v in (("allow_test", allow_test), ("progress", progress), ("keep_clicks", keep_clicks),
+                                      ("inline", inline), ("confirm", confirm)))
     _check_executor(jobs, scheduler, dask_workers, cell_timeout, inline)
     local = 0 if scheduler else (dask_workers or (0 if inline else jobs))
     todo, sources, loaded, res = plan_sweep(worlds, seeds, specs, store, allow_test, arrivals, worlds_dir,

@@ -10,7 +10,7 @@ from online.code_identity import policy_code
 from online.registry import make_learner, policy_spec, resolve
 from online.replay import arrivals_limit
 from online.store import CellKey, CorruptRowError, RunStore
-from tdmodels.errors import InputError
+from tdmodels.errors import InputError, check_flag
 from tdmodels.limits import MAX_SEED
 from tdmodels.rosters import open_world, world_file, world_name
 from tdmodels.run_inputs import check_run_memory
@@ -99,6 +99,8 @@ def plan_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: Run
                confirm: bool = False):
     """Check everything a sweep needs before any cell runs; return (cells to run, world files by digest, the
     worlds by digest, result so far)."""
+    allow_test, keep_clicks, confirm = (check_flag(n, v) for n, v in (("allow_test", allow_test),
+                                                                      ("keep_clicks", keep_clicks), ("confirm", confirm)))
     if isinstance(worlds, str) or isinstance(specs, str) or isinstance(seeds, str):
         raise SweepError("worlds, seeds and specs are lists (a single name is [name]; seeds: parse_seeds('0-7'))")
     if not isinstance(store, RunStore):

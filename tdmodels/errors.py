@@ -9,3 +9,14 @@ exception is a bug and surfaces as one (a traceback, exit 1), never as a quiet e
 
 class InputError(ValueError):
     """Input a user can correct: the message names what is wrong and where."""
+
+
+def check_flag(name: str, value) -> bool:
+    """`value` as a bool when it is one (Python's or NumPy's); InputError naming `name` otherwise. A truthy
+    string ("no", "false") or a number is not taken for a yes: ``allow_test="no"`` had opened held-out
+    rosters."""
+    import numpy as np
+
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise InputError(f"{name}={value!r}: give True or False")

@@ -25,7 +25,7 @@ from .simulator import ROSTERS, build_roster
 from .simulator_params import BASES, DEFAULT_PARAMS, SimulatorParams, generator_version
 from .stress_worlds import GENERATOR, STRESS_PRESETS, build_stress_world
 from .world import WorldFormatError, check_name, load_world, save_world, world_digest
-from tdmodels.errors import InputError
+from tdmodels.errors import InputError, check_flag
 
 DEFAULT_WORLD = "dev"
 SIMULATOR_FILE = "simulator.json"
@@ -113,6 +113,7 @@ def open_world(name: str | os.PathLike, allow_test: bool = False, directory=None
         name = os.fspath(name)
     if not isinstance(name, str) or not name.strip():
         raise WorldFormatError(f"world name {name!r}: give a roster name or a path to a .nc file")
+    allow_test = check_flag("allow_test", allow_test)
     if isinstance(copies, bool) or not isinstance(copies, int) or not 1 <= copies <= 4096:
         raise InputError(f"copies {copies!r}: the processes that will hold the world, an integer in [1, 4096]")
     if directory is not None and not isinstance(directory, (str, os.PathLike)):

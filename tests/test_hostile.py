@@ -393,3 +393,39 @@ def test_visible_keeps_line_breaks_and_tabs_and_escapes_the_rest():
         assert all(c in "\t\n" or (unicodedata.category(c) != "Cc" and c not in bidi) for c in shown)
         assert visible(shown) == shown                            # nothing left to escape
     check()
+
+
+@pytest.mark.parametrize("call", ["open_world", "run_sweep", "plan_sweep", "coduel", "tempered_kg", "check_health",
+                                  "play_data", "world_from_npz"])
+@pytest.mark.parametrize("truthy", ["no", "false", 1, None])
+def test_a_truthy_value_is_not_taken_for_true(call, truthy, dev_world, env_dirs):
+    """allow_test="no" had opened held-out rosters; every bool of the Python API takes a bool only."""
+    from online.sweep_plan import plan_sweep
+
+    if call == "open_world":
+        from tdmodels.rosters import open_world
+        fn = lambda: open_world("quirky", allow_test=truthy)                       # noqa: E731
+    elif call == "run_sweep":
+        fn = lambda: run_sweep(["quirky"], [0], ["random"], RunStore(), allow_test=truthy)   # noqa: E731
+    elif call == "plan_sweep":
+        fn = lambda: plan_sweep(["quirky"], [0], ["random"], RunStore(), allow_test=truthy)  # noqa: E731
+    elif call == "coduel":
+        from online.policies.coduel import coduel
+        fn = lambda: coduel(population=truthy)                                      # noqa: E731
+    elif call == "tempered_kg":
+        from online.policies.tempered_kg import tempered_kg
+        fn = lambda: tempered_kg(gate=truthy)                                       # noqa: E731
+    elif call == "check_health":
+        from inference.health import check_health
+        fn = lambda: check_health(None, strict=truthy)                              # noqa: E731
+    elif call == "play_data":
+        from diagnostics.play_page import play_data
+        fn = lambda: play_data(dev_world, 0, sessions=2, compare=truthy)           # noqa: E731
+    else:
+        from tutorduel.world_commands import world_from_npz
+        fn = lambda: world_from_npz(env_dirs / "none.npz", "mine", force=truthy)   # noqa: E731
+    from tdmodels.errors import InputError
+
+    with pytest.raises(InputError, match="give True or False"):
+        fn()
+    assert not (env_dirs / "worlds" / "quirky.nc").exists()

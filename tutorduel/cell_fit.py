@@ -22,7 +22,7 @@ from tdmodels.limits import MAX_SEED
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior, isotropic_prior
 from tdmodels.world import world_digest
 from tutorduel.arg_types import MAX_DRAWS, MAX_JOBS, MAX_MINUTES
-from tdmodels.errors import InputError
+from tdmodels.errors import InputError, check_flag
 
 MODELS = ("users", "population", "recalibration")
 PRIORS = ("policy", "em")
@@ -116,6 +116,7 @@ def fit_cell(world, seed: int, spec: str, model: str, store: RunStore, prior: st
     for the chains) and `max_minutes` apply to the population model: with max_minutes, the Gibbs
     chains run on in rounds until every label-invariant diagnostic passes or the time is spent.
     """
+    strict = check_flag("strict", strict)
     from inference.mixture_em import fit_mixture_em
     from inference.model_fits import fit_population, fit_recalibration
     from inference.user_reference import compact_reference, fit_users

@@ -18,7 +18,7 @@ from online.store import CellKey, RunStore
 from online.sweep import SweepInterrupted, run_sweep
 from online.verify import BAD_LOG, audit_in_fresh_process
 from tdmodels.atomic_file import check_output_path
-from tdmodels.errors import InputError
+from tdmodels.errors import InputError, check_flag
 from tdmodels.rosters import is_path, open_world, world_file, world_name
 from tdmodels.world import WorldFormatError, world_digest
 from tutorduel.store_view import apply_verdicts, current_code, stored_rows, verified_rows
@@ -238,6 +238,7 @@ def _scan(store, digests) -> tuple[list[dict], list[str]]:
 def export_verified(store: RunStore, path, world_arg=None, allow_test=False, worlds_dir=None) -> int:
     """Write the scalar fields of the stored rows that verify (of the named worlds, or all) to .csv or .parquet;
     rows of held-out worlds only with `allow_test`."""
+    allow_test = check_flag("allow_test", allow_test)
     _existing(store)
     worlds, digests = worlds_to_check(store, world_arg, allow_test, worlds_dir)
     held = set() if allow_test else {d for d, w in worlds.items() if _held_out(w)}
@@ -276,6 +277,7 @@ def verify_store(store: RunStore, world_arg=None, policies=None, allow_test=Fals
     verified row's policy again on this code (``online.replay_check``) and move aside every row whose pairs
     are not that policy's (and every click log whose records the replay does not reproduce); a replay that
     runs past `replay_timeout` seconds is stopped and named. Returns 1 if any row failed, else 0."""
+    allow_test, replay = (check_flag(n, v) for n, v in (("allow_test", allow_test), ("replay", replay)))
     _existing(store)
     worlds, digests = worlds_to_check(store, world_arg, allow_test, worlds_dir)
     specs = {canonical_spec(s) for s in policies} if policies else None

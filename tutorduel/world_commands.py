@@ -12,7 +12,7 @@ from diagnostics.published_curves import CURVES_BYTES, CURVES_FILE, load_curves
 from diagnostics.stats import REFERENCE_LABELS, mean_se, reference_table
 from diagnostics.world_figures import format_side_by_side, world_figures
 from tdmodels.atomic_file import atomic_save
-from tdmodels.errors import InputError
+from tdmodels.errors import InputError, check_flag
 from tdmodels.file_read import read_regular_text
 from tdmodels.from_arrays import read_arrays, world_from_arrays
 from tdmodels.roster_digests import published_digest
@@ -178,6 +178,7 @@ def import_sample(path, directory=None, force: bool = False, resamples=(0, 1)) -
     """Convert the published site sample into the world file `sample` and resample its sessions into the
     real-session rosters `real-sessions-R` for each R in `resamples` (``tdmodels.sample_roster``); an existing
     file of other content is replaced only with `force`."""
+    force = check_flag("force", force)
     ds = validate_world(load_sample(path), f"sample {path}")      # a bad input is named as the input
     rosters = {resample_name(r): validate_world(real_session_roster(ds, r), f"real-session roster {r}")
                for r in resamples}
@@ -205,6 +206,7 @@ def import_curves(path, directory=None, force: bool = False) -> int:
     """Check the reference's published learning curves at `path` (``diagnostics.published_curves``) and keep a
     copy in the worlds folder, where the leaderboard reads them; a copy of other content is replaced only with
     `force`."""
+    force = check_flag("force", force)
     curves = load_curves(path)
     text = read_regular_text(Path(path), CURVES_BYTES)
     folder = worlds_dir(directory)
@@ -220,6 +222,7 @@ def import_curves(path, directory=None, force: bool = False) -> int:
 
 def world_from_npz(path, name: str, directory=None, force=False, **world_options) -> int:
     """Make the world `name` from the arrays of a .npz file (checked from their headers before any is loaded)."""
+    force = check_flag("force", force)
     check_name(name)
     if name in ROSTERS or name in STRESS_PRESETS or name == "sample" or resample_of(name) is not None:
         raise InputError(f"--name {name!r} is a simulated roster's, a stress preset's, the real sample's or a "
