@@ -38,7 +38,7 @@ def fit_population(z, y, seed: int = 0, chains: int = DEFAULT_CHAINS, warmup: in
                    draws: int | None = None, thin: int = 1, sampler: str = "gibbs",
                    hyper: PopulationHyper = PopulationHyper(), strict: bool = False, map_chains=None,
                    settings: GibbsSettings = GibbsSettings(), max_seconds: float | None = None,
-                   progress=None) -> az.InferenceData:
+                   progress=None, max_rounds: int | None = None) -> az.InferenceData:
     """The population model's posterior given clicks y [U, S] on designs z [U, S, d], with its health.
 
     Parameters
@@ -60,7 +60,11 @@ def fit_population(z, y, seed: int = 0, chains: int = DEFAULT_CHAINS, warmup: in
         "gibbs" only: if given, the chains run on in rounds (each extends them by what the
         diagnostics' shortfall asks; see ``sample_population``) until every label-invariant
         diagnostic passes or the budget would be passed (one chain: one run, as it is never
-        healthy); `progress(message)` hears of each round. None: one run of warmup + draws x thin.
+        healthy); `progress(message)` hears of each round. None (and no `max_rounds`): one run of
+        warmup + draws x thin.
+    max_rounds : int or None
+        "gibbs" only: as `max_seconds`, a budget of rounds (at least 1), which does not depend on the
+        machine's speed; with both, the first spent ends the fit.
 
     Returns
     -------
@@ -82,11 +86,15 @@ def fit_population(z, y, seed: int = 0, chains: int = DEFAULT_CHAINS, warmup: in
             ess = min((q.min_ess_bulk for q in qs), default=0.0)
             return RoundVerdict(li.ok, max_rhat, ess / MIN_ESS_BULK)
 
-        until = verdict if max_seconds is not None and chains >= 2 else None    # one chain is never healthy
+        if max_rounds is not None and (isinstance(max_rounds, bool) or not isinstance(max_rounds, (int, np.integer))
+                                       or not 1 <= max_rounds <= 10_000):
+            raise InputError(f"max_rounds {max_rounds!r}: an integer in [1, 10000]")
+        budgeted = max_seconds is not None or max_rounds is not None
+        until = verdict if budgeted and chains >= 2 else None    # one chain is never healthy
         idata = sample_population(z, y, hyper, chains=chains, warmup=GIBBS_WARMUP if warmup is None else warmup,
                                   draws=GIBBS_DRAWS if draws is None else draws, thin=thin, seed=seed,
                                   settings=settings, map_chains=map_chains, until=until, max_seconds=max_seconds,
-                                  progress=progress)
+                                  progress=progress, max_rounds=max_rounds)
     else:
         idata = run_nuts(population, z, y=y, seed=seed, chains=chains,
                          warmup=DEFAULT_WARMUP if warmup is None else warmup,

@@ -172,7 +172,7 @@ def run_chain(task: ChainTask) -> Chain:
 def sample_population(z, y, hyper: PopulationHyper = PopulationHyper(), chains: int = DEFAULT_CHAINS,
                       warmup: int = DEFAULT_WARMUP, draws: int = DEFAULT_DRAWS, thin: int = 1, seed: int = 0,
                       settings: GibbsSettings = GibbsSettings(), map_chains=None, until=None,
-                      max_seconds: float | None = None, progress=None) -> az.InferenceData:
+                      max_seconds: float | None = None, progress=None, max_rounds: int | None = None) -> az.InferenceData:
     """Sample the population model's posterior given clicks y [U, S] on designs z [U, S, d].
 
     Parameters
@@ -192,11 +192,14 @@ def sample_population(z, y, hyper: PopulationHyper = PopulationHyper(), chains: 
         ``online.process_pool.map_in_workers`` with jobs); default: one after another, here.
     until : callable or None
         ``until(idata) -> RoundVerdict``. If given, the chains run on in rounds until it says met (e.g.
-        every label-invariant diagnostic passes) or `max_seconds` would be passed; `_next_round` says
+        every label-invariant diagnostic passes), `max_rounds` rounds have run or `max_seconds` would be
+        passed; `_next_round` says
         how far each round extends them (keeping at most 2 x `draws` per chain). Without it, one round.
     max_seconds : float or None
         Wall-time budget for the rounds (no new round starts that would, at the last round's pace,
         end past it).
+    max_rounds : int or None
+        At most this many rounds: a budget that does not depend on the machine's speed.
     progress : callable or None
         ``progress(message)`` after each round.
 
@@ -241,7 +244,8 @@ def sample_population(z, y, hyper: PopulationHyper = PopulationHyper(), chains: 
         if progress is not None:
             progress(f"round {rnd}: {done} sweeps per chain, {kept_sweeps} kept ({len(kept[0].stats)} draws, thinning "
                      f"{cur_thin}), {elapsed:.0f} s; " + _verdict_words(verdict, drop_half, near_miss))
-        if verdict.met or (max_seconds is not None and elapsed + next_cost > max_seconds):
+        if verdict.met or (max_seconds is not None and elapsed + next_cost > max_seconds) \
+                or (max_rounds is not None and rnd >= max_rounds):
             return idata
         if drop_half:
             half = len(kept[0].stats) // 2

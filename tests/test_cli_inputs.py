@@ -82,7 +82,7 @@ def test_a_population_fit_runs_until_healthy(env_dirs, capsys):
     """The default population fit keeps its chains running until every label-invariant diagnostic
     passes; --strict then exits 0 and the verdict is printed."""
     argv = ["fit", "--arrivals", "8", "--model", "population", "--chains", "2", "--warmup", "200", "--draws", "500",
-            "--max-minutes", "4", "--jobs", "1", "--strict"]
+            "--max-rounds", "20", "--jobs", "1", "--strict"]
     assert main(argv) == 0
     cap = capsys.readouterr()
     assert "label-invariant diagnostics, 2 chains" in cap.out and "  -- OK" in cap.out

@@ -25,6 +25,7 @@ from tutorduel.arg_types import MAX_DRAWS, MAX_JOBS, MAX_MINUTES
 from tdmodels.errors import InputError, check_flag
 
 MODELS = ("users", "population", "recalibration")
+DEFAULT_FIT_MINUTES = 30.0     # the population fit's time budget when neither minutes nor rounds are given
 PRIORS = ("policy", "em")
 
 
@@ -108,7 +109,8 @@ def fit_cell(world, seed: int, spec: str, model: str, store: RunStore, prior: st
              arrivals: int | None = None, chains: int = DEFAULT_CHAINS, warmup: int | None = None,
              draws: int | None = None, strict: bool = False, out: str | Path | None = None,
              users: int | None = None, sampler: str = "gibbs", thin: int = 1,
-             jobs: int = 1, max_minutes: float | None = None, progress=None) -> tuple[az.InferenceData, Path]:
+             jobs: int = 1, max_minutes: float | None = None, progress=None,
+             max_rounds: int | None = None) -> tuple[az.InferenceData, Path]:
     """Fit `model` on the cell's clicks (the first `users` arrivals if given); write and return the netCDF.
 
     warmup and draws default to the sampler's own (NUTS: 1000 and 1000; the population model's
@@ -160,9 +162,12 @@ def fit_cell(world, seed: int, spec: str, model: str, store: RunStore, prior: st
     if model == "users":
         idata = compact_reference(fit_users(z, y, pr, **opts), seed=seed)
     elif model == "population":
-        budget = 60.0 * max_minutes if max_minutes and sampler == "gibbs" else None
+        if max_minutes is None and max_rounds is None:
+            max_minutes = DEFAULT_FIT_MINUTES
+        fixed = max_minutes == 0 or sampler != "gibbs"       # one run of warmup + draws x thin
+        budget = 60.0 * max_minutes if max_minutes and not fixed else None
         idata = fit_population(z, y, sampler=sampler, thin=thin, map_chains=chain_map(jobs), max_seconds=budget,
-                               progress=progress, **opts)
+                               max_rounds=None if fixed else max_rounds, progress=progress, **opts)
     else:
         if int(world.attrs["rater_available"]) == 0:
             raise InputError(f"world {world.attrs['roster']!r} has no rater scores: nothing to recalibrate")

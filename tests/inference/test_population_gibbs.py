@@ -12,6 +12,7 @@ from inference.kernels import gibbs_conjugate as conj
 from inference.kernels import gibbs_moves as moves
 from inference.kernels import gibbs_split_merge as sm
 from inference.model_fits import fit_population, stored_label_invariant
+from tdmodels.errors import InputError
 from inference.population_gibbs import GibbsSettings, sample_population
 from tdmodels.population_model import PopulationHyper, population
 
@@ -328,3 +329,13 @@ def test_dilation_alone_leaves_the_components_density_invariant():
         radius[t] = (theta[0] ** 2).sum() / (D * sigma2)
     thinned = radius[::20]
     assert stats.kstest(thinned, stats.f(D, df).cdf).pvalue > 0.001
+
+
+def test_a_budget_of_rounds_ends_the_fit_whatever_the_machines_speed():
+    """max_rounds is the budget tests use: a fit short of health after one round stops there (max_seconds would
+    make the outcome depend on the machine)."""
+    z, y, _ = _two_groups(U=6)
+    idata = fit_population(z, y, chains=2, warmup=5, draws=10, hyper=PopulationHyper(n_learned=3), max_rounds=1)
+    assert idata.sample_stats.attrs["rounds"] == 1 and idata.sample_stats.attrs["until_met"] == 0
+    with pytest.raises(InputError, match="max_rounds"):
+        fit_population(z, y, chains=2, warmup=5, draws=10, max_rounds=0)

@@ -17,7 +17,8 @@ def cmd_fit(a) -> int:
     world = open_world(a.world, allow_test=a.allow_test, directory=a.worlds)
     return fit_and_report(world, a.seed, a.policy, a.model, RunStore(a.store), strict=a.strict, prior=a.prior,
                           arrivals=a.arrivals, chains=a.chains, warmup=a.warmup, draws=a.draws, users=a.users,
-                          sampler=a.sampler, thin=a.thin, jobs=a.jobs, max_minutes=a.max_minutes)
+                          sampler=a.sampler, thin=a.thin, jobs=a.jobs, max_minutes=a.max_minutes,
+                          max_rounds=a.max_rounds)
 
 
 def cmd_validate(a) -> int:
@@ -51,10 +52,14 @@ def add_parsers(sub) -> None:
                    help="population model: the collapsed Gibbs sampler with split-merge moves (default; the exact "
                         "reference) or NUTS on the marginalised mixture (does not converge; for comparison)")
     p.add_argument("--thin", type=int_in(1, 10_000), default=1, help="population model, Gibbs: sweeps per stored draw")
-    p.add_argument("--max-minutes", type=float_in(0, MAX_MINUTES), default=30.0,
+    p.add_argument("--max-minutes", type=float_in(0, MAX_MINUTES),
                    help="population model, Gibbs: run the chains on in rounds (each extends them by what the "
                         "diagnostics' shortfall asks, keeping the draws so far) until every label-invariant diagnostic "
-                        "passes or this many minutes are spent (default 30; 0: one run of --warmup + --draws x --thin)")
+                        "passes or this many minutes are spent (default 30 without --max-rounds; 0: one run of "
+                        "--warmup + --draws x --thin)")
+    p.add_argument("--max-rounds", type=int_in(1, 10_000),
+                   help="population model, Gibbs: at most this many rounds (a budget that does not depend on the "
+                        "machine's speed; no time limit unless --max-minutes is given too)")
     p.add_argument("--jobs", type=int_in(1, MAX_JOBS), default=DEFAULT_JOBS,
                    help="population model, Gibbs: worker processes for the chains (default: the cores, at most 4)")
     common_options(p)
