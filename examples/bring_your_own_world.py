@@ -7,6 +7,11 @@ format, and runs random pairs, no-transfer and CODuel on it through the run stor
 
     python examples/bring_your_own_world.py --students 30 --seeds 2
 """
+# ruff: noqa: E402  (the kernel cache is configured before numba is imported)
+from inference.kernel_cache import configure_kernel_cache
+
+configure_kernel_cache()     # a script is an entry point: compiled kernels cached under their source digest
+
 import argparse
 import tempfile
 from pathlib import Path

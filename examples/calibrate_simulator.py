@@ -9,6 +9,11 @@ emulated posterior, one wave of simulations at posterior draws (the posterior pr
 the posterior summary (ArviZ), each figure against its target, and whether the chains are healthy.
 Builds the held-out rosters' worlds to read their world-level rows only: no policy runs.
 """
+# ruff: noqa: E402  (the kernel cache is configured before numba is imported)
+from inference.kernel_cache import configure_kernel_cache
+
+configure_kernel_cache()     # a script is an entry point: compiled kernels cached under their source digest
+
 import argparse
 import tempfile
 

@@ -7,6 +7,11 @@ and second persona by the student's true utility on that question.
 
     python examples/challenger_diagnostic.py --world dev --seeds 1
 """
+# ruff: noqa: E402  (the kernel cache is configured before numba is imported)
+from inference.kernel_cache import configure_kernel_cache
+
+configure_kernel_cache()     # a script is an entry point: compiled kernels cached under their source digest
+
 import argparse
 import numpy as np
 

@@ -11,6 +11,11 @@ the same history, and only the implementation (and the rater feature, absent fro
     tutorduel worlds import-curves tutorduel-site-curves.json
     python examples/early_arrivals_against_the_paper.py --seeds 64
 """
+# ruff: noqa: E402  (the kernel cache is configured before numba is imported)
+from inference.kernel_cache import configure_kernel_cache
+
+configure_kernel_cache()     # a script is an entry point: compiled kernels cached under their source digest
+
 import argparse
 
 import numpy as np

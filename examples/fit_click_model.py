@@ -6,6 +6,11 @@ health and plots one user's posterior.
 
     python examples/fit_click_model.py --arrivals 20 --users 4
 """
+# ruff: noqa: E402  (the kernel cache is configured before numba is imported)
+from inference.kernel_cache import configure_kernel_cache
+
+configure_kernel_cache()     # a script is an entry point: compiled kernels cached under their source digest
+
 import argparse
 
 import arviz as az

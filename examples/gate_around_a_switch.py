@@ -10,6 +10,11 @@ after it, and the `--after` after those; first of all, every arrival from the 20
 
     python examples/gate_around_a_switch.py --world stress-shift --seeds 8
 """
+# ruff: noqa: E402  (the kernel cache is configured before numba is imported)
+from inference.kernel_cache import configure_kernel_cache
+
+configure_kernel_cache()     # a script is an entry point: compiled kernels cached under their source digest
+
 import argparse
 
 import numpy as np

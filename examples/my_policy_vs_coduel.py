@@ -7,6 +7,11 @@ differences are paired seed by seed.
 
     python examples/my_policy_vs_coduel.py --seeds 4 --arrivals 60
 """
+# ruff: noqa: E402  (the kernel cache is configured before numba is imported)
+from inference.kernel_cache import configure_kernel_cache
+
+configure_kernel_cache()     # a script is an entry point: compiled kernels cached under their source digest
+
 import argparse
 
 import numpy as np

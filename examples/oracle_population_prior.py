@@ -8,6 +8,11 @@ scores are paired with `low-rank` and CODuel over the seeds (common random numbe
 
     python examples/oracle_population_prior.py --world dev --seeds 4
 """
+# ruff: noqa: E402  (the kernel cache is configured before numba is imported)
+from inference.kernel_cache import configure_kernel_cache
+
+configure_kernel_cache()     # a script is an entry point: compiled kernels cached under their source digest
+
 import argparse
 
 import numpy as np

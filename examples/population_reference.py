@@ -10,6 +10,11 @@ held-out user. The reference is a reference only if its label-invariant diagnost
 
     python examples/population_reference.py --arrivals 60 --holdout 10
 """
+# ruff: noqa: E402  (the kernel cache is configured before numba is imported)
+from inference.kernel_cache import configure_kernel_cache
+
+configure_kernel_cache()     # a script is an entry point: compiled kernels cached under their source digest
+
 import argparse
 
 import numpy as np

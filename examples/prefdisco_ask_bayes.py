@@ -6,6 +6,11 @@ same scenarios. NormAlign is 0 for the population's best answer and 100 for the 
 
     python examples/prefdisco_ask_bayes.py --scenarios 40
 """
+# ruff: noqa: E402  (the kernel cache is configured before numba is imported)
+from inference.kernel_cache import configure_kernel_cache
+
+configure_kernel_cache()     # a script is an entry point: compiled kernels cached under their source digest
+
 import argparse
 
 import numpy as np

@@ -6,6 +6,11 @@ uniform ranks. Prints the rank-uniformity test and 90% coverage, and writes the 
 
     python examples/sbc_click_model.py --sims 20
 """
+# ruff: noqa: E402  (the kernel cache is configured before numba is imported)
+from inference.kernel_cache import configure_kernel_cache
+
+configure_kernel_cache()     # a script is an entry point: compiled kernels cached under their source digest
+
 import argparse
 
 from diagnostics.sbc_plots import plot_sbc_ecdf

@@ -8,6 +8,11 @@ students arrive in a fixed order, as on the stress worlds).
 
     python examples/trace_user.py --world stress-shift --seed 0 --arrival 175 --seeds 8
 """
+# ruff: noqa: E402  (the kernel cache is configured before numba is imported)
+from inference.kernel_cache import configure_kernel_cache
+
+configure_kernel_cache()     # a script is an entry point: compiled kernels cached under their source digest
+
 import argparse
 
 import numpy as np

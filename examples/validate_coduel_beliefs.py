@@ -7,6 +7,11 @@ the same prior (the one the user arrived under): standardised mean error, sd rat
 
     python examples/validate_coduel_beliefs.py --arrivals 30 --users 20
 """
+# ruff: noqa: E402  (the kernel cache is configured before numba is imported)
+from inference.kernel_cache import configure_kernel_cache
+
+configure_kernel_cache()     # a script is an entry point: compiled kernels cached under their source digest
+
 import argparse
 
 import numpy as np

@@ -10,6 +10,11 @@ random excess, x 100, per seed, with a 95% t interval over seeds (``diagnostics.
     tutorduel replay --world dev --seeds 0-31 --policies coduel,tempered-kg --jobs 2
     python examples/where_the_gain_sits.py --world dev --policy tempered-kg --against coduel
 """
+# ruff: noqa: E402  (the kernel cache is configured before numba is imported)
+from inference.kernel_cache import configure_kernel_cache
+
+configure_kernel_cache()     # a script is an entry point: compiled kernels cached under their source digest
+
 import argparse
 
 import numpy as np

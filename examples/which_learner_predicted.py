@@ -8,6 +8,11 @@ followed low-rank (its rule, recomputed from the log: the better sum over the la
 
     python examples/which_learner_predicted.py --world dev --seeds 2
 """
+# ruff: noqa: E402  (the kernel cache is configured before numba is imported)
+from inference.kernel_cache import configure_kernel_cache
+
+configure_kernel_cache()     # a script is an entry point: compiled kernels cached under their source digest
+
 import argparse
 
 import numpy as np

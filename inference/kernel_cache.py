@@ -6,13 +6,16 @@ constants of ``inference.constants``). After an update, a caller's cached machin
 running the old callee. Entry points (the command line, the benchmarks, the test session) therefore
 call `configure_kernel_cache` before anything imports numba: the cache then lives in a folder named by a
 digest of every module that compiles kernels and of the constants they read, so changed kernels never
-meet an old cache. Importing this module does nothing; it imports neither numba nor the kernels.
+meet an old cache. The kernels are cached on disk only there (`disk_cache`): a program that does not
+configure the cache (the Python API, a notebook, an example that forgot to) compiles them afresh rather
+than run stale ones. Importing this module does nothing; it imports neither numba nor the kernels.
 """
 from __future__ import annotations
 
 import hashlib
 import os
 import sys
+from functools import lru_cache
 from pathlib import Path
 
 _ROOT = Path(__file__).resolve().parents[1]
@@ -30,6 +33,20 @@ def kernel_digest(root: Path = _ROOT) -> str:
     return h.hexdigest()[:16]
 
 
+@lru_cache(maxsize=8)
+def _disk_cache(folder: str | None) -> bool:
+    return bool(folder) and Path(folder).name == kernel_digest()
+
+
+def disk_cache() -> bool:
+    """Whether kernels may be cached on disk: only where the cache folder is the one `configure_kernel_cache`
+    names after the kernels' source digest (the kernel modules pass this as numba's ``cache=``). Elsewhere,
+    a program that imports the toolkit without configuring it (the Python API, a notebook) compiles its
+    kernels afresh: numba's own cache, beside the sources, would go on running a kernel whose callee or
+    constants changed. Reads the environment; changes nothing."""
+    return _disk_cache(os.environ.get("NUMBA_CACHE_DIR"))
+
+
 def configure_kernel_cache(base: str | os.PathLike | None = None) -> Path | None:
     """Point numba's cache at `base`/<kernel digest> (default: $NUMBA_CACHE_DIR, else the user's cache
     folder, ``$XDG_CACHE_HOME`` or ``~/.cache``, then ``tutorduel/numba``). Returns the folder, or None when
@@ -43,3 +60,20 @@ def configure_kernel_cache(base: str | os.PathLike | None = None) -> Path | None
     folder = Path(base) if Path(base).name == digest else Path(base) / digest   # a child inherits its parent's
     os.environ["NUMBA_CACHE_DIR"] = str(folder)
     return folder
+
+
+def compile_note() -> str | None:
+    """A line to show before a run when the configured kernel cache holds no compiled CODuel belief kernel
+    (the first run of this code on this machine compiles them, which takes a while once); None when they
+    are there or when no cache folder was configured (``configure_kernel_cache``)."""
+    folder = os.environ.get("NUMBA_CACHE_DIR")
+    if not folder:
+        return None
+    try:
+        cached = any(Path(folder).rglob("belief.coduel_pair-*.nbi"))
+    except OSError:
+        cached = False
+    if cached:
+        return None
+    return (f"compiling the policies' kernels (the first run of this code on this machine; later runs read them "
+            f"from {folder})")

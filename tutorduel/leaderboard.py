@@ -3,6 +3,7 @@ the markdown table, the learning curves and the HTML page."""
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -72,6 +73,11 @@ def run_leaderboard(store: RunStore, out, rosters: list[str] | None = None, seed
     tally = {"failed": 0, "computed": 0, "stored": 0, "spent": {}}
     started = time.perf_counter()
     rows_by_world, worlds, plateaus = {}, {}, {}
+    from inference.kernel_cache import compile_note
+
+    note = compile_note()
+    if note:
+        print(note, file=sys.stderr, flush=True)
 
     def run_world(name: str, world_seeds: list[int]) -> list[dict]:
         res = run_sweep([name], world_seeds, specs, store, allow_test=allow_test, worlds_dir=worlds_dir,

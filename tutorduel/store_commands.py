@@ -28,6 +28,11 @@ def replay_and_report(store: RunStore, worlds: list[str], seeds: list[int], spec
                       worlds_dir=None, arrivals=None, **sweep_options) -> int:
     """Run the sweep of worlds x seeds x policies through the store, then print the tables of what it touched.
     Returns the exit status: 0, 1 if a cell failed, 130 if interrupted (what finished is stored)."""
+    from inference.kernel_cache import compile_note
+
+    note = compile_note()
+    if note:
+        print(note, file=sys.stderr, flush=True)
     try:
         res = run_sweep(worlds, seeds, specs, store, allow_test=allow_test, arrivals=arrivals, worlds_dir=worlds_dir,
                         **sweep_options)

@@ -7,14 +7,17 @@ import numpy as np
 from numba import njit
 
 from inference.constants import NEWTON_ITERS, NEWTON_RTOL
+from inference.kernel_cache import disk_cache
+
+CACHE = disk_cache()     # on disk only in the folder named by the kernels' source digest
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _sigmoid(x):
     return 0.5 * (1.0 + math.tanh(0.5 * x))
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _log_sigmoid(x):
     # -log(1 + exp(-x)), stable both ways
     if x >= 0:
@@ -22,7 +25,7 @@ def _log_sigmoid(x):
     return x - math.log1p(math.exp(x))
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _click_step(eta, a, s, y, lo, hi, dx_old, p, rtol):
     """One step of the one-click Newton at eta (p = sigmoid(eta)), kept inside the bracket [lo, hi] of the
     root (bisection where Newton leaves it or does not halve the last step). Returns (eta, lo, hi, the step,
@@ -43,7 +46,7 @@ def _click_step(eta, a, s, y, lo, hi, dx_old, p, rtol):
     return eta, lo, hi, dx, False
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def click_mode(a, s, y, rtol=NEWTON_RTOL, p_a=-1.0, iters=NEWTON_ITERS):
     """Mode of N(eta; a, s) x Bernoulli(y; sigmoid(eta)): the one implementation of the one-click Newton
     (``inference.laplace.click_mode`` documents it and calls this). p_a = sigmoid(a) when the caller has it
@@ -64,7 +67,7 @@ def click_mode(a, s, y, rtol=NEWTON_RTOL, p_a=-1.0, iters=NEWTON_ITERS):
     raise RuntimeError("click_mode: the one-click Newton did not converge")
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def click_modes_both(a, s, rtol=NEWTON_RTOL, p_a=-1.0, iters=NEWTON_ITERS):
     """(`click_mode` for y = 0, for y = 1) with the two Newton iterations interleaved: two independent
     chains of the same arithmetic, which the processor overlaps (bit for bit the two calls)."""
@@ -84,7 +87,7 @@ def click_modes_both(a, s, rtol=NEWTON_RTOL, p_a=-1.0, iters=NEWTON_ITERS):
     raise RuntimeError("click_mode: the one-click Newton did not converge")
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def click_modes(a, s, y, rtol=NEWTON_RTOL, iters=NEWTON_ITERS):
     """`click_mode` elementwise over 1-D arrays a, s (one outcome y for all)."""
     out = np.empty(a.shape[0])
@@ -93,7 +96,7 @@ def click_modes(a, s, y, rtol=NEWTON_RTOL, iters=NEWTON_ITERS):
     return out
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def probit_log_predictive(a, s, y):
     """log p(y) for eta ~ N(a, s) under a logistic click, by the probit approximation (the compiled twin of ``inference.mixture_belief.probit_log_predictive``)."""
     x = a / math.sqrt(1.0 + math.pi * s / 8.0)

@@ -10,9 +10,12 @@ from numba import njit
 
 from inference.constants import LOOKAHEAD_RTOL, PRUNE_NATS
 from inference.kernels._scalar import _sigmoid, click_mode, click_modes_both, probit_log_predictive
+from inference.kernel_cache import disk_cache
+
+CACHE = disk_cache()     # on disk only in the folder named by the kernels' source digest
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def eta_prior(m, S, z, Sz):
     """Mean a and variance s >= 0 of eta = z . theta under N(theta; m, S); fills Sz [d] = S z."""
     d = m.shape[0]
@@ -29,7 +32,7 @@ def eta_prior(m, S, z, Sz):
     return a, max(s, 0.0)
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def rank_one_step(m, S, Sz, shift, k):
     """A Gaussian's one-click step along Sz = S z, in place: m += Sz shift, S -= Sz Sz' k."""
     d = m.shape[0]
@@ -39,7 +42,7 @@ def rank_one_step(m, S, Sz, shift, k):
             S[i, j] -= Sz[i] * Sz[j] * k
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def normalised(lp, active):
     """(lp minus its log-sum-exp over the active slots, -inf elsewhere; that log-sum-exp)."""
     top = -np.inf
@@ -58,7 +61,7 @@ def normalised(lp, active):
     return out, norm
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def mixture_update(log_w, means, covs, active, z, y):
     """One click into a mixture belief; returns (log_w, means, covs, log p(y | belief)).
 
@@ -83,7 +86,7 @@ def mixture_update(log_w, means, covs, active, z, y):
     return new_w, new_m, new_S, log_pred
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def update_both(log_w, means, covs, active, alone_log_w, alone_means, alone_covs, z, y):
     """One click into the population belief and the no-transfer belief (one call from Python)."""
     one = np.ones(alone_log_w.shape[0], dtype=np.bool_)
@@ -92,7 +95,7 @@ def update_both(log_w, means, covs, active, alone_log_w, alone_means, alone_covs
     return w1, m1, S1, lp1, w2, m2, S2, lp2
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _mean_theta(log_w, means, active):
     C, d = means.shape
     out = np.zeros(d)
@@ -104,7 +107,7 @@ def _mean_theta(log_w, means, active):
     return out
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def recalibrated(Phi, A):
     """Phi [K, d] with its rater column g replaced by A g."""
     K = Phi.shape[0]
@@ -117,7 +120,7 @@ def recalibrated(Phi, A):
     return P
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _utilities(P, theta):
     K, d = P.shape
     u = np.empty(K)
@@ -129,7 +132,7 @@ def _utilities(P, theta):
     return u
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _top2(u):
     a = -np.inf
     b = -np.inf
@@ -142,7 +145,7 @@ def _top2(u):
     return a + b
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def greedy_pair(u):
     """Top two of u [K], best first; the lower index wins ties (as a stable argsort)."""
     i = 0
@@ -156,13 +159,13 @@ def greedy_pair(u):
     return i, j
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def mixture_greedy(log_w, means, active, P):
     """The greedy pair under the belief's mean theta (active components only): the top two utilities of P, the larger first."""
     return greedy_pair(_utilities(P, _mean_theta(log_w, means, active)))
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def lookahead_scores(log_w, means, covs, active, P, bank, remaining):
     """Knowledge-gradient scores of the unordered pairs (i < j, lexicographic), lower is better.
 
@@ -288,7 +291,7 @@ def lookahead_scores(log_w, means, covs, active, P, bank, remaining):
     return scores, mu
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def lookahead_pair(log_w, means, covs, active, P, bank, remaining):
     """Argmin of the lookahead scores (the earliest pair on ties), the larger mean utility shown first."""
     scores, mu = lookahead_scores(log_w, means, covs, active, P, bank, remaining)
@@ -309,7 +312,7 @@ def lookahead_pair(log_w, means, covs, active, P, bank, remaining):
     return bi, bj
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def lookahead_bank(bank, n_bank, P):
     """The lookahead's bank [min(n_bank, B - 1) + 1, K, d]: the newest min(n_bank, B - 1) rows of
     bank [B, K, d] (its newest last), then this question P [K, d]."""
@@ -321,7 +324,7 @@ def lookahead_bank(bank, n_bank, P):
     return out
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def coduel_pair(log_w, means, covs, active, Phi, A, bank_P, n_bank, remaining, lookahead):
     """CODuel's pair for the question Phi [K, d] under recalibration A [K, K]: the lookahead pair over
     the bank of recalibrated recent questions with this one last (`lookahead_bank`), or the greedy

@@ -14,9 +14,12 @@ from numba import njit
 from inference.kernels.belief import mixture_update, recalibrated, update_both
 from inference.kernels.importance_laplace import mixture_update_is
 from inference.kernels.moment_matching import mixture_update_adf
+from inference.kernel_cache import disk_cache
+
+CACHE = disk_cache()     # on disk only in the folder named by the kernels' source digest
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def belief_update(kind, log_w, means, covs, active, z, y, prior_log_w, prior_means, prior_covs, Zs, ys, t, base):
     """One click (z [d], y) into the belief (log_w [C], means [C, d], covs [C, d, d], active [C]) by belief
     `kind`; returns (log_w, means, covs, log p(y | belief)). The prior the session started from (same
@@ -30,7 +33,7 @@ def belief_update(kind, log_w, means, covs, active, z, y, prior_log_w, prior_mea
     return mixture_update(log_w, means, covs, active, z, y)
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def coduel_click(log_w, means, covs, active, alone_log_w, alone_means, alone_covs, Phi, A, i, j, y):
     """`coduel_click_belief` for the Laplace step, without the arguments only other beliefs read (CODuel's
     default path: fewer arguments for the dispatcher to check on every click). Returns (P, z, the population
@@ -42,7 +45,7 @@ def coduel_click(log_w, means, covs, active, alone_log_w, alone_means, alone_cov
     return P, z, w1, m1, S1, lp1, w2, m2, S2, lp2
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def coduel_click_belief(log_w, means, covs, active, alone_log_w, alone_means, alone_covs, Phi, A, i, j, y, kind,
                         prior_log_w, prior_means, prior_covs, Zs, ys, t, base):
     """One click on the question Phi [K, d] under recalibration A into CODuel's two beliefs, the population

@@ -11,16 +11,19 @@ from numba import njit
 
 from inference.constants import PRUNE_NATS
 from inference.kernels.belief import eta_prior
+from inference.kernel_cache import disk_cache
+
+CACHE = disk_cache()     # on disk only in the folder named by the kernels' source digest
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _entropy(p):
     if p <= 0.0 or p >= 1.0:
         return 0.0
     return -p * math.log(p) - (1.0 - p) * math.log1p(-p)
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def component_information(log_w, means, covs, active, P):
     """Mutual information [K (K - 1) / 2] between the click on each unordered pair (i < j, lexicographic, as
     ``lookahead_scores``) of P [K, d] and the user's component under the belief (log_w [C], means [C, d],

@@ -7,9 +7,12 @@ import math
 
 import numpy as np
 from numba import njit, prange
+from inference.kernel_cache import disk_cache
+
+CACHE = disk_cache()     # on disk only in the folder named by the kernels' source digest
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=CACHE, parallel=True)
 def average_ranks(x, out):
     """out[e] = the ranks (1-based, ties sharing their average) of the values x[e] [E, N]."""
     E, N = x.shape
@@ -27,7 +30,7 @@ def average_ranks(x, out):
             i = j + 1
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _geyer_tau(rho, n_total):
     """The integrated autocorrelation time from one row's autocorrelations rho [M] (rho[0] = 1), truncated
     by Geyer's initial positive sequence and made monotone; at least 1 / log10(n_total)."""
@@ -59,7 +62,7 @@ def _geyer_tau(rho, n_total):
     return max(tau, 1.0 / math.log10(n_total))
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def geyer_ess(rho, n_chains):
     """ESS [E] of rows whose autocorrelations pooled over chains are rho [E, M] (M draws a chain)."""
     E, M = rho.shape

@@ -10,12 +10,15 @@ import numpy as np
 from numba import njit
 
 from inference.kernels.linalg import _cholesky, _inverse_from_chol, whitened_sq_norm
+from inference.kernel_cache import disk_cache
+
+CACHE = disk_cache()     # on disk only in the folder named by the kernels' source digest
 
 LOG_2PI = math.log(2.0 * math.pi)
 LOG_PI = math.log(math.pi)
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _mvlgamma(a, d):
     out = 0.25 * d * (d - 1) * LOG_PI
     for j in range(d):
@@ -23,7 +26,7 @@ def _mvlgamma(a, d):
     return out
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _log_lik(Zu, yu, theta):
     """log p(y_u | theta) of the BTL clicks."""
     S, d = Zu.shape
@@ -37,7 +40,7 @@ def _log_lik(Zu, yu, theta):
     return out
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _psi_n(n, T1k, T2k, psi, kappa0, out):
     """Psi_n = psi I + T2 - T1 T1^T / kappa_n (posterior scale of the NIW, mean 0); returns kappa_n."""
     d = T1k.shape[0]
@@ -49,7 +52,7 @@ def _psi_n(n, T1k, T2k, psi, kappa0, out):
     return kn
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _logdet_chol(L):
     d = L.shape[0]
     acc = 0.0
@@ -58,7 +61,7 @@ def _logdet_chol(L):
     return acc
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def log_marginal(n, T1k, T2k, nu0, psi, kappa0, Psi, L):
     """log p(theta_1..n) of n thetas in one learned component (sums T1k, T2k), mean and covariance
     integrated out; Psi, L are d x d work arrays. -inf if Psi_n is not positive definite."""
@@ -71,7 +74,7 @@ def log_marginal(n, T1k, T2k, nu0, psi, kappa0, Psi, L):
             + 0.5 * nu0 * d * math.log(psi) - 0.5 * nun * _logdet_chol(L) + 0.5 * d * (math.log(kappa0) - math.log(kn)))
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _predictive_t(n, T1k, T2k, nu0, psi, kappa0, loc, L):
     """The multivariate-t predictive of a new theta in a learned component holding n thetas:
     writes its location loc [d] and the Cholesky factor L of its scale matrix; returns
@@ -90,7 +93,7 @@ def _predictive_t(n, T1k, T2k, nu0, psi, kappa0, loc, L):
     return df, _logdet_chol(L)
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _gauss_iso_logpdf(x, var):
     d = x.shape[0]
     q = 0.0
@@ -99,7 +102,7 @@ def _gauss_iso_logpdf(x, var):
     return -0.5 * q / var - 0.5 * d * (math.log(var) + LOG_2PI)
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _surrogate_log_lik(u, x, lik_prec, lik_lin, lik_const):
     """The Gaussian surrogate of user u's log likelihood at x: c_u - x' Lam_u x / 2 + h_u' x."""
     d = x.shape[0]
@@ -112,7 +115,7 @@ def _surrogate_log_lik(u, x, lik_prec, lik_lin, lik_const):
     return out
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _slot_logpdf(k, K, x, tdf, tloc, tL, tconst, broad_var, w):
     """log density of theta = x under slot k given its other members (t for learned, the broad Gaussian);
     tconst [K] the learned slots' t normalising constants."""
@@ -125,7 +128,7 @@ def _slot_logpdf(k, K, x, tdf, tloc, tL, tconst, broad_var, w):
     return tconst[k] - 0.5 * (tdf[k] + d) * math.log1p(delta / tdf[k])
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _add(k, K, x, n, T1, T2, sign):
     n[k] += sign
     if k == K:
@@ -137,7 +140,7 @@ def _add(k, K, x, n, T1, T2, sign):
             T2[k, i, j] += sign * x[i] * x[j]
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def recompute_stats(c, theta, K, n, T1, T2):
     """The slots' counts and sums from scratch (removes the drift of many small updates)."""
     n[:] = 0
@@ -147,7 +150,7 @@ def recompute_stats(c, theta, K, n, T1, T2):
         _add(c[u], K, theta[u], n, T1, T2, 1)
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def log_assignment_prior(n, alpha):
     """log p(c) of assignments with the stick fractions integrated out: counts n [K + 1] (the broad
     slot, which takes the rest of the stick, last)."""
@@ -162,7 +165,7 @@ def log_assignment_prior(n, alpha):
     return out
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def predictive_log_weights(n, alpha, out):
     """log p(c_u = k | c_-u) [K + 1] with the stick fractions integrated out, from the others' counts
     n [K + 1]: E[v_k] prod_{j<k} E[1 - v_j] under v_j ~ Beta(1 + n_j, alpha + sum_{l > j} n_l)."""
@@ -180,7 +183,7 @@ def predictive_log_weights(n, alpha, out):
     out[K] = rest
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def draw_fractions(rng, n, alpha, v):
     """v_k ~ Beta(1 + n_k, alpha + sum_{j > k} n_j) (the broad slot counted in the rest)."""
     K = v.shape[0]
@@ -191,7 +194,7 @@ def draw_fractions(rng, n, alpha, v):
         m += n[k]
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _slot_params(k, n, T1, T2, nu0, psi, kappa0, tdf, tloc, tL, tconst, pmean, pprec, plogdet, inv, e, col):
     """Learned slot k's predictive t given its members (tdf, tloc, tL, and tconst its log normalising
     constant) and the Gaussian with its mean and covariance (pmean, pprec = the precision, plogdet =
@@ -210,7 +213,7 @@ def _slot_params(k, n, T1, T2, nu0, psi, kappa0, tdf, tloc, tL, tconst, pmean, p
     plogdet[k] = ld - d * math.log(r)
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def draw_components(rng, n, T1, T2, nu0, psi, kappa0, mu, chol):
     """Each learned slot's mean mu [K, d] and covariance Cholesky factor chol [K, d, d] from their
     Normal-inverse-Wishart conditional given the members (the prior for an empty slot)."""

@@ -16,9 +16,12 @@ from inference.kernels.gibbs_proposals import _newton, _proposal_draw, _proposal
 from inference.kernels.laplace import _surrogate_one
 from inference.kernels.line_search import backtrack, objective
 from inference.kernels.linalg import _chol_solve, _cholesky, _inverse_from_chol
+from inference.kernel_cache import disk_cache
+
+CACHE = disk_cache()     # on disk only in the folder named by the kernels' source digest
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def user_moves(rng, Z, Y, c, theta, n, T1, T2, lik_prec, lik_lin, lik_const, alpha, broad_var, nu0, psi, kappa0,
                df_q, refine_nats, newton_iters, rw_scale):
     """One pass of joint (c_u, theta_u) moves over the users, in random order; returns the number accepted.
@@ -143,7 +146,7 @@ def user_moves(rng, Z, Y, c, theta, n, T1, T2, lik_prec, lik_lin, lik_const, alp
     return accepted
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _location_target(loc, Z, Y, members, m, dev, Ainv, cc, nun, grad, H, x, derivs):
     """log p(m | deviations) up to a constant, at m = loc, for one component's members (see
     `translate_clusters`); derivs >= 1: its gradient in grad; derivs = 2: also a positive definite
@@ -214,7 +217,7 @@ def _location_objective(problem, x):
     return None
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _cluster_geometry(k, c, theta, n, T1, T2, psi, members, dev, xbar, A):
     """Members of slot k (count), their mean xbar, deviations dev and A = Psi0 + scatter."""
     U, d = theta.shape
@@ -236,7 +239,7 @@ def _cluster_geometry(k, c, theta, n, T1, T2, psi, members, dev, xbar, A):
     return m
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def translate_clusters(rng, Z, Y, c, theta, n, T1, T2, lik_prec, lik_lin, nu0, psi, kappa0, df_cap, newton_iters):
     """For every occupied learned component, a Metropolis-Hastings move of its members' common
     location m (theta_u = m + d_u with the deviations d_u fixed): the conditional
@@ -318,7 +321,7 @@ def translate_clusters(rng, Z, Y, c, theta, n, T1, T2, lik_prec, lik_lin, nu0, p
     return accepted
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def scale_clusters(rng, Z, Y, c, theta, n, T1, T2, nu0, psi, kappa0, step_scale):
     """For every learned component with two or more members, a Metropolis-Hastings move that scales
     the members' deviations from their mean, theta_u -> xbar + s (theta_u - xbar): log s from a
@@ -372,7 +375,7 @@ def scale_clusters(rng, Z, Y, c, theta, n, T1, T2, nu0, psi, kappa0, step_scale)
     return accepted
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def dilate_clusters(rng, Z, Y, c, theta, n, T1, T2, nu0, psi, kappa0, step):
     """For every occupied learned component, a Metropolis-Hastings move that scales its members about
     the origin, theta_u -> s theta_u: log s from a symmetric random walk of sd `step`, accepted with the

@@ -11,9 +11,12 @@ from inference.constants import WIDE_SCALE, WIDE_SHARE
 from inference.kernels.gibbs_conjugate import LOG_PI
 from inference.kernels.laplace import _grad_hessian, newton_mode
 from inference.kernels.linalg import _cholesky
+from inference.kernel_cache import disk_cache
+
+CACHE = disk_cache()     # on disk only in the folder named by the kernels' source digest
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _proposal_logpdf(x, mode, HL, logdet_H, df_q, w):
     """log density of the proposal: the defensive mixture (1 - WIDE_SHARE) t_df_q(mode, V) +
     WIDE_SHARE t_df_q(mode, WIDE_SCALE^2 V), V = H^-1 (df_q - 2) / df_q (covariance H^-1), H = HL HL^T.
@@ -36,7 +39,7 @@ def _proposal_logpdf(x, mode, HL, logdet_H, df_q, w):
     return top + math.log(math.exp(narrow - top) + math.exp(wide - top))
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _solve_lower_transposed(L, b, out):
     """out = L^-T b for lower-triangular L (back substitution)."""
     d = b.shape[0]
@@ -47,7 +50,7 @@ def _solve_lower_transposed(L, b, out):
         out[i] = acc / L[i, i]
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _proposal_draw(rng, mode, HL, df_q, out, g):
     """A draw of the proposal of `_proposal_logpdf`: mode + f HL^-T g sqrt((df_q - 2) / chi2), with
     f = WIDE_SCALE with probability WIDE_SHARE, else 1."""
@@ -63,7 +66,7 @@ def _proposal_draw(rng, mode, HL, df_q, out, g):
         out[i] = mode[i] + s * out[i]
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _proposal_draw_gauss(rng, center, HL, f, out, g):
     """center + f HL^-T g, g standard normal (covariance f^2 H^-1, H = HL HL^T)."""
     d = center.shape[0]
@@ -74,7 +77,7 @@ def _proposal_draw_gauss(rng, center, HL, f, out, g):
         out[i] = center[i] + f * out[i]
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _newton(Zu, yu, theta, m, P, H, L, grad, step, trial, eta, eta_trial, ex, ex_trial, iters, tol):
     """Mode of N(m, P^-1) x the clicks' likelihood from `theta` (in place); leaves the Cholesky factor of
     the negative log posterior's Hessian at the mode in L. False if that factorisation fails."""

@@ -8,9 +8,12 @@ import numpy as np
 from numba import njit
 
 from inference.kernels.gibbs_conjugate import log_assignment_prior, log_marginal
+from inference.kernel_cache import disk_cache
+
+CACHE = disk_cache()     # on disk only in the folder named by the kernels' source digest
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _shift(T1s, T2s, cnt, side, x, sign):
     d = x.shape[0]
     cnt[side] += sign
@@ -20,7 +23,7 @@ def _shift(T1s, T2s, cnt, side, x, sign):
             T2s[side, i, j] += sign * x[i] * x[j]
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _with_x(T1s, T2s, cnt, side, x, nu0, psi, kappa0, Psi, L):
     """log marginal of side `side` with x added (the stats are restored)."""
     _shift(T1s, T2s, cnt, side, x, 1)
@@ -29,7 +32,7 @@ def _with_x(T1s, T2s, cnt, side, x, nu0, psi, kappa0, Psi, L):
     return out
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _allocate(rng, theta, u, T1s, T2s, cnt, lm, nu0, psi, kappa0, Psi, L, force):
     """Allocate theta[u] (not in either side) to side 0 or 1 with probability ~ count x predictive;
     force >= 0 takes that side. Updates the sides' stats and log marginals; returns (side, log prob)."""
@@ -49,7 +52,7 @@ def _allocate(rng, theta, u, T1s, T2s, cnt, lm, nu0, psi, kappa0, Psi, L, force)
     return side, (b if side == 1 else a) - lz
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def split_merge(rng, c, theta, n, T1, T2, alpha, nu0, psi, kappa0, bandwidth):
     """One sequentially-allocated split-merge move (Dahl 2003) between learned components, stick
     fractions integrated out. The pair (i, j) is i uniform and j, with probability 1/2, uniform, else
@@ -168,7 +171,7 @@ def split_merge(rng, c, theta, n, T1, T2, alpha, nu0, psi, kappa0, bandwidth):
     return 4
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def label_swaps(rng, c, n, T1, T2, alpha, tries):
     """`tries` Metropolis moves that swap the labels of two learned slots (the partition unchanged),
     stick fractions integrated out (the stick-breaking prior is not exchangeable); returns the number accepted."""

@@ -27,6 +27,9 @@ from inference.kernels.belief import eta_prior, mixture_update, normalised
 from inference.kernels.linalg import _cholesky, whitened_sq_norm
 from inference.kernels.moment_matching import click_moments
 from inference.kernels.psis import psis_smooth
+from inference.kernel_cache import disk_cache
+
+CACHE = disk_cache()     # on disk only in the folder named by the kernels' source digest
 
 LOG_2PI = math.log(2.0 * math.pi)
 LOG_MIN_WEIGHT = math.log(IS_MIN_WEIGHT)
@@ -46,7 +49,7 @@ def base_draws(d: int, n: int = IS_DRAWS) -> np.ndarray:
     return out
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _log_target(theta, m0, L0, logdet0, Zs, ys, t, work):
     """log N(theta; m0, L0 L0') + sum over the first t clicks of log p(y | theta)."""
     d = theta.shape[0]
@@ -60,7 +63,7 @@ def _log_target(theta, m0, L0, logdet0, Zs, ys, t, work):
     return out
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _predictive(log_w, means, covs, active, z, y):
     """log p(y | belief) for the Gaussian mixture, each component's integral by quadrature."""
     C, d = means.shape
@@ -80,7 +83,7 @@ def _predictive(log_w, means, covs, active, z, y):
     return top + math.log(tot)
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _weighted_moments(lw, draws):
     """(mean [d], cov [d, d], log of the mean weight) of draws [M, d] under log weights lw [M]."""
     M, d = draws.shape
@@ -108,7 +111,7 @@ def _weighted_moments(lw, draws):
     return mean, cov, big + math.log(tot) - math.log(M)
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _correct(m, L, m0, L0, logdet0, log_q0, Zall, yall, base, draws, lr, theta, work):
     """Importance-correct one component: draws of N(m, (IS_SCALE L)(IS_SCALE L)') against its exact posterior.
     Returns (trusted, mean, cov, log evidence); trusted is False when PSIS k-hat is over KHAT_TRUST or the
@@ -131,7 +134,7 @@ def _correct(m, L, m0, L0, logdet0, log_q0, Zall, yall, base, draws, lr, theta, 
     return ok, mean, cov, log_ev
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def mixture_update_is(log_w, means, covs, active, z, y, prior_log_w, prior_means, prior_covs, Zs, ys, t, base):
     """One click into a mixture belief, the Laplace step corrected by importance sampling; returns
     (log_w, means, covs, log p(y | belief before the click)).

@@ -13,9 +13,12 @@ from numba.extending import overload
 from inference.kernels.line_search import backtrack, objective
 from inference.kernels.linalg import _chol_solve, _cholesky, _inverse_from_chol
 from inference.constants import RESP_FLOOR
+from inference.kernel_cache import disk_cache
+
+CACHE = disk_cache()     # on disk only in the folder named by the kernels' source digest
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _objective(Zu, yu, theta, m, P, eta, ex):
     """Negative log posterior at theta; fills eta [S] = Zu theta and ex [S] = exp(-|eta|)."""
     S, d = Zu.shape
@@ -52,7 +55,7 @@ def _posterior_objective(problem, x):
     return None
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _grad_hessian(Zu, yu, theta, m, P, eta, ex, grad, H):
     """Gradient of the log posterior and Hessian of the negative one, from eta and ex = exp(-|eta|).
     The Hessian's lower triangle is accumulated and mirrored (every reader factorises it by Cholesky)."""
@@ -78,7 +81,7 @@ def _grad_hessian(Zu, yu, theta, m, P, eta, ex, grad, H):
             H[i, j] = H[j, i]
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def newton_mode(Zu, yu, theta, m, P, H, L, grad, step, trial, eta, eta_trial, ex, ex_trial, iters, tol):
     """Newton with backtracking from `theta` (in place) to the mode of N(m, P^-1) x the clicks'
     likelihood; returns (converged within `iters` to a step under `tol`, negative log posterior).
@@ -105,7 +108,7 @@ def newton_mode(Zu, yu, theta, m, P, H, L, grad, step, trial, eta, eta_trial, ex
     return False, f
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def laplace_units(Z, y, users, comps, comp_means, comp_precs, comp_logdets, init, iters=50, tol=1e-10):
     """Laplace fits of units b: user users[b] under the prior N(comp_means[c], inv(comp_precs[c])),
     c = comps[b].
@@ -153,7 +156,7 @@ def laplace_units(Z, y, users, comps, comp_means, comp_precs, comp_logdets, init
     return modes, covs, log_ev, ok
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _surrogate_one(u, c, lik_prec, lik_lin, lik_const, comp_means, comp_precs, comp_logdets, mode, Q, L, rhs, col):
     """One unit of `surrogate_units`: writes mode [d] and the Cholesky factor L of the posterior
     precision, returns the log evidence (-inf if the precision is not positive definite)."""
@@ -181,7 +184,7 @@ def _surrogate_one(u, c, lik_prec, lik_lin, lik_const, comp_means, comp_precs, c
     return lik_const[u] - 0.5 * mPm - 0.5 * comp_logdets[c] - 0.5 * logdet_Q + 0.5 * quad
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def surrogate_units(users, comps, lik_prec, lik_lin, lik_const, comp_means, comp_precs, comp_logdets):
     """Closed-form fits of units under a Gaussian surrogate of each user's likelihood,
     exp(c_u - theta' Lam_u theta / 2 + h_u' theta); as ``inference.population.surrogate_units``.
@@ -205,7 +208,7 @@ def surrogate_units(users, comps, lik_prec, lik_lin, lik_const, comp_means, comp
     return modes, covs, log_ev
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def surrogate_estep(users, active, log_w, comp_means, comp_precs, comp_logdets, lik_prec, lik_lin, lik_const,
                     resp, unit_modes, unit_covs, T0, T1, T2):
     """The surrogate E-step of ``inference.population._e_step`` for `users`, in place.
@@ -270,7 +273,7 @@ def surrogate_estep(users, active, log_w, comp_means, comp_precs, comp_logdets, 
     return joint
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def ridge_logistic_mode(Z, y, lam, init, iters, tol):
     """The ridge logistic MLE of rows Z [n, d], clicks y [n] with ridge lam > 0: the mode of N(0, I / lam)
     x the clicks' likelihood, by `newton_mode` from `init` [d]. Returns (theta [d], converged)."""

@@ -6,9 +6,12 @@ import math
 
 import numpy as np
 from numba import njit
+from inference.kernel_cache import disk_cache
+
+CACHE = disk_cache()     # on disk only in the folder named by the kernels' source digest
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _cholesky(A, L):
     """Lower Cholesky factor of A into L; False if A is not positive definite."""
     d = A.shape[0]
@@ -28,7 +31,7 @@ def _cholesky(A, L):
     return True
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _chol_solve(L, b, out):
     d = L.shape[0]
     for i in range(d):
@@ -43,7 +46,7 @@ def _chol_solve(L, b, out):
         out[i] = acc / L[i, i]
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _inverse_from_chol(L, out, e, col):
     d = L.shape[0]
     for i in range(d):
@@ -54,7 +57,7 @@ def _inverse_from_chol(L, out, e, col):
             out[j, i] = col[j]
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def spd_factors(mats):
     """Inverses [B, d, d] and log determinants [B] of symmetric positive definite mats [B, d, d]
     (NaN where a matrix is not positive definite)."""
@@ -76,7 +79,7 @@ def spd_factors(mats):
     return inv, logdet
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def whitened_sq_norm(L, x, loc, w):
     """||L^-1 (x - loc)||^2, the squared Mahalanobis distance under L L' (L lower triangular [d, d]);
     writes w = L^-1 (x - loc) [d]."""
@@ -92,7 +95,7 @@ def whitened_sq_norm(L, x, loc, w):
     return q
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def ridge_solve(gram, moment, lam):
     """(gram + lam I)^{-1} moment for gram [d, d] positive semi-definite and lam > 0, by Cholesky (the ridge
     least squares estimate from sufficient statistics)."""

@@ -22,6 +22,9 @@ from numba import njit
 from inference.constants import GH_NODES
 from inference.kernels._scalar import _log_sigmoid, _sigmoid, click_mode
 from inference.kernels.belief import eta_prior, normalised, rank_one_step
+from inference.kernel_cache import disk_cache
+
+CACHE = disk_cache()     # on disk only in the folder named by the kernels' source digest
 
 _X, _W = np.polynomial.hermite.hermgauss(GH_NODES)
 GH_X = np.ascontiguousarray(_X)
@@ -29,7 +32,7 @@ GH_LOGW = np.ascontiguousarray(np.log(_W) + _X ** 2)    # log weight x e^{x^2}: 
 LOG_2PI = math.log(2.0 * math.pi)
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _tilted(a, s, y, nodes, log_weights):
     """(log normaliser, mean, variance) of N(eta; a, s) x sigmoid(+-eta) by adaptive Gauss-Hermite at the mode."""
     sign = 1.0 if y else -1.0
@@ -58,7 +61,7 @@ def _tilted(a, s, y, nodes, log_weights):
     return top + math.log(tot) + math.log(c), mode + c * m1, min(c * c * m2 / tot, s)
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def click_moments(a, s, y, nodes=GH_X, log_weights=GH_LOGW):
     """Log normaliser, mean and variance of N(eta; a, s) x Bernoulli(y; sigmoid(eta)).
 
@@ -81,7 +84,7 @@ def click_moments(a, s, y, nodes=GH_X, log_weights=GH_LOGW):
     return math.log1p(-zc), a + shift, min(max(second - shift * shift, 0.0), s)
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def mixture_update_adf(log_w, means, covs, active, z, y):
     """One click into a mixture belief by assumed-density filtering; returns (log_w, means, covs,
     log p(y | belief)), as ``inference.kernels.mixture_update`` does for the Laplace step.

@@ -22,6 +22,9 @@ from numba import njit
 from inference.kernels.gibbs_conjugate import draw_components, draw_fractions, recompute_stats
 from inference.kernels.gibbs_moves import dilate_clusters, scale_clusters, translate_clusters, user_moves
 from inference.kernels.gibbs_split_merge import label_swaps, split_merge
+from inference.kernel_cache import disk_cache
+
+CACHE = disk_cache()     # on disk only in the folder named by the kernels' source digest
 
 
 class Clicks(NamedTuple):
@@ -95,7 +98,7 @@ def move_counts(sweeps: int) -> MoveCounts:
     return MoveCounts(*(np.zeros(sweeps, np.int64) for _ in MoveCounts._fields))
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def run_sweeps(clicks, target, moves, state, rng, sweeps, thin, draws, counts):
     """`sweeps` sweeps of the sampler on `state` (a ChainState, changed in place), drawing from `rng`;
     every `thin`-th sweep's state goes to `draws` (a Draws) while it has room, with the stick fractions,

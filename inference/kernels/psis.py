@@ -9,12 +9,15 @@ import math
 
 import numpy as np
 from numba import njit
+from inference.kernel_cache import disk_cache
+
+CACHE = disk_cache()     # on disk only in the folder named by the kernels' source digest
 
 _PRIOR_BS = 3.0
 _PRIOR_K = 10.0
 
 
-@njit(cache=True, error_model="numpy")     # a degenerate tail gives inf or nan, not an exception
+@njit(cache=CACHE, error_model="numpy")     # a degenerate tail gives inf or nan, not an exception
 def gpd_fit(x):
     """(k, sigma) of a generalized Pareto distribution fitted to x [n] >= 0, sorted ascending
     (Zhang and Stephens' profile-likelihood estimate, k shrunk towards 0.5 by n / (n + 10))."""
@@ -52,14 +55,14 @@ def gpd_fit(x):
     return (n * k + _PRIOR_K * 0.5) / (n + _PRIOR_K), sigma
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _gpd_quantile(p, k, sigma):
     if k == 0.0:
         return -sigma * math.log1p(-p)
     return sigma * math.expm1(-k * math.log1p(-p)) / k
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def psis_smooth(log_ratios):
     """Pareto-smoothed log importance weights [n], unnormalised (on the scale of log_ratios), and k-hat.
 

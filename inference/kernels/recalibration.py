@@ -10,9 +10,12 @@ from numba.extending import overload
 
 from inference.kernels.line_search import backtrack, objective
 from inference.kernels.linalg import _chol_solve, _cholesky
+from inference.kernel_cache import disk_cache
+
+CACHE = disk_cache()     # on disk only in the folder named by the kernels' source digest
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _recal_objective(w, off, idx, val, y, pen, target, eta, ex):
     """Penalised negative log likelihood at w; fills eta [n] and ex [n] = exp(-|eta|)."""
     f = 0.0
@@ -49,7 +52,7 @@ def _recalibration_objective(problem, x):
     return None
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def recalibration_newton(first, second, rater, theta, y, ridge, ridge_a, w0, iters=50, tol=1e-10):
     """MAP of w = (a, vec A') as ``inference.recalibration_fit.fit_recalibration_map``, from w0.
 

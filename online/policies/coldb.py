@@ -27,6 +27,9 @@ from online.policies import coldb_kernels as ck
 from online.learner import Learner, no_session_info
 from online.setting_range import MIN_POSITIVE, Range, ranged
 from tdmodels.errors import InputError
+from inference.kernel_cache import disk_cache
+
+CACHE = disk_cache()     # on disk only in the folder named by the kernels' source digest
 
 RIDGE = 1.0
 ALPHA = 1.0
@@ -94,7 +97,7 @@ def current_component(state: COLDBState) -> np.ndarray:
     return ck.component_of_last(state.labels, state.edges, state.user)
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def component_labels(adjacency, u):
     """Connected-component labels [u] of users [:u] in the graph adjacency[:u, :u]: each user's label is the
     smallest index in its component (breadth-first)."""

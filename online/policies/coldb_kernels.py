@@ -17,17 +17,20 @@ from inference.constants import RIDGE_LOGISTIC_ITERS, RIDGE_LOGISTIC_TOL
 from inference.kernels.laplace import ridge_logistic_mode
 from inference.kernels.belief import _utilities
 from inference.kernels.linalg import _cholesky, ridge_solve, whitened_sq_norm
+from inference.kernel_cache import disk_cache
+
+CACHE = disk_cache()     # on disk only in the folder named by the kernels' source digest
 
 CLUSTER_ITERS = 8           # Newton steps of the pooled estimate, refitted every click from the last (a cap)
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def edge_radius(T, alpha):
     """f(T) = alpha sqrt((1 + ln(1 + T)) / (1 + T)): an edge (i, l) is cut when ||theta_i - theta_l|| > f(T_i) + f(T_l)."""
     return alpha * math.sqrt((1.0 + math.log1p(T)) / (1.0 + T))
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def pooled_statistics(users_gram, users_moment, cluster, gram, moment, lam):
     """(M = lam I + the cluster's sum of z z^T [d, d], the sum of z (2y - 1) [d]); cluster [n_V] lists
     earlier users then the current one, whose statistics are `gram`, `moment`."""
@@ -49,7 +52,7 @@ def pooled_statistics(users_gram, users_moment, cluster, gram, moment, lam):
     return G, m
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def cluster_rows(users_Z, users_y, users_counts, cluster, Z, y, count):
     """The cluster's clicks as rows [n, d] and outcomes [n]: each earlier user's first T_v rows in the
     cluster's order, then the current user's first `count`."""
@@ -73,7 +76,7 @@ def cluster_rows(users_Z, users_y, users_counts, cluster, Z, y, count):
     return rows, ys
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def cluster_fit(users_Z, users_y, users_counts, users_gram, users_moment, cluster, Z, y, count, gram, moment,
                 theta_cluster, lam, logistic):
     """(theta_V [d], M_V [d, d]): the cluster's pooled estimate, by ridge logistic MLE warm-started at
@@ -89,7 +92,7 @@ def cluster_fit(users_Z, users_y, users_counts, users_gram, users_moment, cluste
     return ridge_logistic_mode(rows, ys, lam, theta_cluster, CLUSTER_ITERS, RIDGE_LOGISTIC_TOL)[0], M
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def own_update(Z, y, count, theta, gram, moment, z, click, lam, logistic):
     """The current user's click (design z [d], click in {0, 1}) added to its rows and statistics (copies),
     and its own estimate refitted (logistic: warm-started at theta). Returns (Z, y, count, theta, gram, moment)."""
@@ -113,7 +116,7 @@ def own_update(Z, y, count, theta, gram, moment, z, click, lam, logistic):
     return Z, y, count, theta, gram, moment
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def cut_edges(users_theta, users_counts, edges, user, theta, count, alpha):
     """The current user's edges (a copy) with those to earlier users l cut where ||theta - theta_l|| >
     f(count) + f(T_l); returns (edges, how many were cut)."""
@@ -134,7 +137,7 @@ def cut_edges(users_theta, users_counts, edges, user, theta, count, alpha):
     return edges, cut
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def choose(theta, M, Phi, beta):
     """first = argmax theta . x; second = argmax_{j != first} theta . x_j + beta ||x_j - x_first||_{M^-1}
     (the lower index on ties)."""
@@ -162,7 +165,7 @@ def choose(theta, M, Phi, beta):
     return first, second
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def click_step(users_Z, users_y, users_counts, users_theta, users_gram, users_moment, labels, user, Z, y, count,
                theta, gram, moment, edges, cluster, theta_cluster, M_cluster, z, click, lam, alpha, logistic, refit):
     """A click in one call: `own_update`, `cut_edges`, the current user's component again if an edge was cut
@@ -178,7 +181,7 @@ def click_step(users_Z, users_y, users_counts, users_theta, users_gram, users_mo
     return Z, y, count, theta, gram, moment, edges, cluster, theta_cluster, M_cluster
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def component_of_last(labels, edges, u):
     """The current user u's connected component among users [:u + 1]: the earlier users whose component
     (labels [u], fixed during u's session) u has an edge into, in index order, then u."""

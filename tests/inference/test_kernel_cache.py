@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from inference.kernel_cache import SOURCES, kernel_digest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,3 +61,44 @@ def test_the_test_session_itself_caches_its_kernels_in_the_folder_of_their_diges
     import numba
 
     assert Path(numba.config.CACHE_DIR).name == kernel_digest()
+
+
+def test_a_run_says_it_compiles_when_the_cache_holds_no_kernels(tmp_path, monkeypatch):
+    from inference.kernel_cache import compile_note
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "empty"))
+    assert "compiling the policies' kernels" in compile_note() and str(tmp_path / "empty") in compile_note()
+    (tmp_path / "empty" / "kernels_x").mkdir(parents=True)
+    (tmp_path / "empty" / "kernels_x" / "belief.coduel_pair-12.py311.nbi").write_bytes(b"")
+    assert compile_note() is None
+    monkeypatch.delenv("NUMBA_CACHE_DIR")
+    assert compile_note() is None              # no configured cache: nothing claimed
+
+
+@pytest.mark.parametrize("configure", [False, True])
+def test_a_program_that_does_not_configure_the_cache_compiles_afresh(tmp_path, configure):
+    """The Python API without configure_kernel_cache had cached kernels in the package's __pycache__, where an
+    edit to inference/constants.py left old machine code running under the new code digest. Unconfigured,
+    nothing is cached on disk (numba's own cache is off); configured, the digest's folder is used."""
+    code = ("from inference.kernel_cache import configure_kernel_cache\n"
+            + ("configure_kernel_cache()\n" if configure else "")
+            + "import inference.kernels.belief as b, online.policies.coldb_kernels as c\n"
+              "print(b.CACHE, c.CACHE, b.eta_prior._cache.__class__.__name__)\n")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env["XDG_CACHE_HOME"] = str(tmp_path)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-2000:]
+    cached = "True True FunctionCache" if configure else "False False NullCache"
+    assert out.stdout.split() == cached.split()
+
+
+def test_every_example_configures_the_cache_before_it_imports_the_kernels():
+    import ast
+
+    for script in sorted((ROOT / "examples").glob("*.py")):
+        body = ast.parse(script.read_text()).body
+        calls = [i for i, node in enumerate(body) if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+                 and getattr(node.value.func, "id", "") == "configure_kernel_cache"]
+        imports = [i for i, node in enumerate(body) if isinstance(node, (ast.Import, ast.ImportFrom))
+                   and not (isinstance(node, ast.ImportFrom) and node.module == "inference.kernel_cache")]
+        assert calls and calls[0] < min(imports), script.name
