@@ -197,8 +197,14 @@ def verify_row(world: xr.Dataset, row: dict) -> str | None:
     """What is wrong with a stored row against its world (pairs, clicks, figures), or None."""
     from tdmodels.world import world_digest
 
+    from tdmodels.rosters import reserved_name
+
     if world_digest(world) != row["world_digest"]:
         return f"the world given has digest {world_digest(world)}, the row's is {row['world_digest']}"
+    label, roster = str(row.get("world")), str(world.attrs.get("roster"))
+    if reserved_name(label) and label != roster:
+        return (f"labelled world {label!r}, but its world digest {row['world_digest']} is world {roster!r}'s (a row "
+                f"is shown and exported under its label)")
     try:
         pairs, clicks = row_played(row)
         fig = score_played(world, int(row["seed"]), row["arrivals_limit"], pairs, clicks)

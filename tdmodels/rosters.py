@@ -59,6 +59,12 @@ def world_file(name: str, directory=None) -> Path:
     return worlds_dir(directory) / f"{name}.nc"
 
 
+def reserved_name(name: str) -> bool:
+    """Whether `name` is one the toolkit gives its own worlds (a roster, a stress preset, the real sample or
+    one of its resamples): a world by that name is that world, whatever file holds it."""
+    return name in ROSTERS or name in STRESS_PRESETS or name == "sample" or resample_of(name) is not None
+
+
 def world_name(name: str) -> str:
     """The name a world is shown under: a roster or file name as given, a path's file name without .nc."""
     return Path(name).name.removesuffix(".nc") if is_path(name) else name

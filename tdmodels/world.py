@@ -357,19 +357,87 @@ def memory_needed(ds: xr.Dataset) -> int:
     return int(sum(v.dtype.itemsize * int(np.prod(v.shape, dtype=np.int64)) for v in ds.variables.values()))
 
 
-def memory_available() -> int | None:
-    """Bytes of memory available to new allocations (Linux MemAvailable), None where unknown."""
+def _machine_available() -> int | None:
+    """Bytes the machine has available to new allocations (Linux MemAvailable), None where unknown."""
     try:
         with open("/proc/meminfo") as fh:
             for line in fh:
                 if line.startswith("MemAvailable:"):
                     return int(line.split()[1]) * 1024
-    except OSError:
+    except (OSError, ValueError, IndexError):
         pass
     try:
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
         return None
+
+
+def _read_int(path: str) -> int | None:
+    try:
+        with open(path) as fh:
+            text = fh.read().strip()
+        return None if text in ("", "max") else int(text)
+    except (OSError, ValueError):
+        return None
+
+
+def _cgroup_available() -> int | None:
+    """Bytes left under this process's cgroup memory limit (v2 memory.max, or v1), None where unlimited."""
+    try:
+        with open("/proc/self/cgroup") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        rel = parts[2].lstrip("/")
+        if parts[0] == "0" and parts[1] == "":                                   # cgroup v2
+            base = os.path.join("/sys/fs/cgroup", rel)
+            limit, used = _read_int(os.path.join(base, "memory.max")), _read_int(os.path.join(base, "memory.current"))
+        elif "memory" in parts[1].split(","):                                      # cgroup v1
+            base = os.path.join("/sys/fs/cgroup/memory", rel)
+            limit = _read_int(os.path.join(base, "memory.limit_in_bytes"))
+            used = _read_int(os.path.join(base, "memory.usage_in_bytes"))
+            limit = None if limit is not None and limit >= 1 << 60 else limit     # v1's "unlimited"
+        else:
+            continue
+        if limit is not None:
+            return max(0, limit - (used or 0))
+    return None
+
+
+def _rlimit_available() -> int | None:
+    """Bytes left under this process's address-space and data limits (``ulimit -v``, ``ulimit -d``), None
+    where unlimited."""
+    try:
+        import resource
+    except ImportError:           # not a POSIX system
+        return None
+    sizes = {}
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                key, _, rest = line.partition(":")
+                if key in ("VmSize", "VmData"):
+                    sizes[key] = int(rest.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    left = []
+    for which, used in ((resource.RLIMIT_AS, sizes.get("VmSize")), (resource.RLIMIT_DATA, sizes.get("VmData"))):
+        soft, _ = resource.getrlimit(which)
+        if soft != resource.RLIM_INFINITY and soft > 0:
+            left.append(max(0, soft - (used or 0)))
+    return min(left) if left else None
+
+
+def memory_available() -> int | None:
+    """Bytes of memory available to this process's new allocations: the least of what the machine has
+    available (Linux MemAvailable), what its cgroup's limit leaves (a container's memory limit) and what its
+    address-space and data limits leave (``ulimit -v``); None where none is known."""
+    known = [v for v in (_machine_available(), _cgroup_available(), _rlimit_available()) if v is not None]
+    return min(known) if known else None
 
 
 def _largest(ds: xr.Dataset) -> str:

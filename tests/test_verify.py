@@ -276,3 +276,17 @@ def test_a_policy_that_hangs_on_replay_is_stopped_at_the_time_limit_and_named(en
     out = capsys.readouterr()
     assert "could not be replayed: exceeded the time limit of 30 s" in out.out and "kept in place" in out.out
     assert "1 of 2 replayed row(s) are their policy's run" in out.err
+
+
+def test_a_row_labelled_with_another_rosters_name_does_not_verify_or_export(env_dirs, capsys):
+    """A dev row relabelled 'test_profiles' (its digest still dev's) had exported as a test_profiles row."""
+    run_sweep(["dev"], [0], ["random"], RunStore(), arrivals=3, progress=False, inline=True)
+    path = next(RunStore().root.rglob("seed-0000-first3.json"))
+    row = json.loads(path.read_text())
+    path.write_text(json.dumps({**row, "world": "test_profiles"}))
+    assert main(["verify"]) == 1                                               # named, moved aside
+    assert "labelled world 'test_profiles', but its world digest" in capsys.readouterr().out
+    path.write_text(json.dumps({**row, "world": "test_profiles"}))
+    assert main(["export", str(env_dirs / "rows.csv")]) == 0
+    assert "labelled world 'test_profiles', but its world digest" in capsys.readouterr().err
+    assert len((env_dirs / "rows.csv").read_text().splitlines()) == 1        # the header only

@@ -16,9 +16,10 @@ from tdmodels.errors import InputError, check_flag
 from tdmodels.file_read import read_regular_text
 from tdmodels.from_arrays import read_arrays, world_from_arrays
 from tdmodels.roster_digests import published_digest
-from tdmodels.rosters import SIMULATOR_FILE, known_worlds, open_world, read_simulator_file, world_file, world_name, worlds_dir
+from tdmodels.rosters import (SIMULATOR_FILE, known_worlds, open_world, read_simulator_file, reserved_name, world_file,
+                              world_name, worlds_dir)
 from tdmodels.sample import load_sample
-from tdmodels.sample_roster import real_session_roster, resample_name, resample_of
+from tdmodels.sample_roster import real_session_roster, resample_name
 from tdmodels.simulator import ROSTERS
 from tdmodels.simulator_params import BASES, generator_version
 from tdmodels.stress_worlds import STRESS_PRESETS, StressKnobs, build_stress_world, preset_knobs
@@ -224,7 +225,7 @@ def world_from_npz(path, name: str, directory=None, force=False, **world_options
     """Make the world `name` from the arrays of a .npz file (checked from their headers before any is loaded)."""
     force = check_flag("force", force)
     check_name(name)
-    if name in ROSTERS or name in STRESS_PRESETS or name == "sample" or resample_of(name) is not None:
+    if reserved_name(name):
         raise InputError(f"--name {name!r} is a simulated roster's, a stress preset's, the real sample's or a "
                          f"real-session roster's name; choose another")
     arrays = read_arrays(path)
@@ -258,7 +259,7 @@ def stress_worlds(presets: list[str] | None = None, name: str | None = None, see
         if len(presets) > 1:
             raise InputError(f"--name {name!r} names one world; give at most one preset to start from")
         check_name(name)
-        if name in ROSTERS or name in STRESS_PRESETS or name == "sample" or resample_of(name) is not None:
+        if reserved_name(name):
             raise InputError(f"--name {name!r} is a roster's, a preset's, the real sample's or a real-session "
                              f"roster's name; choose another for "
                              f"your own world "

@@ -216,3 +216,28 @@ def test_nan_ids_are_refused():
     w = w.assign_coords(question=np.full(w.sizes["question"], np.nan))
     with pytest.raises(WorldFormatError, match="question.*finite"):
         validate_world(w)
+
+
+def test_the_memory_guard_respects_the_process_address_space_limit(tmp_path):
+    """Under `ulimit -v` (or a container's limit) a world that fits the machine but not the process was
+    built anyway and died with an allocation traceback; it is refused with one line, exit 2."""
+    import resource
+    import subprocess
+    import sys
+
+    rng = np.random.default_rng(0)
+    np.savez_compressed(tmp_path / "mid.npz", utilities=rng.uniform(size=(300, 6, 400)))   # builds ~8.6 GiB
+    limit = 2_500_000_000
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    code = ("import tdmodels.world as w; print(w.memory_available())")
+    out = subprocess.run([sys.executable, "-c", code], preexec_fn=cap, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and 0 < int(out.stdout) < limit, out.stderr[-1000:]
+    out = subprocess.run([sys.executable, "-m", "tutorduel.cli", "worlds", "from-arrays", str(tmp_path / "mid.npz"),
+                          "--name", "mid", "--worlds", str(tmp_path / "worlds")], preexec_fn=cap, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert "GiB available" in out.stderr and "Traceback" not in out.stderr
+    assert not (tmp_path / "worlds" / "mid.nc").exists()
