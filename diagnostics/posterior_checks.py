@@ -99,6 +99,30 @@ def psis_khat(log_ratios: np.ndarray) -> float:
     return float(khat)
 
 
+MIN_REFERENCE_DRAWS = 4       # two halves of at least two draws each
+
+
+def _checked_mixture(weights, means, covs, d: int):
+    """The mixture as float arrays, or InputError naming what is wrong: shapes, non-finite entries, negative
+    weights or weights that do not sum to 1, a covariance of a component with weight that is not symmetric
+    positive definite (a slot of weight 0 may hold anything finite)."""
+    try:
+        w, m, S = (np.asarray(a, dtype=float) for a in (weights, means, covs))
+    except (TypeError, ValueError):
+        raise InputError("mixture: weights, means and covs must be arrays of numbers") from None
+    if w.ndim != 1 or m.shape != (w.size, d) or S.shape != (w.size, d, d):
+        raise InputError(f"mixture of shapes weights {w.shape}, means {m.shape}, covs {S.shape}: need [C], [C, {d}], "
+                         f"[C, {d}, {d}] for reference draws of dimension {d}")
+    if not (np.all(np.isfinite(w)) and np.all(np.isfinite(m)) and np.all(np.isfinite(S))):
+        raise InputError("mixture has non-finite entries")
+    if np.any(w < 0) or not np.isclose(w.sum(), 1.0, atol=1e-6):
+        raise InputError(f"mixture weights must be non-negative and sum to 1, got {np.round(w, 6).tolist()}")
+    used = S[w > 0]
+    if not np.allclose(used, np.swapaxes(used, -1, -2), atol=1e-8) or np.any(np.linalg.eigvalsh(used)[..., 0] <= 0):
+        raise InputError("mixture: a covariance of a component with weight is not symmetric positive definite")
+    return w, m, S
+
+
 def check_posterior(reference: np.ndarray, weights, means, covs, log_target: Callable[[np.ndarray], np.ndarray],
                     rng: np.random.Generator, n_proposal: int = 4000,
                     khat_replicates: int = KHAT_REPLICATES) -> PosteriorCheck:
@@ -107,10 +131,23 @@ def check_posterior(reference: np.ndarray, weights, means, covs, log_target: Cal
     `log_target(theta [n, d]) -> [n]` is the exact log posterior up to a constant (for k-hat, on
     `khat_replicates` independent samples of `n_proposal` draws of q).
     """
-    if khat_replicates < 1:
-        raise InputError(f"khat_replicates must be at least 1, got {khat_replicates}")
-    ref = np.asarray(reference, dtype=float)
+    for name, v, lo in (("khat_replicates", khat_replicates, 1), ("n_proposal", n_proposal, MIN_REFERENCE_DRAWS)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+            raise InputError(f"{name} must be an integer of at least {lo}, got {v!r}")
+    try:
+        ref = np.asarray(reference, dtype=float)
+    except (TypeError, ValueError):
+        raise InputError(f"reference draws: not an array of numbers ({type(reference).__name__})") from None
+    if ref.ndim != 2 or ref.shape[0] < MIN_REFERENCE_DRAWS or ref.shape[1] < 1:
+        raise InputError(f"reference draws of shape {ref.shape}: need [S, d] with S >= {MIN_REFERENCE_DRAWS} draws "
+                         "(halves of at least two draws are compared with each other)")
+    if not np.all(np.isfinite(ref)):
+        raise InputError("reference draws have non-finite entries")
+    weights, means, covs = _checked_mixture(weights, means, covs, ref.shape[1])
     sd_p = ref.std(0, ddof=1)
+    if np.any(sd_p <= 0):
+        raise InputError(f"reference draws are constant in dimension(s) {np.flatnonzero(sd_p <= 0).tolist()}: "
+                         "nothing to scale the errors by")
     mean_q, sd_q = mixture_moments(weights, means, covs)
     half = len(ref) // 2
     a, b = ref[:half], ref[half:2 * half]

@@ -1,3 +1,5 @@
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -6,6 +8,7 @@ from scipy.stats import multivariate_normal
 
 from diagnostics.posterior_checks import (btl_log_posterior, check_logged_users, check_posterior, mixture_logpdf,
                                           mixture_moments, sample_mixture)
+from tdmodels.errors import InputError
 
 
 def _gaussian_case(seed, d=3, n_obs=40):
@@ -136,3 +139,38 @@ def test_check_logged_users_names_reference_draws_that_do_not_fit_the_users():
                                 (None, ref * np.nan, "non-finite")):
         with pytest.raises(InputError, match=words):
             check_logged_users(log, draws, users)
+
+
+@pytest.mark.parametrize("case, says", [
+    ("negative weight", "non-negative and sum to 1"), ("weights sum 2", "non-negative and sum to 1"),
+    ("not positive definite", "not symmetric positive definite"), ("one reference draw", "need [S, d] with S >= 4"),
+    ("nan draw", "non-finite"), ("constant draws", "constant in dimension"), ("wrong dimension", "need [C], [C, 2]"),
+    ("zero replicates", "khat_replicates must be an integer"), ("text draws", "not an array of numbers"),
+])
+def test_bad_inputs_to_check_posterior_are_named(case, says):
+    """NumPy's and SciPy's errors (or a silent nan) had come out of negative weights, a covariance that is not
+    positive definite, or a single reference draw."""
+    rng = np.random.default_rng(0)
+    ref = rng.normal(size=(40, 2))
+    w, m, S = np.array([0.5, 0.5]), np.zeros((2, 2)), np.stack([np.eye(2)] * 2)
+    kw = {}
+    if case == "negative weight":
+        w = np.array([1.5, -0.5])
+    elif case == "weights sum 2":
+        w = np.array([1.0, 1.0])
+    elif case == "not positive definite":
+        S = np.stack([np.eye(2), -np.eye(2)])
+    elif case == "one reference draw":
+        ref = ref[:1]
+    elif case == "nan draw":
+        ref[3, 1] = np.nan
+    elif case == "constant draws":
+        ref[:, 1] = 2.0
+    elif case == "wrong dimension":
+        m, S = np.zeros((2, 3)), np.stack([np.eye(3)] * 2)
+    elif case == "zero replicates":
+        kw = {"khat_replicates": 0}
+    else:
+        ref = "draws"
+    with pytest.raises(InputError, match=re.escape(says)):
+        check_posterior(ref, w, m, S, lambda t: np.zeros(len(t)), rng, **kw)
