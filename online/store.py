@@ -261,12 +261,40 @@ class RunStore:
 
     def quarantine(self, path: Path, suffix: str = ".corrupt") -> Path:
         """Move a damaged file aside to *.corrupt (or another suffix; never over an earlier one); return where
-        it went."""
-        target, n = path.with_name(path.name + suffix), 1
-        while target.exists():
-            target, n = path.with_name(f"{path.name}{suffix}.{n}"), n + 1
-        os.replace(path, target)
-        return target
+        it went.
+
+        Safe when several processes (two readers of one store) move the same file at once: each target name is
+        taken exclusively (a hard link, never over an existing file), and a process that finds the file
+        already gone returns where the other one put it (or raises StoreError naming the race)."""
+        names = (path.with_name(path.name + suffix if n == 0 else f"{path.name}{suffix}.{n}") for n in range(10_000))
+        for target in names:
+            try:
+                os.link(path, target)
+            except FileExistsError:
+                continue
+            except FileNotFoundError:
+                return self._moved_by_another(path, suffix)
+            except OSError:              # a file system without hard links: the plain rename
+                if target.exists():
+                    continue
+                try:
+                    os.replace(path, target)
+                except FileNotFoundError:
+                    return self._moved_by_another(path, suffix)
+                return target
+            path.unlink(missing_ok=True)
+            return target
+        raise StoreError(f"{path}: 10,000 files already moved aside beside it; clear them out")
+
+    @staticmethod
+    def _moved_by_another(path: Path, suffix: str) -> Path:
+        """Where another process just moved `path` aside: the last of its numbered targets."""
+        taken = [p for p in path.parent.glob(path.name + suffix + "*")
+                 if p.name == path.name + suffix or p.name[len(path.name + suffix) + 1:].isdigit()]
+        if not taken:
+            raise StoreError(f"{path}: gone while this process moved it aside (another process moved or removed it "
+                             f"at the same time); rerun to read the store as it is now")
+        return max(taken, key=lambda p: (len(p.name), p.name))
 
     def reject(self, path: Path) -> Path:
         """Move aside a row that failed verification (``online.verify``) to *.rejected, numbered, never over an

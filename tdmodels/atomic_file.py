@@ -84,6 +84,8 @@ def folder_problem(path: str | os.PathLike, writable: bool = False) -> str | Non
         st = _stat(path)
     except OSError as exc:
         return f"cannot be read ({exc.strerror or exc})"
+    if st is None and os.path.islink(path):
+        return f"is a symlink to {os.readlink(path)}, which does not exist"
     if st is not None and not stat.S_ISDIR(st.st_mode):
         return "is a file, not a folder" if stat.S_ISREG(st.st_mode) else "is a device or special file, not a folder"
     blocking = _file_in_the_way(path) if st is None else None

@@ -92,3 +92,13 @@ def test_a_read_only_folder_is_one_clear_error(read_only_folder):
     with pytest.raises(OutputPathError, match="cannot be written"):
         check_output_path(read_only_folder / "new" / "deeper" / "x.csv")
     assert sorted(p.name for p in read_only_folder.iterdir()) == ["kept.txt"]
+
+
+@pytest.mark.parametrize("argv", [["replay", "--world", "dev", "--seeds", "0", "--policies", "random", "--arrivals", "3",
+                                   "--store", "{link}"], ["stats", "--world", "dev", "--store", "{link}"]])
+def test_a_store_that_is_a_dangling_symlink_is_named_as_one(env_dirs, capsys, argv):
+    """It had read "cannot be written (File exists)"."""
+    link = env_dirs / "store-link"
+    link.symlink_to(env_dirs / "gone" / "runs")
+    assert main([a.replace("{link}", str(link)) for a in argv]) == 2
+    assert f"is a symlink to {env_dirs / 'gone' / 'runs'}, which does not exist" in capsys.readouterr().err

@@ -339,3 +339,21 @@ def test_a_rows_settings_must_say_what_its_canonical_spec_says(env_dirs):
     rows, problems = st.scan()
     assert rows == [] and "field 'settings' has prior_var=3.0, the policy 'no-transfer[prior_var=2.0]' says 2.0" \
         in problems[0]
+
+
+def test_two_processes_moving_the_same_bad_row_aside_both_go_on(tmp_path):
+    """Two readers racing to move one bad row aside: the second had failed with FileNotFoundError (exit 2,
+    naming no race); it now gets where the first put it. Nothing is moved over an earlier file."""
+    from online.store import RunStore, StoreError
+
+    store = RunStore(tmp_path / "runs")
+    bad = tmp_path / "runs" / "w" / "seed-0000.json"
+    bad.parent.mkdir(parents=True)
+    (bad.parent / "seed-0000.json.corrupt").write_text("an earlier one")
+    bad.write_text("{broken")
+    first = store.quarantine(bad)
+    assert first.name == "seed-0000.json.corrupt.1" and first.read_text() == "{broken" and not bad.exists()
+    assert store.quarantine(bad) == first                     # the other process's move, found
+    assert (bad.parent / "seed-0000.json.corrupt").read_text() == "an earlier one"
+    with pytest.raises(StoreError, match="another process moved or removed it at the same time"):
+        store.quarantine(bad, ".rejected")
