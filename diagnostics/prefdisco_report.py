@@ -17,6 +17,7 @@ import xarray as xr
 from diagnostics.stats import t_interval
 from online.process_pool import map_in_workers
 from tdmodels.atomic_file import atomic_save
+from tdmodels.netcdf_file import dataset_bytes, save_netcdf
 
 FIELDS = ("baseline", "oracle", "discovery", "norm_align", "asked")
 
@@ -48,7 +49,7 @@ def run_grid(seeds, policies, questions: int, answer_noise: float = 0.0, cost: f
 
 def save_results(ds: xr.Dataset, path: str | os.PathLike) -> Path:
     """Write the results atomically as netCDF."""
-    return atomic_save(path, lambda tmp: ds.to_netcdf(tmp, engine="h5netcdf"))
+    return save_netcdf(path, dataset_bytes(ds))
 
 
 def fmt(x, digits: int = 2) -> str:

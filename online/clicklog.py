@@ -14,10 +14,10 @@ from typing import NamedTuple
 import numpy as np
 import xarray as xr
 
-from tdmodels.atomic_file import atomic_save
 from tdmodels.priors import MixturePrior
 from tdmodels.world import WorldFormatError, check_fits_in_memory
 from tdmodels.errors import InputError
+from tdmodels.netcdf_file import dataset_bytes, save_netcdf
 
 LOG_VERSION = 3           # 3: the run's code digest among its attributes (its identity: world, seed, policy, code, truncation)
 
@@ -104,7 +104,7 @@ def to_dataset(log: ClickLog) -> xr.Dataset:
 
 def save_click_log(log: ClickLog, path: str | os.PathLike) -> Path:
     """Write the log as netCDF, atomically; returns the path (``load_click_log`` reads it back)."""
-    return atomic_save(path, lambda tmp: to_dataset(log).to_netcdf(tmp, engine="h5netcdf"))
+    return save_netcdf(path, dataset_bytes(to_dataset(log)))
 
 
 def load_click_log(path: str | os.PathLike) -> ClickLog:

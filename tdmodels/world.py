@@ -35,9 +35,9 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from tdmodels.atomic_file import atomic_save
 from tdmodels.limits import MAX_ARRIVALS, MAX_BANK, MAX_SESSION
 from tdmodels.errors import InputError
+from tdmodels.netcdf_file import dataset_bytes, save_netcdf
 
 KINDS = ("definition", "computation", "why")
 FORMAT_VERSION = 1
@@ -461,7 +461,7 @@ def check_fits_in_memory(ds: xr.Dataset, label: str, copies: int = 1) -> None:
 def write_world_file(ds: xr.Dataset, path: str | os.PathLike) -> Path:
     """Write atomically (``tdmodels.atomic_file``: a kill leaves the old file or the new one) as netCDF (h5netcdf engine, zlib-compressed numeric variables); no validation."""
     enc = {v: {"zlib": True, "complevel": 4} for v in ds.data_vars if ds[v].dtype.kind in "fiu"}
-    return atomic_save(path, lambda tmp: ds.to_netcdf(tmp, engine="h5netcdf", encoding=enc))
+    return save_netcdf(path, dataset_bytes(ds, encoding=enc))
 
 
 def read_world_file(path: str | os.PathLike, label: str = "world", copies: int = 1) -> xr.Dataset:

@@ -98,6 +98,23 @@ def read_only_folder(tmp_path):
         subprocess.run(["umount", "-l", str(ro)], capture_output=True)
 
 
+@pytest.fixture()
+def full_folder(tmp_path):
+    """A folder on a file system of 600 kB (a tmpfs mounted there): a click log or a world written into it
+    fills the disk. Skipped where this process may not mount one (not root)."""
+    import subprocess
+
+    small = tmp_path / "small-disk"
+    small.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", str(small)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small file system here: {done.stderr.decode().strip()}")
+    try:
+        yield small
+    finally:
+        subprocess.run(["umount", "-l", str(small)], capture_output=True)
+
+
 SLOW_TIMEOUT_S = 3 * 3600      # the slow set's long MCMC (the population SBC runs about 42 minutes on 2 cores)
 
 

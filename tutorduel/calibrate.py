@@ -30,6 +30,7 @@ import numpy as np
 
 from diagnostics.calibration_targets import BAND
 from tdmodels.simulator_params import SIM2_PARAMS as DEFAULT_PARAMS, SimulatorParams, generator_version
+from tdmodels.netcdf_file import inference_data_bytes, save_netcdf
 
 PUBLISHED_SD = BAND / 2         # points: the +-3 band as a 95% interval
 WORLD_SEED = 0
@@ -227,7 +228,7 @@ def finish(out: Path, result, data: Data, fitted=FITTED, emulator: str = "gp", s
     log(f"rosters' draw: simulation {chosen} (of the last wave's {CANDIDATES} best, confirmed on {len(CONFIRM_SEEDS)} "
         f"schedule seeds)")
     idata = to_inference_data(result, data, sim1, chosen, calibrated, fitted)
-    atomic_save(out / "posterior.nc", lambda tmp: idata.to_netcdf(tmp))
+    save_netcdf(out / "posterior.nc", inference_data_bytes(idata))
     params = params_of(result.thetas[chosen], fitted)
     spec = {"generator": generator_version(params), "params": {k: float(v) for k, v in params._asdict().items()},
             "fitted": [p.name for p in fitted], "emulator": emulator,

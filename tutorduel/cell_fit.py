@@ -17,12 +17,13 @@ from online.registry import canonical_spec, parse_spec
 from online.replay import replay_logged, run_key
 from online.store import RunStore
 from online.verify import click_log_problem
-from tdmodels.atomic_file import atomic_save, check_output_path
+from tdmodels.atomic_file import check_output_path
 from tdmodels.limits import MAX_SEED
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior, isotropic_prior
 from tdmodels.world import world_digest
 from tutorduel.arg_types import MAX_DRAWS, MAX_JOBS, MAX_MINUTES
 from tdmodels.errors import InputError, check_flag
+from tdmodels.netcdf_file import inference_data_bytes, save_netcdf
 
 MODELS = ("users", "population", "recalibration")
 DEFAULT_FIT_MINUTES = 30.0     # the population fit's time budget when neither minutes nor rounds are given
@@ -175,7 +176,7 @@ def fit_cell(world, seed: int, spec: str, model: str, store: RunStore, prior: st
     idata.posterior.attrs.update({"world": str(world.attrs["roster"]), "world_digest": world_digest(world),
                                   "seed": int(seed), "policy": canonical_spec(spec), "model": model, "prior": prior,
                                   "users": int(z.shape[0])})
-    return idata, atomic_save(path, lambda tmp: idata.to_netcdf(str(tmp)))
+    return idata, save_netcdf(path, inference_data_bytes(idata))
 
 
 def fit_summary(idata: az.InferenceData, model: str, n: int = 3):

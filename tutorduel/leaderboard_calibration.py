@@ -29,6 +29,7 @@ from typing import NamedTuple
 import numpy as np
 
 from tutorduel.calibrate import Data, Prior, design, nearest_draw, simulate_many
+from tdmodels.netcdf_file import inference_data_bytes, save_netcdf
 
 WORLD_SEED = 0
 PROBE_SEEDS = (0, 1)
@@ -191,7 +192,7 @@ def run(out: Path, data: Data, simulations: int, waves: int, wave_size: int, job
                        chains=chains, draws=draws, seed=seed, log=log, design_statistics=done, checkpoint=keep)
     chosen, confirmed = choose(result, data, FITTED, jobs)
     params = params_of(result.thetas[chosen])
-    atomic_save(out / "posterior.nc", lambda tmp: result.idata.to_netcdf(tmp))
+    save_netcdf(out / "posterior.nc", inference_data_bytes(result.idata))
     spec = {"generator": generator_version(params), "params": {k: float(v) for k, v in params._asdict().items()},
             "fitted": [p.name for p in FITTED], "figures": dict(zip(data.names, map(float, confirmed))),
             "targets": dict(zip(data.names, map(float, data.values))), "sds": dict(zip(data.names, map(float, data.sds))),

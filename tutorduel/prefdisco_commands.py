@@ -11,10 +11,10 @@ from diagnostics.stats import paired_gain, t_interval
 from online.prefdisco_run import MAX_TURNS, POLICIES
 from online.process_pool import map_in_workers
 from online.registry import canonical_spec, make_learner
-from tdmodels.atomic_file import atomic_save
 from tdmodels.errors import InputError
 from tdmodels.prefdisco_world import DOMAINS
 from tdmodels.rosters import open_world
+from tdmodels.netcdf_file import inference_data_bytes, save_netcdf
 
 
 def check_questions(questions: int) -> int:
@@ -80,7 +80,7 @@ def prefdisco_validate_and_report(seed: int, out, world_file=None, scenarios: in
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"prefdisco-validate-seed-{seed:04d}.nc"
-    atomic_save(path, lambda tmp: idata.to_netcdf(str(tmp)))
+    save_netcdf(path, inference_data_bytes(idata))
     print(f"written: {path}")
     return 0
 

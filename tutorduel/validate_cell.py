@@ -28,8 +28,8 @@ from inference.nuts import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_WARMUP
 from online.registry import canonical_spec
 from online.replay import run_key
 from online.store import RunStore
-from tdmodels.atomic_file import atomic_save
 from tdmodels.errors import InputError
+from tdmodels.netcdf_file import inference_data_bytes, save_netcdf
 
 
 def _log_with_beliefs(world, seed, spec, store, arrivals, warn=None):
@@ -217,4 +217,4 @@ def validate_users(world, seed: int, spec: str, store: RunStore, users: int | No
                                   "policy": canonical_spec(spec), "users": int(U),
                                   "reference_health": stored_health(idata_ref).line()})
     path = store.fit_path(run_key(world, seed, spec, arrivals), "validate")
-    return checks, idata, atomic_save(path, lambda tmp: idata.to_netcdf(str(tmp)))
+    return checks, idata, save_netcdf(path, inference_data_bytes(idata))
