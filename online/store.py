@@ -56,6 +56,10 @@ class StoreError(OSError):
     """The store cannot be written (read-only, not a folder, ...)."""
 
 
+class CannotMoveAsideError(StoreError):
+    """A bad file that could not be moved aside (a read-only store): readers skip it and say so."""
+
+
 class CellKey(NamedTuple):
     """Where a run lives: everything that determines its row."""
     world_digest: str
@@ -281,6 +285,11 @@ class RunStore:
                     os.replace(path, target)
                 except FileNotFoundError:
                     return self._moved_by_another(path, suffix)
+                except OSError as exc:   # a read-only store: the reader skips the file and says so
+                    err = CannotMoveAsideError(f"{path}: left in place (the store cannot be written: "
+                                               f"{exc.strerror or exc})")
+                    err.why = f"the store cannot be written: {exc.strerror or exc}"
+                    raise err from None
                 return target
             path.unlink(missing_ok=True)
             return target

@@ -1,6 +1,7 @@
 """tutorduel verify: a fresh sweep verifies; a rescaled row, edited pairs, a swapped click log and a
 plug-in that patches the scorer are each caught, named, kept aside and never counted."""
 import json
+import os
 
 import numpy as np
 import pytest
@@ -290,3 +291,34 @@ def test_a_row_labelled_with_another_rosters_name_does_not_verify_or_export(env_
     assert main(["export", str(env_dirs / "rows.csv")]) == 0
     assert "labelled world 'test_profiles', but its world digest" in capsys.readouterr().err
     assert len((env_dirs / "rows.csv").read_text().splitlines()) == 1        # the header only
+
+
+def test_readers_of_a_read_only_store_skip_a_row_they_cannot_move_aside(env_dirs, read_only_folder, capsys):
+    """stats, export and verify had crashed with no output (OSError moving the bad row aside)."""
+    import shutil
+    import subprocess
+
+    from online.verify import encode_played, row_played
+
+    run_sweep(["dev"], [0, 1], ["random"], RunStore(), arrivals=3, progress=False, inline=True)
+    path = next(RunStore().root.rglob("seed-0001-first3.json"))
+    row = json.loads(path.read_text())
+    pairs, clicks = row_played(row)
+    clicks = clicks.copy()
+    clicks[0, 0] = 1 - clicks[0, 0]                      # a click the world does not give: fails verification
+    path.write_text(json.dumps({**row, "played": encode_played(pairs, clicks, 6)}))
+    if os.geteuid() == 0:                                 # root: copy the store onto the read-only mount
+        subprocess.run(["mount", "-o", "remount,rw", str(read_only_folder)], check=True)
+        shutil.copytree(RunStore().root, read_only_folder / "runs")
+        subprocess.run(["mount", "-o", "remount,ro", str(read_only_folder)], check=True)
+        store = str(read_only_folder / "runs")
+    else:
+        store = str(RunStore().root)
+        for p in sorted(RunStore().root.rglob("*"), reverse=True):
+            p.chmod(0o555 if p.is_dir() else 0o444)
+    for argv, stream in ((["stats", "--world", "dev", "--arrivals", "3"], "err"), (["export", str(env_dirs / "e.csv")], "err"),
+                         (["verify"], "out")):
+        code = main([*argv, "--store", store])
+        said = getattr(capsys.readouterr(), stream)
+        assert code == (1 if argv[0] == "verify" else 0), said
+        assert "does not verify" in said and "left in place (the store cannot be written" in said, said

@@ -21,7 +21,7 @@ from tdmodels.atomic_file import check_output_path
 from tdmodels.errors import InputError, check_flag
 from tdmodels.rosters import is_path, open_world, world_file, world_name
 from tdmodels.world import WorldFormatError, world_digest
-from tutorduel.store_view import apply_verdicts, current_code, stored_rows, verified_rows
+from tutorduel.store_view import apply_verdicts, current_code, moved_aside, stored_rows, verified_rows
 
 
 def replay_and_report(store: RunStore, worlds: list[str], seeds: list[int], specs: list[str], *, allow_test=False,
@@ -338,10 +338,10 @@ def _replay_rows(store, rows_paths, worlds: dict, trusted: frozenset, jobs: int,
         if kind == "error":
             print(f"run row {p}: could not be replayed: {why}; kept in place")
         elif kind == "log":
-            print(f"run row {p}: its click log does not replay: {why}; the log was moved aside to "
-                  f"{store.reject(Path(p).with_suffix('.clicks.nc'))}")
+            print(f"run row {p}: its click log does not replay: {why}; the log was "
+                  f"{moved_aside(store, Path(p).with_suffix('.clicks.nc'))}")
         else:
-            print(f"run row {p}: does not replay: {why}; moved aside to {store.reject(Path(p))}")
+            print(f"run row {p}: does not replay: {why}; {moved_aside(store, Path(p))}")
     replayed = len(items) - sum(1 for _, found in results if found and found[0] == "skip")
     print(f"{replayed - len(failed)} of {replayed} replayed row(s) are their policy's run"
           + (f"; {len(failed)} are not" if failed else ""), file=sys.stderr)

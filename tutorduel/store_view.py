@@ -14,7 +14,7 @@ from typing import NamedTuple
 from online.code_identity import policy_code
 from online.registry import PolicySpecError, resolve
 from online.replay import arrivals_limit
-from online.store import CellKey, RunStore
+from online.store import CannotMoveAsideError, CellKey, RunStore
 from online.verify import BAD_LOG, BAD_ROW, OK, audit_in_fresh_process
 from tdmodels.world import world_digest
 
@@ -43,6 +43,15 @@ def current_code(policy_rows: list[dict], trusted=frozenset()) -> str | None:
         return None
 
 
+def moved_aside(store: RunStore, path: Path) -> str:
+    """Move a file that failed its check aside (``RunStore.reject``) and say where; in a store that cannot be
+    written, leave it, say so, and go on (it is skipped, not counted)."""
+    try:
+        return f"moved aside to {store.reject(path)}"
+    except CannotMoveAsideError as exc:
+        return f"left in place ({exc.why}); skipped"
+
+
 def apply_verdicts(store: RunStore, verdicts) -> tuple[set, list[str]]:
     """Act on ``online.verify.audit_rows`` verdicts: move failed rows and foreign click logs aside. Returns
     (paths of the rows that verified, one line per row that did not)."""
@@ -52,11 +61,10 @@ def apply_verdicts(store: RunStore, verdicts) -> tuple[set, list[str]]:
         if verdict == OK:
             good.add(p)
         elif verdict == BAD_ROW:
-            lines.append(f"run row {p}: does not verify: {message}; moved aside to {store.reject(p)}")
+            lines.append(f"run row {p}: does not verify: {message}; {moved_aside(store, p)}")
         elif verdict == BAD_LOG:
             log = p.with_suffix(".clicks.nc")
-            where = store.reject(log) if log.exists() else log
-            lines.append(f"run row {p}: {message}; the click log was moved aside to {where}")
+            lines.append(f"run row {p}: {message}; the click log was {moved_aside(store, log) if log.exists() else log}")
             good.add(p)
         else:
             lines.append(f"run row {p}: not verified ({message}); not counted")
