@@ -34,6 +34,13 @@ from tdmodels.errors import InputError
 POPULATION_SAMPLERS = ("gibbs", "nuts")
 
 
+def _checked_rounds(max_rounds):
+    if max_rounds is not None and (isinstance(max_rounds, bool) or not isinstance(max_rounds, (int, np.integer))
+                                   or not 1 <= max_rounds <= 10_000):
+        raise InputError(f"max_rounds {max_rounds!r}: an integer in [1, 10000]")
+    return max_rounds
+
+
 def fit_population(z, y, seed: int = 0, chains: int = DEFAULT_CHAINS, warmup: int | None = None,
                    draws: int | None = None, thin: int = 1, sampler: str = "gibbs",
                    hyper: PopulationHyper = PopulationHyper(), strict: bool = False, map_chains=None,
@@ -86,10 +93,7 @@ def fit_population(z, y, seed: int = 0, chains: int = DEFAULT_CHAINS, warmup: in
             ess = min((q.min_ess_bulk for q in qs), default=0.0)
             return RoundVerdict(li.ok, max_rhat, ess / MIN_ESS_BULK)
 
-        if max_rounds is not None and (isinstance(max_rounds, bool) or not isinstance(max_rounds, (int, np.integer))
-                                       or not 1 <= max_rounds <= 10_000):
-            raise InputError(f"max_rounds {max_rounds!r}: an integer in [1, 10000]")
-        budgeted = max_seconds is not None or max_rounds is not None
+        budgeted = max_seconds is not None or _checked_rounds(max_rounds) is not None
         until = verdict if budgeted and chains >= 2 else None    # one chain is never healthy
         idata = sample_population(z, y, hyper, chains=chains, warmup=GIBBS_WARMUP if warmup is None else warmup,
                                   draws=GIBBS_DRAWS if draws is None else draws, thin=thin, seed=seed,

@@ -192,14 +192,10 @@ def sample_population(z, y, hyper: PopulationHyper = PopulationHyper(), chains: 
         ``online.process_pool.map_in_workers`` with jobs); default: one after another, here.
     until : callable or None
         ``until(idata) -> RoundVerdict``. If given, the chains run on in rounds until it says met (e.g.
-        every label-invariant diagnostic passes), `max_rounds` rounds have run or `max_seconds` would be
-        passed; `_next_round` says
+        every label-invariant diagnostic passes) or a budget is spent; `_next_round` says
         how far each round extends them (keeping at most 2 x `draws` per chain). Without it, one round.
-    max_seconds : float or None
-        Wall-time budget for the rounds (no new round starts that would, at the last round's pace,
-        end past it).
-    max_rounds : int or None
-        At most this many rounds: a budget that does not depend on the machine's speed.
+    max_seconds, max_rounds : float, int or None
+        Budgets: wall time (no round starts that would, at the last one's pace, end past it); rounds.
     progress : callable or None
         ``progress(message)`` after each round.
 
@@ -244,8 +240,7 @@ def sample_population(z, y, hyper: PopulationHyper = PopulationHyper(), chains: 
         if progress is not None:
             progress(f"round {rnd}: {done} sweeps per chain, {kept_sweeps} kept ({len(kept[0].stats)} draws, thinning "
                      f"{cur_thin}), {elapsed:.0f} s; " + _verdict_words(verdict, drop_half, near_miss))
-        if verdict.met or (max_seconds is not None and elapsed + next_cost > max_seconds) \
-                or (max_rounds is not None and rnd >= max_rounds):
+        if verdict.met or _budget_spent(elapsed + next_cost, max_seconds, rnd, max_rounds):
             return idata
         if drop_half:
             half = len(kept[0].stats) // 2
@@ -253,6 +248,12 @@ def sample_population(z, y, hyper: PopulationHyper = PopulationHyper(), chains: 
             start += half * cur_thin
         kept = [_thin(k, factor) for k in kept] if factor > 1 else kept
         cur_thin, new_draws = next_thin, next_draws
+
+
+def _budget_spent(seconds_after_next: float, max_seconds, rounds: int, max_rounds) -> bool:
+    """Whether another round would pass the time budget, or the rounds' budget is spent."""
+    return (max_seconds is not None and seconds_after_next > max_seconds) or (max_rounds is not None
+                                                                              and rounds >= max_rounds)
 
 
 def _next_round(verdict, kept_sweeps: int, cur_thin: int, draws: int) -> tuple[bool, bool, int, int]:
