@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import stat
 from pathlib import Path
 
 from benchmarks.measure import Ratio
+from tdmodels.file_read import read_regular_text
 
 SHORT_POLICIES = "no-transfer,hierts,coduel,coduel-greedy,tempered-kg,colstim,coldb,coldb-lr"
 SHORT_ARRIVALS = 150
@@ -31,30 +30,18 @@ MAX_TABLE_BYTES = 1 << 20   # a short table is a few kB
 MAX_REPEATS = 20            # best of this many replays at most (a table asking more is refused, not obeyed)
 
 
-def _read_table(path: str | Path) -> str:
-    """The text of a table file: a regular file (never a FIFO or a device, which could block or never end)
-    of at most MAX_TABLE_BYTES."""
-    st = os.stat(path)
-    if not stat.S_ISREG(st.st_mode):
-        raise ValueError("not a regular file")
-    if st.st_size > MAX_TABLE_BYTES:
-        raise ValueError(f"{st.st_size:,} bytes; a table is at most {MAX_TABLE_BYTES:,}")
-    with open(path, "rb") as fh:
-        return fh.read(MAX_TABLE_BYTES + 1).decode("utf-8")
-
-
 def load_baseline(path: str | Path) -> tuple[dict, dict]:
     """(meta, ratios) of a table written by ``--short --json``; ValueError naming what is wrong with it.
 
     A table is data: it may name only registered policies (nothing it names is imported to find out),
     one of the rosters, and sizes within the command line's own bounds."""
     try:
-        data = json.loads(_read_table(path))
+        data = json.loads(read_regular_text(path, MAX_TABLE_BYTES))
         meta, rows = data["meta"], data["rows"]
         if not isinstance(meta, dict) or not isinstance(rows, list):
             raise TypeError("meta must be an object and rows a list")
         ratios = {(r["group"], r["name"], r["reference"]): float(r["ratio"]) for r in rows}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:   # UnreadableFileError among them
         raise ValueError(f"{path}: not a benchmark table written by --json ({type(exc).__name__}: {exc})") from None
     if not meta.get("short"):
         raise ValueError(f"{path}: not a short table (write one with --short --json)")
