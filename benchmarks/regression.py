@@ -41,7 +41,9 @@ def load_baseline(path: str | Path) -> tuple[dict, dict]:
         if not isinstance(meta, dict) or not isinstance(rows, list):
             raise TypeError("meta must be an object and rows a list")
         ratios = {(r["group"], r["name"], r["reference"]): float(r["ratio"]) for r in rows}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:   # UnreadableFileError among them
+        if not all(isinstance(x, str) for key in ratios for x in key):
+            raise TypeError("every row's group, name and reference must be text")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:   # UnreadableFileError too
         raise ValueError(f"{path}: not a benchmark table written by --json ({type(exc).__name__}: {exc})") from None
     if not meta.get("short"):
         raise ValueError(f"{path}: not a short table (write one with --short --json)")

@@ -118,6 +118,18 @@ def parse(argv=None) -> argparse.Namespace:
 
 
 def main(argv=None) -> int:
+    """Run the benchmarks; print through ``tutorduel.terminal_text.VisibleStream`` (a table's names are data)."""
+    from tutorduel.terminal_text import VisibleStream
+
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = VisibleStream(sys.stdout), VisibleStream(sys.stderr)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+def _main(argv=None) -> int:
     from inference.kernel_cache import configure_kernel_cache
 
     configure_kernel_cache()             # before numba starts: compiled kernels cached by their source

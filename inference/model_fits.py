@@ -29,6 +29,7 @@ from inference.user_reference import check_design
 from tdmodels.population_model import RIDGE, PopulationHyper, population, recalibration
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior, validate_prior
 from tdmodels.errors import InputError
+from tdmodels.limits import MAX_FIT_ROUNDS
 
 
 POPULATION_SAMPLERS = ("gibbs", "nuts")
@@ -36,8 +37,8 @@ POPULATION_SAMPLERS = ("gibbs", "nuts")
 
 def _checked_rounds(max_rounds):
     if max_rounds is not None and (isinstance(max_rounds, bool) or not isinstance(max_rounds, (int, np.integer))
-                                   or not 1 <= max_rounds <= 10_000):
-        raise InputError(f"max_rounds {max_rounds!r}: an integer in [1, 10000]")
+                                   or not 1 <= max_rounds <= MAX_FIT_ROUNDS):
+        raise InputError(f"max_rounds {max_rounds!r}: an integer in [1, {MAX_FIT_ROUNDS:,}]")
     return max_rounds
 
 
@@ -93,7 +94,7 @@ def fit_population(z, y, seed: int = 0, chains: int = DEFAULT_CHAINS, warmup: in
             ess = min((q.min_ess_bulk for q in qs), default=0.0)
             return RoundVerdict(li.ok, max_rhat, ess / MIN_ESS_BULK)
 
-        budgeted = max_seconds is not None or _checked_rounds(max_rounds) is not None
+        budgeted = _checked_rounds(max_rounds) is not None or max_seconds is not None
         until = verdict if budgeted and chains >= 2 else None    # one chain is never healthy
         idata = sample_population(z, y, hyper, chains=chains, warmup=GIBBS_WARMUP if warmup is None else warmup,
                                   draws=GIBBS_DRAWS if draws is None else draws, thin=thin, seed=seed,

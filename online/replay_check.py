@@ -19,7 +19,6 @@ import numpy as np
 from online.verify import row_played
 
 
-REPLAY_TIMEOUT_S = 900.0     # a row's replay runs seconds; one past this is a policy that hangs (stopped, named)
 RECORD_RTOL = 1e-9           # a recorded belief or prediction replayed may differ in its last bits, no more
 
 

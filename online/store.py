@@ -337,6 +337,8 @@ class RunStore:
         base = self.root / FAILED / (world_digest or "")
         out = []
         for p in sorted(base.rglob("seed-*.json")) if base.is_dir() else []:
+            if any(part.endswith(".partial") for part in p.relative_to(base).parts[:-1]):
+                continue                   # a write a kill interrupted (tdmodels.atomic_file), not a record
             try:
                 rec = json.loads(read_regular_text(p, RECORD_BYTES))
             except (OSError, ValueError, RecursionError):

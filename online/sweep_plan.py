@@ -12,7 +12,7 @@ from online.replay import arrivals_limit
 from online.store import CellKey, CorruptRowError, RunStore
 from tdmodels.errors import InputError, check_flag
 from tdmodels.limits import MAX_SEED
-from tdmodels.rosters import open_world, world_file, world_name
+from tdmodels.rosters import open_world, reserved_name, world_file, world_name
 from tdmodels.run_inputs import check_run_memory
 from tdmodels.world import world_digest
 
@@ -127,6 +127,10 @@ def plan_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: Run
     for w in worlds:
         ds = open_world(w, allow_test=allow_test, directory=worlds_dir, copies=copies)
         digest, limit, name = world_digest(ds), arrivals_limit(ds, arrivals), world_name(w)
+        if reserved_name(name) and name != str(ds.attrs["roster"]):
+            raise SweepError(f"world {w}: a file named like the toolkit's world {name!r} holds world "
+                             f"{str(ds.attrs['roster'])!r}; its rows would be shown under a name that is not theirs "
+                             f"(rename the file)")
         check_run_memory(ds, limit or int(ds.attrs["arrivals"]), f"a run on world {name!r}")
         if digest in sources:          # the same world given twice (two names or paths): its cells once
             continue

@@ -9,6 +9,12 @@ from pathlib import Path
 from tdmodels.errors import InputError
 
 
+class WriteFailedError(OSError):
+    """A file that could not be written (a full disk, an I/O error), named; what it would have replaced is
+    kept. An OSError, so that callers that handle the store's I/O go on handling it; the command line
+    reports it on one line, exit 2."""
+
+
 class OutputPathError(InputError):
     """A path that a file cannot be written to without destroying something: a device, a folder, a pipe,
     or a path under a regular file."""
@@ -103,8 +109,24 @@ def atomic_save(path: str | os.PathLike, write) -> Path:
     and only a regular file or a new path is ever replaced (``check_output_path``).
     """
     path = check_output_path(path)
+    try:
+        return _save(path, write)
+    except WriteFailedError:
+        raise
+    except OSError as exc:           # a full disk, an I/O error: named for the file asked for, not the temporary
+        raise WriteFailedError(f"{path}: could not be written ({exc.strerror or exc}); nothing was "
+                               f"replaced") from None
+
+
+def _short(name: str, limit: int = 64) -> str:
+    """At most `limit` bytes of `name` in UTF-8 (a temporary folder's name must stay within the file system's
+    255 bytes)."""
+    return name.encode("utf-8", "surrogateescape")[:limit].decode("utf-8", "ignore")
+
+
+def _save(path: Path, write) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    private = Path(tempfile.mkdtemp(prefix=f".{path.name[:64]}.", suffix=".partial", dir=path.parent))
+    private = Path(tempfile.mkdtemp(prefix=f".{_short(path.name)}.", suffix=".partial", dir=path.parent))
     tmp = private / path.name
     try:
         write(tmp)
@@ -127,4 +149,4 @@ def atomic_save(path: str | os.PathLike, write) -> Path:
     return path
 
 
-__all__ = ["atomic_save", "check_output_path", "folder_problem", "unwritable", "OutputPathError"]
+__all__ = ["atomic_save", "check_output_path", "folder_problem", "unwritable", "OutputPathError", "WriteFailedError"]

@@ -11,3 +11,4 @@ MAX_PAGE_ARRIVALS = 10_000    # arrivals a play or watch page embeds
 MAX_CURVE_SEEDS = 1_000       # full runs behind a page's learning-curve band
 MAX_TURNS = 5                 # PrefDisco: direct questions before the answer
 MAX_RESAMPLE = 999_999         # real-session rosters: resample seeds (tdmodels.sample_roster)
+MAX_FIT_ROUNDS = 10_000           # a population fit's budget of rounds (tutorduel fit --max-rounds)

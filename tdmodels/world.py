@@ -381,31 +381,50 @@ def _read_int(path: str) -> int | None:
         return None
 
 
+def _stat_field(path: str, key: str) -> int:
+    """A field of a cgroup's memory.stat (0 where absent)."""
+    try:
+        with open(path) as fh:
+            for line in fh:
+                name, _, value = line.partition(" ")
+                if name == key:
+                    return int(value)
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
 def _cgroup_available() -> int | None:
-    """Bytes left under this process's cgroup memory limit (v2 memory.max, or v1), None where unlimited."""
+    """Bytes left under the lowest cgroup memory limit over this process's cgroup and its ancestors (v2
+    memory.max, or v1's limit), the reclaimable page cache (inactive files) counted as free; None where
+    no limit is set."""
     try:
         with open("/proc/self/cgroup") as fh:
             lines = fh.read().splitlines()
     except OSError:
         return None
+    left = []
     for line in lines:
         parts = line.split(":", 2)
         if len(parts) != 3:
             continue
-        rel = parts[2].lstrip("/")
-        if parts[0] == "0" and parts[1] == "":                                   # cgroup v2
-            base = os.path.join("/sys/fs/cgroup", rel)
-            limit, used = _read_int(os.path.join(base, "memory.max")), _read_int(os.path.join(base, "memory.current"))
+        rel = parts[2].strip("/")
+        if parts[0] == "0" and parts[1] == "":                                   # cgroup v2: walk up
+            root, names = "/sys/fs/cgroup", ("memory.max", "memory.current", "memory.stat", "inactive_file")
         elif "memory" in parts[1].split(","):                                      # cgroup v1
-            base = os.path.join("/sys/fs/cgroup/memory", rel)
-            limit = _read_int(os.path.join(base, "memory.limit_in_bytes"))
-            used = _read_int(os.path.join(base, "memory.usage_in_bytes"))
-            limit = None if limit is not None and limit >= 1 << 60 else limit     # v1's "unlimited"
+            root = "/sys/fs/cgroup/memory"
+            names = ("memory.limit_in_bytes", "memory.usage_in_bytes", "memory.stat", "total_inactive_file")
         else:
             continue
-        if limit is not None:
-            return max(0, limit - (used or 0))
-    return None
+        steps = rel.split("/") if rel else []
+        for depth in range(len(steps), -1, -1):
+            base = os.path.join(root, *steps[:depth])
+            limit = _read_int(os.path.join(base, names[0]))
+            if limit is None or limit >= 1 << 60:                                  # none here (v1: "unlimited")
+                continue
+            used = (_read_int(os.path.join(base, names[1])) or 0) - _stat_field(os.path.join(base, names[2]), names[3])
+            left.append(max(0, limit - max(used, 0)))
+    return min(left) if left else None
 
 
 def _rlimit_available() -> int | None:

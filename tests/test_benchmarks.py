@@ -139,6 +139,7 @@ def test_the_committed_table_is_a_short_table_of_every_short_policy():
     ({"meta": {"world": "dev", "policies": "no-transfer", "arrivals": 10**12, "repeats": 1, "short": True}},
      [], "arrivals must be an integer in [1,"),
     ({"meta": []}, [], "not a benchmark table"),
+    ({"rows": [{"group": "replay", "name": 7, "reference": "random", "ratio": 1.0}]}, [], "must be text"),
     ({}, ["--world", "quirky"], "takes no --world"),
     ({}, ["--population-users", "300"], "takes no --population-users"),
 ])
@@ -155,7 +156,7 @@ def test_a_bad_committed_table_or_option_is_one_clear_error_before_measuring(tmp
         assert "this" not in sys.modules and "Zen" not in capsys.readouterr().out     # nothing imported
 
 
-@pytest.mark.parametrize("what", ["fifo", "/dev/zero", "huge", "folder"])
+@pytest.mark.parametrize("what", ["fifo", "/dev/zero", "huge", "folder", "deep"])
 def test_a_table_that_is_not_a_small_regular_file_is_refused_unread(tmp_path, capsys, what):
     """A FIFO or /dev/zero would block or never end; a huge file is not a short table."""
     from benchmarks.run import parse
@@ -167,6 +168,8 @@ def test_a_table_that_is_not_a_small_regular_file_is_refused_unread(tmp_path, ca
         path.write_bytes(b" " * (2 << 20))
     elif what == "folder":
         path.mkdir()
+    elif what == "deep":
+        path.write_text("[" * 200_000)                       # RecursionError in the JSON parser
     else:
         path = Path(what)
     with pytest.raises(SystemExit) as exc:

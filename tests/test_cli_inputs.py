@@ -269,3 +269,24 @@ def test_an_empty_name_in_a_world_list_is_named_before_any_work(argv, capsys):
     """'dev,' had printed dev's tables, then failed on the empty name."""
     _fails_with(capsys, argv, "an empty name between commas")
     assert "| policy |" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--max-minutes", "0", "--max-rounds", "3"], "--max-minutes 0 is one fixed run; it takes no --max-rounds"),
+])
+def test_a_population_fits_budgets_are_checked_before_the_fit(env_dirs, capsys, argv, says):
+    assert main(["fit", "--arrivals", "3", "--model", "population", "--chains", "2", "--warmup", "5", "--draws", "5",
+                 "--jobs", "1", *argv]) == 2
+    assert says in capsys.readouterr().err
+
+
+def test_a_population_fit_refuses_a_bad_budget_of_rounds_from_python():
+    import numpy as np
+
+    from inference.model_fits import fit_population
+    from tdmodels.errors import InputError
+
+    z, y = np.zeros((2, 3, 7)), np.zeros((2, 3))
+    for bad in (0, True, "3", 10**9):
+        with pytest.raises(InputError, match="max_rounds"):
+            fit_population(z, y, chains=2, warmup=5, draws=5, max_seconds=60.0, max_rounds=bad)

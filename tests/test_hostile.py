@@ -429,3 +429,17 @@ def test_a_truthy_value_is_not_taken_for_true(call, truthy, dev_world, env_dirs)
     with pytest.raises(InputError, match="give True or False"):
         fn()
     assert not (env_dirs / "worlds" / "quirky.nc").exists()
+
+
+def test_the_progress_bar_keeps_its_own_line_clearing_and_escapes_the_rest():
+    """The terminal wrapper had escaped the progress bar's own carriage return and erase-line."""
+    import io
+
+    from tutorduel.terminal_text import CLEAR_LINE, VisibleStream
+
+    buf = io.StringIO()
+    VisibleStream(buf).write(CLEAR_LINE + "[###] dev seed 0 \x1b]0;x\x07: ok")
+    assert buf.getvalue() == CLEAR_LINE + "[###] dev seed 0 \\x1b]0;x\\x07: ok"
+    buf = io.StringIO()
+    VisibleStream(buf).write("name " + CLEAR_LINE)
+    assert buf.getvalue() == "name \\r\\x1b[K"

@@ -116,3 +116,14 @@ def test_a_disk_that_fills_while_a_click_log_is_written_is_one_clear_error(env_d
     assert out.returncode == 2, (out.returncode, out.stderr[-2000:])
     assert "No space left on device" in out.stderr and "Traceback" not in out.stderr
     assert not [p for p in full_folder.rglob("*") if p.name.endswith(".partial")]     # nothing half-written left
+
+
+def test_a_disk_that_fills_is_named_for_the_file_asked_for(full_folder):
+    """Every writer, not only the store's: the error names the output (not the deleted temporary) and is an
+    OSError the command line reports on one line, exit 2."""
+    from tdmodels.atomic_file import WriteFailedError
+
+    target = full_folder / "big.bin"
+    with pytest.raises(WriteFailedError, match=f"{target}: could not be written .*No space left"):
+        atomic_save(target, lambda tmp: tmp.write_bytes(b"x" * (2 << 20)))
+    assert not target.exists() and list(full_folder.iterdir()) == []

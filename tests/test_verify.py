@@ -322,3 +322,14 @@ def test_readers_of_a_read_only_store_skip_a_row_they_cannot_move_aside(env_dirs
         said = getattr(capsys.readouterr(), stream)
         assert code == (1 if argv[0] == "verify" else 0), said
         assert "does not verify" in said and "left in place (the store cannot be written" in said, said
+
+
+def test_a_file_named_like_a_roster_but_holding_another_world_is_refused_before_any_run(env_dirs, dev_world, tmp_path):
+    """Its rows would be stored under the roster's name and then fail verify (the label check)."""
+    from online.sweep_plan import SweepError
+    from tdmodels.world import write_world_file
+
+    path = write_world_file(dev_world, tmp_path / "test_topics.nc")
+    with pytest.raises(SweepError, match="named like the toolkit's world 'test_topics' holds world 'dev'"):
+        run_sweep([str(path)], [0], ["random"], RunStore(), arrivals=3, progress=False, inline=True)
+    assert not RunStore().root.exists() or not list(RunStore().rows())

@@ -11,6 +11,7 @@ MAX_JOBS = 1_024                # worker processes
 MAX_DRAWS = 1_000_000           # MCMC warm-up or draws per chain
 MAX_RESAMPLES = 100_000         # bootstrap resamples, design simulations
 MAX_MINUTES = 7 * 24 * 60.0     # a time budget: one week
+REPLAY_TIMEOUT_S = 900.0        # verify --replay: a row's replay runs seconds; one past this is a policy that hangs
 
 
 def _range_text(lo, hi, lo_open) -> str:

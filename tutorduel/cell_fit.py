@@ -18,7 +18,7 @@ from online.replay import replay_logged, run_key
 from online.store import RunStore
 from online.verify import click_log_problem
 from tdmodels.atomic_file import check_output_path
-from tdmodels.limits import MAX_SEED
+from tdmodels.limits import MAX_FIT_ROUNDS, MAX_SEED
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior, isotropic_prior
 from tdmodels.world import world_digest
 from tutorduel.arg_types import MAX_DRAWS, MAX_JOBS, MAX_MINUTES
@@ -26,7 +26,6 @@ from tdmodels.errors import InputError, check_flag
 from tdmodels.netcdf_file import inference_data_bytes, save_netcdf
 
 MODELS = ("users", "population", "recalibration")
-DEFAULT_FIT_MINUTES = 30.0     # the population fit's time budget when neither minutes nor rounds are given
 PRIORS = ("policy", "em")
 
 
@@ -54,10 +53,12 @@ def cell_click_log(world, seed: int, spec: str, store: RunStore, arrivals: int |
                 if warn:
                     warn(f"warning: click log {path} has no row beside it; moved aside to {moved} and recomputed")
             else:
-                problem = click_log_problem(row, log, world) or _records_problem(world, row, log)
-                if problem:
+                problem = click_log_problem(row, log, world)
+                records = None if problem else _records_problem(world, row, log)
+                if problem or records:
+                    how = "tutorduel verify" if problem else "tutorduel verify --replay"
                     raise ClickLogError(f"click log {path}: not the log of the run asked for ({key.policy}, seed "
-                                        f"{key.seed}, world {key.world_digest}): {problem}; tutorduel verify moves "
+                                        f"{key.seed}, world {key.world_digest}): {problem or records}; {how} moves "
                                         f"it aside, then this command recomputes it")
                 return log
     row, log = replay_logged(world, seed, key.policy, key.arrivals)
@@ -116,8 +117,10 @@ def fit_cell(world, seed: int, spec: str, model: str, store: RunStore, prior: st
 
     warmup and draws default to the sampler's own (NUTS: 1000 and 1000; the population model's
     Gibbs sampler, ``inference.population_gibbs``); `sampler`, `thin`, `jobs` (worker processes
-    for the chains) and `max_minutes` apply to the population model: with max_minutes, the Gibbs
-    chains run on in rounds until every label-invariant diagnostic passes or the time is spent.
+    for the chains), `max_minutes` and `max_rounds` apply to the population model: with either budget, the
+    Gibbs chains run on in rounds until every label-invariant diagnostic passes or a budget is spent (the
+    minutes, or the rounds: a budget that does not depend on the machine's speed); with neither, or
+    max_minutes 0, one run of warmup + draws x thin.
     """
     strict = check_flag("strict", strict)
     from inference.mixture_em import fit_mixture_em
@@ -143,6 +146,11 @@ def fit_cell(world, seed: int, spec: str, model: str, store: RunStore, prior: st
     if max_minutes is not None and (isinstance(max_minutes, bool) or not isinstance(max_minutes, (int, float))
                                     or not np.isfinite(max_minutes) or not 0 <= max_minutes <= MAX_MINUTES):
         raise InputError(f"--max-minutes {max_minutes!r}: must be a number in [0, {MAX_MINUTES:g}]")
+    if max_rounds is not None and (isinstance(max_rounds, bool) or not isinstance(max_rounds, (int, np.integer))
+                                   or not 1 <= max_rounds <= MAX_FIT_ROUNDS):
+        raise InputError(f"--max-rounds {max_rounds!r}: must be an integer in [1, {MAX_FIT_ROUNDS:,}]")
+    if max_rounds is not None and max_minutes == 0:
+        raise InputError("--max-minutes 0 is one fixed run; it takes no --max-rounds")
     path = Path(out) if out else store.fit_path(run_key(world, seed, spec, arrivals), model)
     check_output_path(path)     # before the sampler runs, not after
     log = cell_click_log(world, seed, spec, store, arrivals, warn=progress)
@@ -163,12 +171,10 @@ def fit_cell(world, seed: int, spec: str, model: str, store: RunStore, prior: st
     if model == "users":
         idata = compact_reference(fit_users(z, y, pr, **opts), seed=seed)
     elif model == "population":
-        if max_minutes is None and max_rounds is None:
-            max_minutes = DEFAULT_FIT_MINUTES
-        fixed = max_minutes == 0 or sampler != "gibbs"       # one run of warmup + draws x thin
-        budget = 60.0 * max_minutes if max_minutes and not fixed else None
+        gibbs = sampler == "gibbs"                            # NUTS: one run of warmup + draws
+        budget = 60.0 * max_minutes if max_minutes and gibbs else None
         idata = fit_population(z, y, sampler=sampler, thin=thin, map_chains=chain_map(jobs), max_seconds=budget,
-                               max_rounds=None if fixed else max_rounds, progress=progress, **opts)
+                               max_rounds=max_rounds if gibbs else None, progress=progress, **opts)
     else:
         if int(world.attrs["rater_available"]) == 0:
             raise InputError(f"world {world.attrs['roster']!r} has no rater scores: nothing to recalibrate")

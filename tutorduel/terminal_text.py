@@ -4,8 +4,9 @@ World files and store records carry text a user did not write (persona names, qu
 failed cell's error). Printed raw, an escape sequence in it would retitle, recolour or clear the terminal,
 or move the cursor over what was printed before; a bidirectional override would reorder a line. The
 command line prints through ``VisibleStream``, which shows every such character as its escape
-(``\\x1b``, ``\\r``, ``\\u202e``) and keeps line breaks and tabs. The toolkit prints no control
-characters of its own.
+(``\\x1b``, ``\\r``, ``\\u202e``) and keeps line breaks and tabs. The one control sequence the toolkit
+prints itself, ``CLEAR_LINE`` (a carriage return and erase-line, before a progress bar on a terminal),
+passes where a write begins with it; whatever follows is made visible.
 """
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ _HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202
 def _escape(m: re.Match) -> str:
     c = m.group()
     return {"\r": "\\r", "\x0b": "\\v", "\x0c": "\\f"}.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+
+
+CLEAR_LINE = "\r\x1b[K"
 
 
 def visible(text: str) -> str:
@@ -33,7 +37,10 @@ class VisibleStream:
         self._stream = stream
 
     def write(self, text: str) -> int:
-        self._stream.write(visible(text))
+        if text.startswith(CLEAR_LINE):
+            self._stream.write(CLEAR_LINE + visible(text[len(CLEAR_LINE):]))
+        else:
+            self._stream.write(visible(text))
         return len(text)
 
     def writelines(self, lines) -> None:
@@ -44,4 +51,4 @@ class VisibleStream:
         return getattr(self._stream, name)
 
 
-__all__ = ["VisibleStream", "visible"]
+__all__ = ["CLEAR_LINE", "VisibleStream", "visible"]

@@ -23,12 +23,14 @@ GROUPS = (runs, prefdisco, worlds, fits, pages)
 
 def _input_errors() -> tuple[type[BaseException], ...]:
     """The exceptions that mean bad input (exit 2). Beside `InputError`: a held-out roster without
-    --allow-test, a store that cannot be used, a worker that could not run a task, a missing file."""
+    --allow-test, a store that cannot be used, a worker that could not run a task, a missing file, an output
+    that could not be written (a full disk)."""
     from online.process_pool import TaskError
     from online.store import StoreError
+    from tdmodels.atomic_file import WriteFailedError
     from tdmodels.rosters import HeldOutError
 
-    return (InputError, HeldOutError, StoreError, TaskError, FileNotFoundError)
+    return (InputError, HeldOutError, StoreError, TaskError, FileNotFoundError, WriteFailedError)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,9 +1,11 @@
 """`fit` and `validate`: exact references on a stored run's clicks, and a learner's beliefs against them."""
 from __future__ import annotations
 
-from tdmodels.limits import MAX_ARRIVALS, MAX_SESSION
+from tdmodels.limits import MAX_ARRIVALS, MAX_FIT_ROUNDS, MAX_SESSION
 from tutorduel.arg_types import MAX_DRAWS, MAX_JOBS, MAX_MINUTES, float_in, int_in, int_list_in
 from tutorduel.cli.options import DEFAULT_JOBS, common_options, fit_options
+
+DEFAULT_FIT_MINUTES = 30.0      # fit --model population: the time budget when neither minutes nor rounds are given
 
 
 def cmd_fit(a) -> int:
@@ -17,8 +19,9 @@ def cmd_fit(a) -> int:
     world = open_world(a.world, allow_test=a.allow_test, directory=a.worlds)
     return fit_and_report(world, a.seed, a.policy, a.model, RunStore(a.store), strict=a.strict, prior=a.prior,
                           arrivals=a.arrivals, chains=a.chains, warmup=a.warmup, draws=a.draws, users=a.users,
-                          sampler=a.sampler, thin=a.thin, jobs=a.jobs, max_minutes=a.max_minutes,
-                          max_rounds=a.max_rounds)
+                          sampler=a.sampler, thin=a.thin, jobs=a.jobs, max_rounds=a.max_rounds,
+                          max_minutes=DEFAULT_FIT_MINUTES if a.max_minutes is None and a.max_rounds is None
+                          else a.max_minutes)
 
 
 def cmd_validate(a) -> int:
@@ -57,7 +60,7 @@ def add_parsers(sub) -> None:
                         "diagnostics' shortfall asks, keeping the draws so far) until every label-invariant diagnostic "
                         "passes or this many minutes are spent (default 30 without --max-rounds; 0: one run of "
                         "--warmup + --draws x --thin)")
-    p.add_argument("--max-rounds", type=int_in(1, 10_000),
+    p.add_argument("--max-rounds", type=int_in(1, MAX_FIT_ROUNDS),
                    help="population model, Gibbs: at most this many rounds (a budget that does not depend on the "
                         "machine's speed; no time limit unless --max-minutes is given too)")
     p.add_argument("--jobs", type=int_in(1, MAX_JOBS), default=DEFAULT_JOBS,

@@ -1,8 +1,7 @@
 """`replay`, `stats`, `leaderboard`, `export`, `verify`: the commands over the run store."""
 from __future__ import annotations
 
-from online.replay_check import REPLAY_TIMEOUT_S
-from tutorduel.arg_types import MAX_JOBS, arrivals_int, file_arg, float_in, folder_arg, int_in
+from tutorduel.arg_types import MAX_JOBS, REPLAY_TIMEOUT_S, arrivals_int, file_arg, float_in, folder_arg, int_in
 from tutorduel.cli.options import DEFAULT_POLICIES, WORLD_HELP, common_options, sweep_keywords, sweep_options
 
 
