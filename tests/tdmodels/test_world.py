@@ -124,20 +124,21 @@ def _attr(ds, key, value):
 
 def test_a_write_that_dies_midway_leaves_the_old_world_file(dev_world, tmp_path, monkeypatch):
     """write_world_file wrote a temporary file and renamed it but left the temporary behind on failure
-    and did not fsync; it now goes through tdmodels.atomic_file like the run store."""
-    import xarray as xr
+    and did not fsync; it now goes through tdmodels.atomic_file like the run store (the netCDF bytes made
+    in memory, then written: a kill while they are written)."""
+    from pathlib import Path
 
     from tdmodels.world import world_digest
 
     path = save_world(dev_world, tmp_path / "w.nc")
     before = path.read_bytes()
 
-    def dies(self, target, *args, **kwargs):
-        with open(target, "wb") as fh:
-            fh.write(b"half a file")
+    def dies(self, data):
+        with open(self, "wb") as fh:
+            fh.write(data[: len(data) // 2])
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(xr.Dataset, "to_netcdf", dies)
+    monkeypatch.setattr(Path, "write_bytes", dies)
     with pytest.raises(KeyboardInterrupt):
         save_world(dev_world, path)
     monkeypatch.undo()
