@@ -100,13 +100,13 @@ def read_only_folder(tmp_path):
 
 @pytest.fixture()
 def full_folder(tmp_path):
-    """A folder on a file system of 600 kB (a tmpfs mounted there): a click log or a world written into it
-    fills the disk. Skipped where this process may not mount one (not root)."""
+    """A folder on a file system of 128 kB (a tmpfs mounted there): a click log of 60 arrivals (about 280 kB)
+    written into it fills the disk. Skipped where this process may not mount one (not root)."""
     import subprocess
 
     small = tmp_path / "small-disk"
     small.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", str(small)], capture_output=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=128k", "tmpfs", str(small)], capture_output=True)
     if done.returncode != 0:
         pytest.skip(f"cannot mount a small file system here: {done.stderr.decode().strip()}")
     try:

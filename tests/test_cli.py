@@ -86,7 +86,7 @@ def test_fit_writes_inference_data_beside_the_row(env_dirs, capsys):
     assert idata.posterior.theta.shape == (2, 150, 6, 7) and idata.posterior.attrs["model"] == "users"
 
 
-@pytest.mark.parametrize("command", ["fit", "validate"])
+@pytest.mark.parametrize("command", ["fit", pytest.param("validate", marks=pytest.mark.slow)])
 def test_what_a_click_log_records_is_checked_before_it_is_believed(env_dirs, capsys, command):
     """A stored log whose pairs and clicks are the row's but whose recorded beliefs were edited (+3 on
     every mean) is refused before any fit: fit and validate read the beliefs as the truth."""

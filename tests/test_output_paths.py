@@ -104,15 +104,18 @@ def test_a_store_that_is_a_dangling_symlink_is_named_as_one(env_dirs, capsys, ar
     assert f"is a symlink to {env_dirs / 'gone' / 'runs'}, which does not exist" in capsys.readouterr().err
 
 
-def test_a_disk_that_fills_while_a_click_log_is_written_is_one_clear_error(env_dirs, full_folder):
+def test_a_disk_that_fills_while_a_click_log_is_written_is_one_clear_error(env_dirs, full_folder, dev_world):
     """HDF5 had reported the full disk and then crashed the process (rc 139) closing the half-written file;
     the file is now serialised in memory and written with plain file I/O."""
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "tutorduel.cli", "replay", "--world", "dev", "--seeds", "0",
-                          "--policies", "coduel", "--keep-clicks", "--store", str(full_folder / "runs")],
-                         capture_output=True, text=True, timeout=600)
+    from tdmodels.world import write_world_file
+
+    world = write_world_file(dev_world, env_dirs / "dev-copy.nc")
+    out = subprocess.run([sys.executable, "-m", "tutorduel.cli", "replay", "--world", str(world), "--seeds", "0",
+                          "--policies", "random", "--arrivals", "60", "--keep-clicks", "--store",
+                          str(full_folder / "runs")], capture_output=True, text=True, timeout=600)
     assert out.returncode == 2, (out.returncode, out.stderr[-2000:])
     assert "No space left on device" in out.stderr and "Traceback" not in out.stderr
     assert not [p for p in full_folder.rglob("*") if p.name.endswith(".partial")]     # nothing half-written left

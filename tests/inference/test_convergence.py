@@ -53,7 +53,8 @@ def test_draws_of_another_shape_are_refused_by_shape_and_no_entries_give_empty_f
 
 
 @pytest.mark.parametrize("chains, draws, seed", [(4, 1000, 0), (2, 501, 1), (3, 64, 2), (1, 200, 3), (4, 5, 4),
-                                                 (4, 4001, 5), (1, 201, 6), (3, 27, 7)])
+                                                 pytest.param(4, 4001, 5, marks=pytest.mark.slow),   # ArviZ: 40 s
+                                                 (1, 201, 6), (3, 27, 7)])
 @pytest.mark.parametrize("chunk", [convergence.CHUNK, 4])
 def test_tail_ess_is_arviz_figure(chains, draws, seed, chunk, monkeypatch):
     """Entry by entry, with ties, a constant, a NaN, infinities, and quantiles that fall on a draw (type 7 puts the

@@ -233,7 +233,7 @@ def test_the_memory_guard_respects_the_process_address_space_limit(tmp_path):
     def cap():
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
-    code = ("import tdmodels.world as w; print(w.memory_available())")
+    code = "import tdmodels.memory as m; print(m.memory_available())"
     out = subprocess.run([sys.executable, "-c", code], preexec_fn=cap, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and 0 < int(out.stdout) < limit, out.stderr[-1000:]
     out = subprocess.run([sys.executable, "-m", "tutorduel.cli", "worlds", "from-arrays", str(tmp_path / "mid.npz"),
