@@ -240,7 +240,7 @@ def test_replay_leaves_out_rows_of_other_code_versions(env_dirs, capsys):
 
 def test_a_policy_that_fails_on_replay_is_named_for_its_row_and_the_others_go_on(env_dirs, tmp_path, monkeypatch,
                                                                                    capsys):
-    """With --jobs 1 the replay runs in this process; one policy's exception had ended the command."""
+    """One policy's exception (in its replay's worker process) had ended the command; its row is named, the rest go on."""
     import os
 
     from tests.online.helpers import plugin_module
