@@ -19,6 +19,7 @@ from inference.health import fit_health
 from inference.nuts import configure_jax
 from inference.user_reference import fit_users, user_draws
 from online.replay import replay_logged
+from tdmodels.atomic_file import atomic_save
 from tdmodels.priors import isotropic_prior
 from tdmodels.simulator import build_roster
 
@@ -34,7 +35,8 @@ def main(args):
     theta = user_draws(idata)                                  # [chain, draw, user, dim]
     print(az.summary(theta.isel(user=0).to_dataset(name="theta_user_0"), kind="stats", round_to=2))
     axes = az.plot_posterior(theta.isel(user=0).to_dataset(name="theta_user_0"))
-    axes.ravel()[0].figure.savefig(args.out, dpi=80)
+    figure = axes.ravel()[0].figure
+    atomic_save(args.out, lambda tmp: figure.savefig(tmp, dpi=80))   # refuses a device, a folder or a pipe
     print(f"wrote {args.out}")
 
 

@@ -28,7 +28,7 @@ from inference.population_gibbs import GibbsSettings, RoundVerdict, sample_popul
 from inference.user_reference import check_design
 from tdmodels.population_model import RIDGE, PopulationHyper, population, recalibration
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior, validate_prior
-from tdmodels.errors import InputError
+from tdmodels.errors import InputError, check_flag
 from tdmodels.limits import MAX_FIT_ROUNDS
 
 
@@ -81,6 +81,7 @@ def fit_population(z, y, seed: int = 0, chains: int = DEFAULT_CHAINS, warmup: in
         sample_stats with the health in its attrs, and the "label_invariant" group (see
         ``add_label_invariant``): the fit is healthy only if every label-invariant quantity is.
     """
+    strict = check_flag("strict", strict)
     z, y = check_design(z, y)
     check_sampler_settings(seed, chains, 0 if warmup is None else warmup, 1 if draws is None else draws, thin)
     if sampler not in POPULATION_SAMPLERS:

@@ -17,6 +17,7 @@ import numpyro
 from numpyro.infer import MCMC, NUTS
 
 from tdmodels.run_inputs import checked_count, checked_seed
+from tdmodels.errors import check_flag
 
 DEFAULT_CHAINS = 4
 DEFAULT_WARMUP = 1000
@@ -50,6 +51,7 @@ def run_nuts(model, *args, seed: int = 0, chains: int = DEFAULT_CHAINS, warmup: 
     the fit. `coords`/`dims` label the posterior variables (e.g. theta: ["user", "dim"]);
     `drop` names sites left out of the posterior (e.g. the standardised coordinates).
     """
+    dense_mass = check_flag("dense_mass", dense_mass)
     check_sampler_settings(seed, chains, warmup, draws)
     kernel = NUTS(model, target_accept_prob=target_accept, dense_mass=dense_mass, max_tree_depth=max_tree_depth)
     # pmap'd chains, one device each, beat vectorised chains (see the module docstring).

@@ -46,7 +46,7 @@ from inference.constants import COV_RIDGE, EM_ITERS, EXACT_MIN, MIN_SUPPORT, REF
 from inference import kernels
 from tdmodels.population_model import ALPHA, N_LEARNED
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior
-from tdmodels.errors import InputError
+from tdmodels.errors import InputError, check_flag
 
 
 
@@ -285,6 +285,7 @@ def refit_population(pop: Population, Z: np.ndarray, y: np.ndarray, alpha: float
     """The prior after the latest session. Z [n, S, d], y [n, S]: all completed sessions, newest last,
     in the current recalibrated design (earlier sessions' stored fits may predate it; the
     cyclic refresh brings them up to date). The input population is not modified."""
+    exact = check_flag("exact", exact)
     n, S, d = Z.shape
     if n != pop.n + 1:
         raise InputError(f"refit_population: {n} sessions given, the population has seen {pop.n}")

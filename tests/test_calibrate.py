@@ -67,3 +67,32 @@ def test_the_committed_calibration_builds_worlds_of_its_own_generator(tmp_path):
     np.testing.assert_allclose(idata.constant_data["calibrated_theta"].values,
                                [getattr(params, str(n)) for n in idata.constant_data["parameter"].values])
     assert "Figures against their targets" in write_calibration_report(idata, tmp_path / "r.html").read_text()
+
+
+def test_kept_simulations_that_are_a_pipe_or_damaged_are_refused_or_ignored(tmp_path):
+    """A FIFO at simulations.partial.npz had blocked the calibration's start; a damaged zip had been a
+    traceback (zipfile.BadZipFile)."""
+    import os
+
+    import numpy as np
+
+    from tdmodels.errors import InputError
+    from tutorduel.calibrate import _resume
+
+    fifo = tmp_path / "simulations.partial.npz"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match="cannot be read there"):
+        _resume(fifo, np.zeros((2, 3)), None)
+    damaged = tmp_path / "simulations.npz"
+    damaged.write_bytes(b"PK\x03\x04 not a zip at all")
+    assert _resume(damaged, np.zeros((2, 3)), None) is None
+
+
+def test_a_damaged_world_file_in_the_worlds_folder_is_named_by_export(tmp_path):
+    from tdmodels.world import WorldFormatError
+    from tutorduel.store_commands import _held_out
+
+    bad = tmp_path / "mine.nc"
+    bad.write_bytes(b"\x89HDF\r\n\x1a\n damaged")
+    with pytest.raises(WorldFormatError, match="cannot be read"):
+        _held_out(bad)

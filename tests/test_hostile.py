@@ -396,7 +396,9 @@ def test_visible_keeps_line_breaks_and_tabs_and_escapes_the_rest():
 
 
 @pytest.mark.parametrize("call", ["open_world", "run_sweep", "plan_sweep", "coduel", "tempered_kg", "check_health",
-                                  "play_data", "world_from_npz"])
+                                  "play_data", "world_from_npz", "calibrate_leaderboard", "calibrate_and_report",
+                                  "stress_worlds", "refit_population", "run_nuts", "fit_population", "validate_users",
+                                  "prefdisco_and_report"])
 @pytest.mark.parametrize("truthy", ["no", "false", 1, None])
 def test_a_truthy_value_is_not_taken_for_true(call, truthy, dev_world, env_dirs):
     """allow_test="no" had opened held-out rosters; every bool of the Python API takes a bool only."""
@@ -421,14 +423,38 @@ def test_a_truthy_value_is_not_taken_for_true(call, truthy, dev_world, env_dirs)
     elif call == "play_data":
         from diagnostics.play_page import play_data
         fn = lambda: play_data(dev_world, 0, sessions=2, compare=truthy)           # noqa: E731
-    else:
+    elif call == "world_from_npz":
         from tutorduel.world_commands import world_from_npz
         fn = lambda: world_from_npz(env_dirs / "none.npz", "mine", force=truthy)   # noqa: E731
+    elif call == "calibrate_leaderboard":
+        from tutorduel.leaderboard_calibration import calibrate_leaderboard
+        fn = lambda: calibrate_leaderboard(env_dirs / "cal", allow_test=truthy)   # noqa: E731
+    elif call == "calibrate_and_report":
+        from tutorduel.calibrate import calibrate_and_report
+        fn = lambda: calibrate_and_report(env_dirs / "cal", allow_test=truthy)    # noqa: E731
+    elif call == "stress_worlds":
+        from tutorduel.world_commands import stress_worlds
+        fn = lambda: stress_worlds(["stress-types"], force=truthy)                 # noqa: E731
+    elif call == "refit_population":
+        from inference.population import refit_population
+        fn = lambda: refit_population(None, None, None, exact=truthy)              # noqa: E731
+    elif call == "run_nuts":
+        from inference.nuts import run_nuts
+        fn = lambda: run_nuts(None, dense_mass=truthy)                             # noqa: E731
+    elif call == "fit_population":
+        from inference.model_fits import fit_population
+        fn = lambda: fit_population(None, None, strict=truthy)                     # noqa: E731
+    elif call == "validate_users":
+        from tutorduel.validate_cell import validate_users
+        fn = lambda: validate_users(dev_world, 0, "coduel", RunStore(), population_reference=truthy)  # noqa: E731
+    else:
+        from tutorduel.prefdisco_commands import prefdisco_and_report
+        fn = lambda: prefdisco_and_report([0], curve=truthy)                       # noqa: E731
     from tdmodels.errors import InputError
 
     with pytest.raises(InputError, match="give True or False"):
         fn()
-    assert not (env_dirs / "worlds" / "quirky.nc").exists()
+    assert not (env_dirs / "worlds" / "quirky.nc").exists() and not (env_dirs / "cal").exists()
 
 
 def test_the_progress_bar_keeps_its_own_line_clearing_and_escapes_the_rest():

@@ -22,6 +22,7 @@ The pieces:
 from __future__ import annotations
 
 import json
+import os
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
@@ -29,6 +30,7 @@ from typing import NamedTuple
 import numpy as np
 
 from diagnostics.calibration_targets import BAND
+from tdmodels.errors import InputError, check_flag
 from tdmodels.simulator_params import SIM2_PARAMS as DEFAULT_PARAMS, SimulatorParams, generator_version
 from tdmodels.netcdf_file import inference_data_bytes, save_netcdf
 
@@ -186,14 +188,26 @@ def to_inference_data(result, data: Data, sim1: np.ndarray, chosen: int, calibra
     return idata
 
 
+MAX_SIMULATIONS_BYTES = 1 << 30     # a design's kept simulations: thousands of rows of tens of figures
+
+
 def _resume(path: Path, thetas: np.ndarray, data: Data):
     """The design's simulations kept by an interrupted run of the same design and data, else None."""
-    if not path.exists():
+    import io
+    import zipfile
+
+    from tdmodels.file_read import UnreadableFileError, read_regular
+
+    if not os.path.lexists(path):
         return None
+    try:                  # a regular file of bounded size only (a FIFO there would block the open)
+        data = read_regular(path, MAX_SIMULATIONS_BYTES)
+    except UnreadableFileError as exc:
+        raise InputError(f"{exc}: the kept simulations cannot be read there; remove it or give another --out") from None
     try:
-        with np.load(path, allow_pickle=False) as z:
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
             th, Y, wave, names, values = z["thetas"], z["statistics"], z["wave"], z["names"], z["values"]
-    except (OSError, ValueError, KeyError, EOFError):
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
         return None
     n = len(thetas)
     same = (th.shape[0] >= n and th.shape[1:] == thetas.shape[1:] and np.array_equal(th[:n], thetas)
@@ -285,11 +299,11 @@ def calibrate_and_report(out, directory=None, allow_test=False, simulations: int
     """`tutorduel worlds calibrate`: fit the simulator's parameters to the published rows and the sample, write
     posterior.nc, simulator.json and report.html in `out`, and print the figure table. JAX must be configured
     (``inference.nuts.configure_jax``) before this is called."""
+    allow_test = check_flag("allow_test", allow_test)
     import arviz as az
 
     from diagnostics.calibration_report import figure_table, format_figure_table
     from inference.emulator_calibration import min_simulations
-    from tdmodels.errors import InputError
     from tdmodels.rosters import open_world, world_file
 
     if not allow_test:

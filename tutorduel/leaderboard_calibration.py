@@ -30,6 +30,7 @@ import numpy as np
 
 from tutorduel.calibrate import Data, Prior, design, nearest_draw, simulate_many
 from tdmodels.netcdf_file import inference_data_bytes, save_netcdf
+from tdmodels.errors import check_flag
 
 WORLD_SEED = 0
 PROBE_SEEDS = (0, 1)
@@ -227,6 +228,7 @@ def calibrate_leaderboard(out, directory=None, allow_test=False, simulations: in
     """`tutorduel worlds calibrate --leaderboard` (module docstring); the real sample and the published curves must
     be imported. With `check` (a simulator file or a named generator), no fit: that simulator's fitted figures
     on CONFIRM_SEEDS beside their targets. JAX must be configured (``inference.nuts.configure_jax``) first."""
+    allow_test = check_flag("allow_test", allow_test)
     from diagnostics.published_curves import CURVES_FILE, load_curves
     from tdmodels.errors import InputError
     from tdmodels.rosters import open_world, world_file, worlds_dir

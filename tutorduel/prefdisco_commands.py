@@ -11,7 +11,7 @@ from diagnostics.stats import paired_gain, t_interval
 from online.prefdisco_run import MAX_TURNS, POLICIES
 from online.process_pool import map_in_workers
 from online.registry import canonical_spec, make_learner
-from tdmodels.errors import InputError
+from tdmodels.errors import InputError, check_flag
 from tdmodels.prefdisco_world import DOMAINS
 from tdmodels.rosters import open_world
 from tdmodels.netcdf_file import inference_data_bytes, save_netcdf
@@ -28,6 +28,7 @@ def prefdisco_and_report(seeds: list[int], policies: list[str] | None = None, qu
                          jobs: int = 1, out=None, curve: bool = False) -> int:
     """Every PrefDisco policy over world seeds: the summary, paired and per-domain tables, the results file and
     (with `curve`) NormAlign against budgets of 0-5 questions."""
+    curve = check_flag("curve", curve)
     policies = policies or list(POLICIES)
     bad = [p for p in policies if p not in POLICIES]
     if bad:

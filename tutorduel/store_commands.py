@@ -271,8 +271,15 @@ def _held_out(world) -> bool:
 
     if isinstance(world, xr.Dataset):
         return bool(int(world.attrs.get("held_out", 0)))
-    with xr.open_dataset(world, engine="h5netcdf") as ds:
-        return bool(int(ds.attrs.get("held_out", 0)))
+    from tdmodels.world import WorldFormatError
+
+    if not Path(world).is_file():              # a FIFO or a device named like a world file is never opened
+        raise WorldFormatError(f"world file {world}: not a regular file")
+    try:
+        with xr.open_dataset(world, engine="h5netcdf") as ds:
+            return bool(int(ds.attrs.get("held_out", 0)))
+    except (OSError, ValueError, TypeError) as exc:
+        raise WorldFormatError(f"world file {world}: cannot be read ({type(exc).__name__}: {exc})") from None
 
 
 def verify_store(store: RunStore, world_arg=None, policies=None, allow_test=False, worlds_dir=None,

@@ -28,7 +28,7 @@ from inference.nuts import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_WARMUP
 from online.registry import canonical_spec
 from online.replay import run_key
 from online.store import RunStore
-from tdmodels.errors import InputError
+from tdmodels.errors import InputError, check_flag
 from tdmodels.netcdf_file import inference_data_bytes, save_netcdf
 
 
@@ -156,6 +156,7 @@ def validate_users(world, seed: int, spec: str, store: RunStore, users: int | No
     (``inference.online_beliefs``) replayed on the same clicks and checked against the same reference, side by
     side (``diagnostics.belief_comparison``, group `beliefs`). Returns (session-end checks, InferenceData,
     path written)."""
+    population_reference = check_flag("population_reference", population_reference)
     from inference.user_reference import user_draws
 
     warmup = DEFAULT_WARMUP if warmup is None else warmup     # the per-user NUTS references'

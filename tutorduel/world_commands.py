@@ -250,6 +250,7 @@ def stress_worlds(presets: list[str] | None = None, name: str | None = None, see
     (with "-seed{seed}" appended for a seed other than 0). With `name`: one world of the first preset's knobs
     (or the defaults) changed by `knobs`. An existing file of the same content is kept; one of other content
     is replaced only with `force`."""
+    force = check_flag("force", force)
     presets = list(presets or [])
     for p in presets:
         preset_knobs(p)
