@@ -68,11 +68,9 @@ def fit_population(z, y, seed: int = 0, chains: int = DEFAULT_CHAINS, warmup: in
         "gibbs" only: if given, the chains run on in rounds (each extends them by what the
         diagnostics' shortfall asks; see ``sample_population``) until every label-invariant
         diagnostic passes or the budget would be passed (one chain: one run, as it is never
-        healthy); `progress(message)` hears of each round. None (and no `max_rounds`): one run of
-        warmup + draws x thin.
+        healthy); `progress(message)` hears of each round. Neither budget: one run of warmup + draws x thin.
     max_rounds : int or None
-        "gibbs" only: as `max_seconds`, a budget of rounds (at least 1), which does not depend on the
-        machine's speed; with both, the first spent ends the fit.
+        "gibbs" only: a budget of rounds (at least 1), not depending on the machine's speed; first spent ends.
 
     Returns
     -------
