@@ -21,13 +21,18 @@ MAX_LINKS = 200                 # a folder of thousands of pages gets the first 
 
 def written_by_us(path: str | os.PathLike) -> bool:
     """Whether `path` is a regular file (not a symlink) whose head carries ``GENERATOR_META``."""
-    try:
-        if not stat.S_ISREG(os.lstat(path).st_mode):
-            return False
-        with open(path, "rb") as fh:
-            head = fh.read(_HEAD_BYTES)
+    try:      # never follows a symlink, never blocks on a pipe swapped in after a check
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     except OSError:
         return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        head = os.read(fd, _HEAD_BYTES)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
     return GENERATOR_META.encode() in head
 
 

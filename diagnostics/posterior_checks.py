@@ -28,6 +28,7 @@ import numpy as np
 from scipy.special import logsumexp
 from scipy.stats import wasserstein_distance
 from tdmodels.errors import InputError
+from tdmodels.priors import MixturePrior, validate_prior
 
 KHAT_MAX = 0.7
 KHAT_REPLICATES = 4
@@ -103,9 +104,9 @@ MIN_REFERENCE_DRAWS = 4       # two halves of at least two draws each
 
 
 def _checked_mixture(weights, means, covs, d: int):
-    """The mixture as float arrays, or InputError naming what is wrong: shapes, non-finite entries, negative
-    weights or weights that do not sum to 1, a covariance of a component with weight that is not symmetric
-    positive definite (a slot of weight 0 may hold anything finite)."""
+    """The mixture as float arrays, or InputError naming what is wrong: its shapes, or what
+    ``tdmodels.priors.validate_prior`` refuses in the components with weight (a slot of weight 0 may hold
+    anything finite)."""
     try:
         w, m, S = (np.asarray(a, dtype=float) for a in (weights, means, covs))
     except (TypeError, ValueError):
@@ -113,13 +114,10 @@ def _checked_mixture(weights, means, covs, d: int):
     if w.ndim != 1 or m.shape != (w.size, d) or S.shape != (w.size, d, d):
         raise InputError(f"mixture of shapes weights {w.shape}, means {m.shape}, covs {S.shape}: need [C], [C, {d}], "
                          f"[C, {d}, {d}] for reference draws of dimension {d}")
-    if not (np.all(np.isfinite(w)) and np.all(np.isfinite(m)) and np.all(np.isfinite(S))):
+    if not (np.all(np.isfinite(m)) and np.all(np.isfinite(S))):
         raise InputError("mixture has non-finite entries")
-    if np.any(w < 0) or not np.isclose(w.sum(), 1.0, atol=1e-6):
-        raise InputError(f"mixture weights must be non-negative and sum to 1, got {np.round(w, 6).tolist()}")
-    used = S[w > 0]
-    if not np.allclose(used, np.swapaxes(used, -1, -2), atol=1e-8) or np.any(np.linalg.eigvalsh(used)[..., 0] <= 0):
-        raise InputError("mixture: a covariance of a component with weight is not symmetric positive definite")
+    used = w != 0                        # negative weights stay in: the sum check names them
+    validate_prior(MixturePrior(w[used], m[used], S[used]), d)
     return w, m, S
 
 

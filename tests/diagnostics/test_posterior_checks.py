@@ -143,7 +143,7 @@ def test_check_logged_users_names_reference_draws_that_do_not_fit_the_users():
 
 @pytest.mark.parametrize("case, says", [
     ("negative weight", "non-negative and sum to 1"), ("weights sum 2", "non-negative and sum to 1"),
-    ("not positive definite", "not symmetric positive definite"), ("one reference draw", "need [S, d] with S >= 4"),
+    ("not positive definite", "positive definite"), ("one reference draw", "need [S, d] with S >= 4"),
     ("nan draw", "non-finite"), ("constant draws", "constant in dimension"), ("wrong dimension", "need [C], [C, 2]"),
     ("zero replicates", "khat_replicates must be an integer"), ("text draws", "not an array of numbers"),
 ])
