@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 import numpy as np
-from scipy import stats as sps
+from scipy.special import stdtrit      # the t quantile scipy.stats.t.ppf calls, without scipy.stats' import
 
 from diagnostics.references import REFERENCES, reference_regrets
 from online.scoring import benchmark_score
@@ -47,7 +47,7 @@ def mean_se(x) -> tuple[float, float]:
 
 def t_quantile(n: int, level: float = 0.95) -> float:
     """The two-sided t quantile of a `level` interval from n observations (NaN below two)."""
-    return float(sps.t.ppf(0.5 + _level(level) / 2, n - 1)) if n > 1 else float("nan")
+    return float(stdtrit(n - 1, 0.5 + _level(level) / 2)) if n > 1 else float("nan")
 
 
 def t_interval(x, level: float = 0.95) -> tuple[float, float]:
@@ -92,7 +92,7 @@ def paired_gain(excess_a, excess_b, level: float = 0.95) -> dict:
     # influence of each seed on the ratio mean(a)/mean(b)
     infl = (a - a.mean()) / b.mean() - a.mean() * (b - b.mean()) / b.mean() ** 2
     se = infl.std(ddof=1) / np.sqrt(n)
-    t = sps.t.ppf(0.5 + level / 2, n - 1)
+    t = stdtrit(n - 1, 0.5 + level / 2)
     return {"gain": float(gain), "lo": float(gain - t * se), "hi": float(gain + t * se), "n": n}
 
 

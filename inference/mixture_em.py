@@ -34,7 +34,7 @@ from scipy.special import logsumexp
 
 from inference.laplace import laplace_fit_batch
 from inference.population import COV_RIDGE, likelihood_surrogate, surrogate_units
-from tdmodels.population_model import ALPHA, N_LEARNED
+from tdmodels.population_hyper import ALPHA, N_LEARNED
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior
 from tdmodels.errors import InputError
 

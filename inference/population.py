@@ -44,7 +44,7 @@ import numpy as np
 
 from inference.constants import COV_RIDGE, EM_ITERS, EXACT_MIN, MIN_SUPPORT, REFRESH, RESP_FLOOR
 from inference import kernels
-from tdmodels.population_model import ALPHA, N_LEARNED
+from tdmodels.population_hyper import ALPHA, N_LEARNED
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior
 from tdmodels.errors import InputError, check_flag
 

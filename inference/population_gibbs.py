@@ -34,7 +34,7 @@ import xarray as xr
 from inference.kernels.population_gibbs import (ChainState, Clicks, Moves, MoveCounts, Target, move_counts,
                                                 no_draws, run_sweeps)
 from tdmodels.population_model import PopulationHyper
-from tdmodels.priors import stick_breaking
+from tdmodels.prior_distributions import stick_breaking
 
 DEFAULT_CHAINS = 4
 DEFAULT_WARMUP = 2000

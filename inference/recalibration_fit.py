@@ -18,7 +18,7 @@ import numpy as np
 
 from inference.kernels.recalibration import recalibration_newton
 from tdmodels.errors import InputError
-from tdmodels.population_model import RIDGE
+from tdmodels.population_hyper import RIDGE
 
 RIDGE_A = 1e-3
 

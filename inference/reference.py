@@ -22,7 +22,7 @@ from inference.constants import (BACKTRACK_MIN_STEP, BACKTRACK_RTOL, NEWTON_RTOL
 from inference.laplace import click_mode, log_sigmoid, sigmoid
 from inference.mixture_belief import MixtureBelief, probit_log_predictive
 from inference.recalibration_fit import RIDGE_A, Recalibration
-from tdmodels.population_model import RIDGE
+from tdmodels.population_hyper import RIDGE
 
 
 def update_belief_reference(belief: MixtureBelief, z: np.ndarray, y: int, rtol: float = NEWTON_RTOL) -> tuple[MixtureBelief, float]:

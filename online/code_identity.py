@@ -20,6 +20,8 @@ import ast
 import hashlib
 import importlib.util
 import io
+import os
+import re
 import tokenize
 from functools import lru_cache
 from pathlib import Path
@@ -27,6 +29,8 @@ from typing import NamedTuple
 
 PROJECT_PACKAGES = ("tdmodels", "inference", "online", "diagnostics", "tutorduel")
 RUNNER_MODULES = ("online.replay",)
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.*]*")
 
 
 class CodeIdentity(NamedTuple):
@@ -143,7 +147,60 @@ def canonical_source(source: bytes, tree: ast.AST | None = None) -> bytes:
     return b"\n".join(out) + b"\n"
 
 
+def cache_root() -> Path:
+    """The toolkit's cache folder on this machine: $TUTORDUEL_CACHE, else ~/.cache/tutorduel."""
+    return Path(os.environ.get("TUTORDUEL_CACHE") or Path.home() / ".cache" / "tutorduel")
+
+
+def _facts_path(name: str, source: bytes) -> Path:
+    d = hashlib.sha256(b"tutorduel-code-facts-1\0" + name.encode() + b"\0" + source).hexdigest()
+    return cache_root() / "code" / d[:2] / d[2:]
+
+
+def _read_facts(path: Path) -> tuple[bytes, frozenset] | None:
+    """A memo written by `_module_facts`, or None where it is missing or not one (nothing in it is run)."""
+    try:
+        with open(path, "rb") as f:
+            text = f.read(1 << 20).decode("ascii")
+    except (OSError, UnicodeDecodeError):
+        return None
+    digest, _, rest = text.partition("\n")
+    names = frozenset(filter(None, rest.split("\n")))
+    if not (_HEX64.fullmatch(digest) and all(_MODULE_NAME.fullmatch(n) for n in names)):
+        return None
+    return bytes.fromhex(digest), names
+
+
+def _module_facts(name: str, path: Path) -> tuple[bytes, frozenset] | None:
+    """(SHA-256 of module `name`'s canonical source, the modules it imports), None where its file cannot be
+    read or parsed. Both depend on the name and the file's bytes alone, so they are kept on disk under a
+    digest of those (the cache folder, best effort): a command that needs a policy's code identity then
+    reads and hashes the files, and parses only those that changed."""
+    try:
+        source = path.read_bytes()
+    except OSError:
+        return None
+    memo = _facts_path(name, source)
+    facts = _read_facts(memo)
+    if facts is not None:
+        return facts
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    facts = hashlib.sha256(canonical_source(source, tree)).digest(), frozenset(_imports(name, path, tree))
+    try:
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        tmp = memo.with_name(f".{memo.name}.{os.getpid()}.tmp")
+        tmp.write_text(facts[0].hex() + "\n" + "\n".join(sorted(facts[1])) + "\n", encoding="ascii")
+        os.replace(tmp, memo)
+    except OSError:
+        pass
+    return facts
+
+
 def _closure(roots: tuple[str, ...], packages: tuple[str, ...]) -> dict[str, bytes]:
+    """Module name -> SHA-256 of its canonical source, for every module reached from `roots` within `packages`."""
     seen: dict[str, bytes] = {}
     todo = list(roots)
     while todo:
@@ -151,15 +208,11 @@ def _closure(roots: tuple[str, ...], packages: tuple[str, ...]) -> dict[str, byt
         if name in seen or name.split(".")[0] not in packages:
             continue
         path = _source_file(name)
-        if path is None:
+        facts = None if path is None else _module_facts(name, path)
+        if facts is None:
             continue
-        try:
-            source = path.read_bytes()
-            tree = ast.parse(source)
-        except (OSError, SyntaxError, ValueError):
-            continue
-        seen[name] = canonical_source(source, tree)
-        todo.extend(_imports(name, path, tree))
+        seen[name], imports = facts
+        todo.extend(imports)
         parent = name.rpartition(".")[0]
         if parent:
             todo.append(parent)                       # a package's __init__ runs before its modules
@@ -174,7 +227,7 @@ def code_identity(policy_module: str) -> CodeIdentity:
     sources = _closure(RUNNER_MODULES + (policy_module,), packages)
     h = hashlib.sha256(b"tutorduel-code-2\0")      # 2: canonical sources (1 hashed the files' bytes)
     for name in sorted(sources):
-        h.update(name.encode() + b"\0" + hashlib.sha256(sources[name]).digest())
+        h.update(name.encode() + b"\0" + sources[name])
     return CodeIdentity(h.hexdigest()[:12], tuple(sorted(sources)))
 
 

@@ -58,11 +58,16 @@ def _die_with_parent() -> None:
         pass
 
 
-def _serve(conn) -> None:
+def _serve(conn, initializer: Callable | None = None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})   # blocked since its start (see _Worker)
     _die_with_parent()
+    if initializer is not None:
+        try:
+            initializer()
+        except Exception:          # a warm-up only: what it failed to do, the first task does (and reports)
+            pass
     while True:
         try:
             task = conn.recv()
@@ -94,9 +99,9 @@ def _exit_note(code: int | None) -> str:
 
 
 class _Worker:
-    def __init__(self, ctx):
+    def __init__(self, ctx, initializer: Callable | None = None):
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_serve, args=(child,), daemon=True)
+        self.proc = ctx.Process(target=_serve, args=(child, initializer), daemon=True)
         # A Ctrl-C while the worker's interpreter starts up would kill it before _serve ignores SIGINT (and
         # read as a crashed cell). Start it with SIGINT blocked (the mask is inherited across fork and exec);
         # a SIGINT meant for the parent stays pending here and is delivered when the mask is restored.
@@ -136,16 +141,23 @@ class WorkerPool:
 
     With `result_globals`, a result is unpickled looking up only those (module, name) globals (plus
     ``PLAIN_DATA``): for tasks that run code the parent does not trust. A result naming anything else fails
-    its task, and its worker is stopped."""
+    its task, and its worker is stopped. `initializer`, a module-level function, runs in each worker as it
+    starts, before its first task (imports, say: `start` has workers pay them while this process works on)."""
 
     def __init__(self, n: int, timeout: float | None = None, should_stop: Callable[[], bool] = lambda: False,
-                 result_globals: frozenset | None = None):
+                 result_globals: frozenset | None = None, initializer: Callable | None = None):
         if n < 1:
             raise InputError(f"a pool needs at least one worker, got {n}")
-        self.n, self.timeout, self.should_stop = n, timeout, should_stop
+        self.n, self.timeout, self.should_stop, self.initializer = n, timeout, should_stop, initializer
         self.allowed = None if result_globals is None else PLAIN_DATA | frozenset(result_globals)
         self.ctx = mp.get_context("spawn")
         self.workers: list[_Worker] = []
+
+    def start(self, n: int | None = None) -> None:
+        """Start up to `n` (default: all) workers now, before any task: they start up (and run the
+        initializer) while this process goes on. Stop them with `close` if no `run` follows."""
+        while len(self.workers) < min(self.n if n is None else n, self.n):
+            self.workers.append(_Worker(self.ctx, self.initializer))
 
     def run(self, tasks: Iterable[tuple[object, Callable, tuple]], on_result: Callable[[object, str, object], None],
             retire: Callable[[object], bool] = lambda tag: False) -> bool:
@@ -211,7 +223,7 @@ class WorkerPool:
                 self.workers.remove(w)
                 w = None
         if w is None:
-            w = _Worker(self.ctx)
+            w = _Worker(self.ctx, self.initializer)
             self.workers.append(w)
             w.conn.send((fn, args))
         w.task = tag
@@ -229,6 +241,25 @@ class WorkerPool:
         for w in self.workers:
             w.stop(kill=kill or w.task is not None)
         self.workers = []
+
+
+class Helper:
+    """One worker process for tasks whose results nobody waits for (work done ahead, such as compiling kernels
+    into a cache): started at once (running `initializer`), given tasks by `send`, stopped (killed if still
+    busy) by `stop`. It ignores SIGINT and dies with this process, as the pool's workers do."""
+
+    def __init__(self, initializer: Callable | None = None):
+        self._worker = _Worker(mp.get_context("spawn"), initializer)
+
+    def send(self, fn: Callable, args: tuple) -> None:
+        """Queue `fn(*args)` (a module-level function); its result or error is dropped."""
+        try:
+            self._worker.conn.send((fn, args))
+        except OSError:            # the helper died: what it would have done is done later, by the workers
+            pass
+
+    def stop(self) -> None:
+        self._worker.stop(kill=True)
 
 
 def each_in_workers(fn: Callable, items: Iterable, jobs: int = 1, timeout: float | None = None) -> list:

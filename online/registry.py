@@ -34,6 +34,7 @@ import types
 import typing
 from typing import NamedTuple
 
+from online.code_identity import PROJECT_PACKAGES
 from online.learner import Learner
 from online.protocol import PROTOCOL, plugin_learner
 from online.records import checked_records
@@ -75,6 +76,7 @@ _SPEC = re.compile(r"^\s*(?P<target>[A-Za-z0-9_.:\-]+)\s*(?:\[(?P<settings>.*)\]
 _INT = re.compile(r"[+-]?\d+")
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 _UNTYPED = object()
+_PLUGINS_LOADED: set[str] = set()
 
 
 class PolicySpecError(InputError):
@@ -138,12 +140,21 @@ def registered_target(spec: str) -> str | None:
     return target if target in REGISTRY or target in ALIASES else None
 
 
+def plugins_loaded() -> frozenset[str]:
+    """The modules from outside this toolkit that `resolve` imported in this process (researchers' plug-ins):
+    where there are none, this process ran no code but the toolkit's and its dependencies' on a spec's say,
+    so a check it makes is as good as one made in a fresh process."""
+    return frozenset(_PLUGINS_LOADED)
+
+
 def resolve(target: str):
     """What a target names: a policy class, or a function returning an ``online.learner.Learner``."""
     path = REGISTRY.get(target, target)
     if ":" not in path:
         raise PolicySpecError(f"unknown policy {target!r}; registered: {', '.join(sorted(REGISTRY))}, or use module:Class")
     mod, _, name = path.partition(":")
+    if mod.split(".")[0] not in PROJECT_PACKAGES:
+        _PLUGINS_LOADED.add(mod)           # before the import: a module that fails to import has still run
     try:
         obj = getattr(importlib.import_module(mod), name)
     except (ImportError, AttributeError) as exc:

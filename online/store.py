@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Iterator, NamedTuple
 
 from tdmodels.atomic_file import atomic_save, folder_problem
-from tdmodels.file_read import UnreadableFileError, read_regular_text
+from tdmodels.file_read import UnreadableFileError, read_regular, read_regular_text
 from tdmodels.errors import InputError
 
 ROW_SCHEMA = 3            # 3: every row carries what it played (pairs and clicks; online.verify)
@@ -190,8 +190,18 @@ def row_problem(row) -> str | None:
 def read_row(path: Path) -> dict:
     """Parse and check one row file; raise CorruptRowError naming the file and the problem."""
     try:
-        row = json.loads(read_regular_text(path, ROW_BYTES), parse_constant=lambda c: float("nan"))
-    except (OSError, UnreadableFileError, ValueError, RecursionError) as exc:   # ValueError: bad JSON, huge ints
+        data = read_regular(path, ROW_BYTES)
+    except (OSError, UnreadableFileError) as exc:
+        raise CorruptRowError(f"run row {path}: unreadable ({type(exc).__name__}: {exc})") from None
+    return parse_row(data, path)
+
+
+def parse_row(data: bytes, path) -> dict:
+    """Parse and check the bytes of the row file at `path` (named in the error): a checker that caches its
+    verdict by the bytes it read parses those same bytes, not a second read of the file."""
+    try:
+        row = json.loads(data.decode("utf-8"), parse_constant=lambda c: float("nan"))
+    except (ValueError, RecursionError) as exc:   # ValueError: not UTF-8, bad JSON, huge ints
         raise CorruptRowError(f"run row {path}: unreadable ({type(exc).__name__}: {exc})") from None
     problem = row_problem(row)
     if problem:

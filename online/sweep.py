@@ -41,12 +41,13 @@ import time
 
 from online.interrupt import InterruptFlag
 from tdmodels.errors import check_flag
-from online.process_pool import WorkerPool
 from online.store import CellKey, RunStore, StoreError, row_problem
-from online.sweep_cell import CELL_RESULT, compute_cell
+from online.sweep_cell import compute_cell
+from online.sweep_local import LocalExecutor
 from online.sweep_plan import (CONFIRM_CELLS, MAX_CELLS, MAX_SEEDS, Cell, SweepError, SweepInterrupted, SweepResult,
                                is_plugin, parse_seeds, plan_sweep)
-from online.verify import RowCheckError, click_log_problem, rescored
+from online.registry import plugins_loaded
+from online.verify import RowCheckError, audit_stored_row, click_log_problem, rescored
 
 __all__ = ["run_sweep", "parse_seeds", "plan_sweep", "trusted_row", "Cell", "SweepResult", "SweepError",
            "SweepInterrupted", "CONFIRM_CELLS", "MAX_CELLS", "MAX_SEEDS"]
@@ -188,6 +189,10 @@ class _Recorder:
         except OSError as exc:
             raise StoreError(f"run store {self.store.root}: cannot write the row of {cell} ({exc}); the rows "
                              f"stored before it are kept") from exc
+        if not plugins_loaded():
+            # This process ran no plug-in, so its check of the row as stored is the fresh process's: the
+            # verdict is cached and the tables that follow need no verifier process for it.
+            audit_stored_row(self.loaded[cell.digest], self.store.path(cell.key))
 
 
 def run_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: RunStore, jobs: int = 1,
@@ -222,17 +227,27 @@ def run_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: RunS
                                       ("inline", inline), ("confirm", confirm)))
     _check_executor(jobs, scheduler, dask_workers, cell_timeout, inline)
     local = 0 if scheduler else (dask_workers or (0 if inline else jobs))
-    todo, sources, loaded, res = plan_sweep(worlds, seeds, specs, store, allow_test, arrivals, worlds_dir,
-                                            keep_clicks, copies=1 + local, confirm=confirm)
+    stop = _Interrupt(raise_now=inline)
+    # Local workers start up while the sweep is planned (and stop if it fails or finds nothing to do).
+    executor = None if scheduler or dask_workers or inline else LocalExecutor(
+        jobs, cell_timeout, lambda: stop.flag, worlds, seeds, specs)
+    try:
+        todo, sources, loaded, res = plan_sweep(worlds, seeds, specs, store, allow_test, arrivals, worlds_dir,
+                                                keep_clicks, copies=1 + local, confirm=confirm)
+    except BaseException:
+        if executor is not None:
+            executor.close()
+        raise
     finish = _Recorder(store, loaded, res, Progress(len(todo)) if progress and todo else None)
 
     def args(c: Cell):
         return sources[c.digest], c.digest, c.seed, c.policy, c.arrivals, keep_clicks, c.code
 
-    with _Interrupt(raise_now=inline) as stop:
+    with stop:
         try:
             if not todo:
-                pass
+                if executor is not None:
+                    executor.close()
             elif scheduler or dask_workers:
                 from online.sweep_dask import run_on_dask
 
@@ -241,8 +256,7 @@ def run_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: RunS
             elif inline:
                 _run_inline(todo, args, finish, stop)
             else:
-                WorkerPool(jobs, cell_timeout, lambda: stop.flag, result_globals=CELL_RESULT).run(
-                    ((c, compute_cell, args(c)) for c in todo), finish, retire=lambda c: is_plugin(c.policy))
+                executor.run(todo, args, sources, finish)
         except KeyboardInterrupt:
             stop.flag = True
         if stop.flag:

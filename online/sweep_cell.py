@@ -15,7 +15,7 @@ CELL_RESULT = frozenset({("online.clicklog", "ClickLog"), ("tdmodels.priors", "M
 _WORLDS: dict = {}               # worker-side cache: (source, digest) -> Dataset
 
 
-def _load(source, digest: str):
+def load_world_once(source, digest: str):
     """The world a worker computes on, loaded once per process: from a file path, or from a world file's
     bytes sent with a Dask task as (digest, bytes)."""
     key = source if isinstance(source, str) else source[0]
@@ -32,7 +32,7 @@ def compute_cell(source, digest: str, seed: int, spec: str, arrivals, keep_click
     """One cell's (status, payload): ("ok", (row, log or None)) or ("error", message). Everything a policy
     raises becomes an error; KeyboardInterrupt is passed on (the sweep decides what it means)."""
     try:
-        world = _load(source, digest)
+        world = load_world_once(source, digest)
         if world_digest(world) != digest:
             where = source if isinstance(source, str) else "sent with the task"
             return "error", (f"the world file {where} changed since the sweep began (digest {world_digest(world)}, "

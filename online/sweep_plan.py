@@ -53,6 +53,7 @@ class SweepResult:
     corrupt: list = field(default_factory=list)     # (message, where the damaged file was moved)
     superseded: list = field(default_factory=list)  # (cell, [paths of rows of other code versions, kept])
     interrupted: list = field(default_factory=list)  # cells not finished when the sweep was stopped
+    worlds: dict = field(default_factory=dict)      # each world as named -> the Dataset the sweep ran on
 
 
 class SweepInterrupted(KeyboardInterrupt):
@@ -132,6 +133,7 @@ def plan_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: Run
                              f"{str(ds.attrs['roster'])!r}; its rows would be shown under a name that is not theirs "
                              f"(rename the file)")
         check_run_memory(ds, limit or int(ds.attrs["arrivals"]), f"a run on world {name!r}")
+        res.worlds[w] = ds
         if digest in sources:          # the same world given twice (two names or paths): its cells once
             continue
         sources[digest] = str(world_file(w, worlds_dir).resolve())

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from online.code_identity import cache_root, code_identity
 from online.schedule import make_schedule, session_utilities
 from online.scoring import benchmark_score, floor_regret, random_regret, strong_regret
 from online.store import ROW_BYTES
@@ -215,15 +216,8 @@ def verify_row(world: xr.Dataset, row: dict) -> str | None:
 
 # --- the verdict cache -------------------------------------------------------------------------------------
 
-def cache_root() -> Path:
-    """Where verdicts are cached: $TUTORDUEL_CACHE, else ~/.cache/tutorduel."""
-    return Path(os.environ.get("TUTORDUEL_CACHE") or Path.home() / ".cache" / "tutorduel")
-
-
 def verifier_identity() -> str:
     """The code identity of this verifier (its module and everything it imports from the project)."""
-    from online.code_identity import code_identity
-
     return code_identity(__name__).digest
 
 
@@ -270,15 +264,14 @@ def audit_rows(store_root: str, world_files: dict, paths: list[str]) -> list[tup
     UNVERIFIABLE (its world is not among `world_files`, digest -> world file or Dataset, or the file is
     unreadable).
     Run it in a fresh process (``audit_in_fresh_process``) so that no policy code is loaded beside it."""
-    from online.clicklog import ClickLogError, load_click_log
-    from online.store import CorruptRowError, read_row
+    from online.store import CorruptRowError, parse_row
     from tdmodels.world import WorldFormatError, load_world, world_digest
 
     worlds, out = {}, []
     for p in map(Path, paths):
         try:
             row_bytes = read_regular(p, ROW_BYTES)
-            row = read_row(p)
+            row = parse_row(row_bytes, p)
         except (OSError, UnreadableFileError, CorruptRowError) as exc:
             out.append((str(p), UNVERIFIABLE, str(exc)))
             continue
@@ -305,21 +298,45 @@ def audit_rows(store_root: str, world_files: dict, paths: list[str]) -> list[tup
             why = f"its world {digest} was not given" if world is None else str(world)
             out.append((str(p), UNVERIFIABLE, why))
             continue
-        problem = verify_row(world, row)
-        if problem:
-            out.append((str(p), BAD_ROW, problem))
-            continue
-        if log_sha is not None:
-            try:
-                problem = click_log_problem(row, load_click_log(log_path), world)
-            except ClickLogError as exc:
-                problem = str(exc)
-            if problem:
-                out.append((str(p), BAD_LOG, f"{problem} ({log_path})"))
-                continue
-        remember_good(row_bytes, log_sha)
-        out.append((str(p), OK, ""))
+        out.append((str(p), *_audit_row(world, row, row_bytes, log_path, log_sha)))
     return out
+
+
+def _audit_row(world: xr.Dataset, row: dict, row_bytes: bytes, log_path: Path, log_sha: bytes | None) -> tuple[str, str]:
+    """(verdict, message) of one row read from `row_bytes` (and its click log) against its world; a passing
+    verdict is cached."""
+    from online.clicklog import ClickLogError, load_click_log
+
+    problem = verify_row(world, row)
+    if problem:
+        return BAD_ROW, problem
+    if log_sha is not None:
+        try:
+            problem = click_log_problem(row, load_click_log(log_path), world)
+        except ClickLogError as exc:
+            problem = str(exc)
+        if problem:
+            return BAD_LOG, f"{problem} ({log_path})"
+    remember_good(row_bytes, log_sha)
+    return OK, ""
+
+
+def audit_stored_row(world: xr.Dataset, path) -> str:
+    """The verdict (``OK``, ``BAD_ROW``, ``BAD_LOG`` or ``UNVERIFIABLE``) on the row file at `path` of a world
+    whose content the caller has checked (its digest is the row's), cached when it passes. For a process
+    that has run no plug-in (``online.registry.plugins_loaded``), which checks what it has just stored."""
+    from online.store import CorruptRowError, parse_row
+
+    p = Path(path)
+    try:
+        row_bytes = read_regular(p, ROW_BYTES)
+        row = parse_row(row_bytes, p)
+        log_sha = log_digest(p)
+    except (OSError, UnreadableFileError, CorruptRowError):
+        return UNVERIFIABLE
+    if known_good(row_bytes, log_sha):
+        return OK
+    return _audit_row(world, row, row_bytes, p.with_suffix(".clicks.nc"), log_sha)[0]
 
 
 def audit_in_fresh_process(store_root, world_files: dict, paths: list) -> list[tuple[str, str, str]]:

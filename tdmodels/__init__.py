@@ -25,6 +25,6 @@ _EXPORTS = {
     "recalibrated_design": ".population_model",
     "MixturePrior": ".priors",
     "isotropic_prior": ".priors",
-    "stick_breaking": ".priors",
+    "stick_breaking": ".prior_distributions",
 }
 __getattr__, __dir__, __all__ = lazy_namespace(__name__, _EXPORTS)

@@ -13,7 +13,8 @@ import jax.numpy as jnp
 import numpyro
 import numpyro.distributions as dist
 
-from tdmodels.priors import MixturePrior, prior_distribution
+from tdmodels.prior_distributions import prior_distribution
+from tdmodels.priors import MixturePrior
 
 
 def btl_probability(theta, z):

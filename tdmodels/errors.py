@@ -1,4 +1,4 @@
-"""The one error type for input a user can correct.
+"""The error types for input a user can correct, and a held-out roster asked for without leave.
 
 `InputError` is raised for a bad value, file, name or argument, wherever it is found; its
 message names what and where. The command line reports it on one line and exits 2. Any other
@@ -9,6 +9,10 @@ exception is a bug and surfaces as one (a traceback, exit 1), never as a quiet e
 
 class InputError(ValueError):
     """Input a user can correct: the message names what is wrong and where."""
+
+
+class HeldOutError(PermissionError):
+    """A held-out roster was asked for without --allow-test."""
 
 
 def check_flag(name: str, value) -> bool:

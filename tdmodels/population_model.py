@@ -25,67 +25,22 @@ users, with theta_u ~ a given prior. The ridge of strength lambda on A' (penalty
 lambda/2 ||A'||_F^2) is the Gaussian prior A'_pq ~ N(0, 1/lambda); a ~ LogNormal(0, 0.5)
 keeps A's overall sign and scale away from the mirror solution (A, theta_g) -> (-A, -theta_g),
 to which the likelihood alone is blind.
+
+The settings (`PopulationHyper`, the defaults) and the recalibrated design rows live in
+``tdmodels.population_hyper``, which the online learner reads without importing JAX; they are
+imported here under the same names.
 """
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import jax.numpy as jnp
-import numpy as np
 import numpyro
 import numpyro.distributions as dist
 
 from tdmodels.click_model import btl_clicks
-from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior, prior_distribution, stick_breaking
-from tdmodels.errors import InputError
-
-ALPHA = 20.0
-N_LEARNED = 16
-RIDGE = 10.0
-MEAN_SCALE = 2.0             # prior sd of a component mean, per coordinate (logits)
-COV_SCALE = 1.0              # prior mean of a component covariance, times I (logits^2)
-COV_DF_EXTRA = 3             # nu0 = d + COV_DF_EXTRA
-
-
-class PopulationHyper(NamedTuple):
-    """Hyperparameters of the population model, the one source for the NumPyro model and the samplers.
-
-    alpha: stick-breaking concentration; n_learned: learned components (the broad one is extra);
-    broad_var: the broad component's variance; mean_scale, cov_scale, cov_df_extra: the learned
-    components' Normal-inverse-Wishart prior (see the module docstring).
-    """
-    alpha: float = ALPHA
-    n_learned: int = N_LEARNED
-    broad_var: float = DEFAULT_PRIOR_VAR
-    mean_scale: float = MEAN_SCALE
-    cov_scale: float = COV_SCALE
-    cov_df_extra: int = COV_DF_EXTRA
-
-    def cov_df(self, d: int) -> float:
-        """nu0, the inverse-Wishart degrees of freedom."""
-        return float(d + self.cov_df_extra)
-
-    def cov_prior_scale(self, d: int) -> float:
-        """psi with Psi0 = psi I, so that E[Sigma_k] = cov_scale I."""
-        return self.cov_scale * (self.cov_df_extra - 1)
-
-    @property
-    def kappa0(self) -> float:
-        """Prior precision scale of a mean: mu_k | Sigma_k ~ N(0, Sigma_k / kappa0), E[Var mu] = mean_scale^2."""
-        return self.cov_scale / self.mean_scale ** 2
-
-    def validate(self) -> "PopulationHyper":
-        """Check every value; return self (a ValueError names the first bad one)."""
-        for name in ("alpha", "broad_var", "mean_scale", "cov_scale"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v <= 0:
-                raise InputError(f"population model: {name} must be a positive finite number, got {v!r}")
-        for name, lo in (("n_learned", 1), ("cov_df_extra", 2)):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
-                raise InputError(f"population model: {name} must be an integer >= {lo}, got {v!r}")
-        return self
-
+from tdmodels.population_hyper import (ALPHA, COV_DF_EXTRA, COV_SCALE, MEAN_SCALE, N_LEARNED, RIDGE, PopulationHyper,
+                                       recalibrated_design)
+from tdmodels.prior_distributions import prior_distribution, stick_breaking
+from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior
 
 def population(z, y=None, alpha: float = ALPHA, n_learned: int = N_LEARNED, broad_var: float = DEFAULT_PRIOR_VAR,
                mean_scale: float = MEAN_SCALE, cov_scale: float = COV_SCALE, cov_df_extra: int = COV_DF_EXTRA):
@@ -109,19 +64,6 @@ def population(z, y=None, alpha: float = ALPHA, n_learned: int = N_LEARNED, broa
     with numpyro.plate("users", U):
         theta = numpyro.sample("theta", mix)
         return btl_clicks(theta, z, y)
-
-
-def recalibrated_design(A, first, second, rater):
-    """Design rows z [U, S, K + 1] with the rater column replaced by A g(q).
-
-    A [K, K]; first, second [U, S] persona indices; rater [U, S, K] = g(., q) of each round.
-    NumPy in, NumPy out (the online learner); JAX in, JAX out (inside the model).
-    """
-    xp = np if all(isinstance(a, np.ndarray) for a in (A, first, second, rater)) else jnp
-    K = rater.shape[-1]
-    ind = xp.eye(K)[first] - xp.eye(K)[second]                 # [U, S, K]: e_first - e_second
-    g_diff = xp.sum(xp.einsum("pq,usq->usp", A, rater) * ind, axis=-1, keepdims=True)
-    return xp.concatenate([ind, g_diff], axis=-1)
 
 
 def recalibration(first, second, rater, prior: MixturePrior, y=None, ridge: float = RIDGE):

@@ -23,16 +23,13 @@ from .file_read import read_regular_text
 from .sample_roster import real_session_roster, resample_of
 from .simulator import ROSTERS, build_roster
 from .simulator_params import BASES, DEFAULT_PARAMS, SimulatorParams, generator_version
-from .stress_worlds import GENERATOR, STRESS_PRESETS, build_stress_world
+from .stress_knobs import STRESS_PRESETS
+from .stress_worlds import GENERATOR, build_stress_world
 from .world import WorldFormatError, check_name, load_world, save_world, world_digest
-from tdmodels.errors import InputError, check_flag
+from tdmodels.errors import HeldOutError, InputError, check_flag
 
 DEFAULT_WORLD = "dev"
 SIMULATOR_FILE = "simulator.json"
-
-
-class HeldOutError(PermissionError):
-    """A held-out roster was asked for without --allow-test."""
 
 
 def worlds_dir(path: str | os.PathLike | None = None) -> Path:

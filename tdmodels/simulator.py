@@ -12,7 +12,6 @@ from typing import Callable
 
 import numpy as np
 import xarray as xr
-from scipy.optimize import minimize_scalar
 
 from . import catalog, judge, students
 from .bradley_terry import order_averaged, reference_utilities
@@ -105,6 +104,8 @@ BETA_SEARCH = (0.1, 50.0)     # the interval the click scale is fitted in
 
 def fit_click_scale(pbar: np.ndarray, U: np.ndarray) -> float:
     """beta: logits per unit of utility, least squares of pbar ~ sigmoid(beta (U_a - U_b)), a < b."""
+    from scipy.optimize import minimize_scalar      # here: importing scipy.optimize takes half a second
+
     K = U.shape[-1]
     iu, ju = np.triu_indices(K, 1)
     du = (U[..., iu] - U[..., ju]).ravel()

@@ -26,7 +26,7 @@ from tdmodels.errors import InputError
 from tdmodels.rosters import open_world, world_file, world_name, worlds_dir as worlds_dir_path
 from tdmodels.sample_roster import resample_name, resample_of
 from tdmodels.simulator import ROSTERS
-from tdmodels.stress_worlds import STRESS_PRESETS
+from tdmodels.stress_knobs import STRESS_PRESETS
 
 STRESS_SEEDS = 16
 REAL_SESSION_ROSTERS = tuple(resample_name(r) for r in (0, 1))

@@ -46,7 +46,8 @@ def replay_and_report(store: RunStore, worlds: list[str], seeds: list[int], spec
     report_sweep_notes(res)
     shown = {}
     for w in worlds:
-        print_world_tables(store, w, allow_test, worlds_dir, arrivals=arrivals, specs=specs, shown=shown)
+        print_world_tables(store, w, allow_test, worlds_dir, arrivals=arrivals, specs=specs, shown=shown,
+                           world=res.worlds.get(w))
     if res.failed:
         print("\nfailed cells (not stored; rerun to retry):", file=sys.stderr)
         for cell, msg in res.failed:
@@ -79,11 +80,13 @@ def shown_rows(store, world, name, arrivals=None, any_code=False, specs=None, na
 
 
 def print_world_tables(store, world_arg, allow_test, worlds_dir, against=None, arrivals=None, curves=None,
-                       any_code=False, specs=None, shown=None, by_profile=False) -> None:
+                       any_code=False, specs=None, shown=None, by_profile=False, world=None) -> None:
     """Print the tables of one world; `shown` (digest -> name) skips a world already printed under another
     name or spelling, so its rows are read (and any damaged one reported) once; `by_profile` adds the
-    scores per student profile."""
-    world = open_world(world_arg, allow_test=allow_test, directory=worlds_dir)
+    scores per student profile. `world`: the Dataset `world_arg` names, where the caller has it open (the
+    sweep that just ran on it)."""
+    if world is None:
+        world = open_world(world_arg, allow_test=allow_test, directory=worlds_dir)
     _existing(store)
     name, limit = world_name(world_arg), arrivals_limit(world, arrivals)
     if shown is not None:

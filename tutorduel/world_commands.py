@@ -22,7 +22,8 @@ from tdmodels.sample import load_sample
 from tdmodels.sample_roster import real_session_roster, resample_name
 from tdmodels.simulator import ROSTERS
 from tdmodels.simulator_params import BASES, generator_version
-from tdmodels.stress_worlds import STRESS_PRESETS, StressKnobs, build_stress_world, preset_knobs
+from tdmodels.stress_knobs import STRESS_PRESETS, StressKnobs, preset_knobs
+from tdmodels.stress_worlds import build_stress_world
 from tdmodels.world import WorldFormatError, check_name, load_world, save_world, validate_world, world_digest
 
 

@@ -318,9 +318,13 @@ def lookahead_bank(bank, n_bank, P):
     bank [B, K, d] (its newest last), then this question P [K, d]."""
     B = bank.shape[0]
     keep = min(n_bank, B - 1)
-    out = np.empty((keep + 1,) + P.shape)
-    out[:keep] = bank[B - keep:]
-    out[keep] = P
+    K, d = P.shape
+    out = np.empty((keep + 1, K, d))
+    for b in range(keep + 1):       # element by element: a slice assignment compiles numba's shape-error text
+        src = bank[B - keep + b] if b < keep else P
+        for k in range(K):
+            for j in range(d):
+                out[b, k, j] = src[k, j]
     return out
 
 

@@ -100,8 +100,9 @@ def newton_mode(Zu, yu, theta, m, P, H, L, grad, step, trial, eta, eta_trial, ex
         for i in range(d):
             big = max(big, abs(tt * step[i]))
             theta[i] = trial[i]
-        eta[:] = eta_trial
-        ex[:] = ex_trial
+        for k in range(eta.shape[0]):
+            eta[k] = eta_trial[k]
+            ex[k] = ex_trial[k]
         f = f_new
         if big < tol:
             return True, f
@@ -172,7 +173,8 @@ def _surrogate_one(u, c, lik_prec, lik_lin, lik_const, comp_means, comp_precs, c
         rhs[i] = lik_lin[u, i] + acc
         mPm += m[i] * acc
     if not _cholesky(Q, L):
-        mode[:] = m
+        for i in range(d):
+            mode[i] = m[i]
         return -np.inf
     _chol_solve(L, rhs, col)
     quad = 0.0

@@ -118,8 +118,9 @@ def recalibration_newton(first, second, rater, theta, y, ridge, ridge_a, w0, ite
         for k in range(D):
             big = max(big, abs(tt * step[k]))
             w[k] = trial[k]
-        eta[:] = eta_t
-        ex[:] = ex_t
+        for k in range(eta.shape[0]):
+            eta[k] = eta_t[k]
+            ex[k] = ex_t[k]
         f = f_new
         if big < tol:
             return w, it

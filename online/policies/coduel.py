@@ -53,7 +53,7 @@ from online import gate as gt
 from online.learner import Context, Learner
 from online.policies.coduel_pairs import challenged_pair, informative_pair
 from online.setting_range import Range, ranged
-from tdmodels.population_model import ALPHA, N_LEARNED, RIDGE, recalibrated_design
+from tdmodels.population_hyper import ALPHA, N_LEARNED, RIDGE, recalibrated_design
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior
 from tdmodels.errors import InputError
 

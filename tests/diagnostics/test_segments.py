@@ -6,7 +6,8 @@ import pytest
 from diagnostics.segments import (arrival_segments, format_segment_table, masked_score, segment_table, switch_masks,
                                   switch_starts)
 from online.replay import replay
-from tdmodels.stress_worlds import StressKnobs, build_stress_world
+from tdmodels.stress_knobs import StressKnobs
+from tdmodels.stress_worlds import build_stress_world
 from tutorduel.cli import main
 
 

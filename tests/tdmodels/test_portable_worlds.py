@@ -16,7 +16,8 @@ from tdmodels.roster_digests import ROSTER_DIGESTS, published_digest
 from tdmodels.sample_roster import GENERATOR as REAL_GENERATOR
 from tdmodels.simulator import ROSTERS
 from tdmodels.simulator_params import GENERATOR_BASE
-from tdmodels.stress_worlds import GENERATOR as STRESS_GENERATOR, STRESS_PRESETS
+from tdmodels.stress_knobs import STRESS_PRESETS
+from tdmodels.stress_worlds import GENERATOR as STRESS_GENERATOR
 
 ROOT = Path(__file__).resolve().parents[2]
 CALIBRATED = "sim-2+485bbdd151"
@@ -47,7 +48,8 @@ sample = load_sample(sys.argv[1])
 out["sample"] = world_digest(sample)
 from tdmodels.sample_roster import real_session_roster
 out["real"] = [world_digest(real_session_roster(sample, r)) for r in (0, 1)]
-from tdmodels.stress_worlds import STRESS_PRESETS, build_stress_world
+from tdmodels.stress_knobs import STRESS_PRESETS
+from tdmodels.stress_worlds import build_stress_world
 out["stress"] = {p: world_digest(build_stress_world(k, 0, p, d)) for p, (k, d) in STRESS_PRESETS.items()
                  if p in sys.argv[3].split(",")}
 print(json.dumps(out))

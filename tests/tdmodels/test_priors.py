@@ -7,7 +7,8 @@ from scipy import stats
 from scipy.special import logsumexp
 
 from tdmodels.click_model import btl_probability
-from tdmodels.priors import MixturePrior, isotropic_prior, prior_distribution, stick_breaking, validate_prior
+from tdmodels.prior_distributions import prior_distribution, stick_breaking
+from tdmodels.priors import MixturePrior, isotropic_prior, validate_prior
 
 
 @given(st.lists(st.floats(0.001, 0.999), min_size=1, max_size=20))

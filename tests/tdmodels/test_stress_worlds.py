@@ -8,8 +8,8 @@ from tdmodels.errors import InputError
 from tdmodels.from_arrays import DEFAULT_CLIP
 from tdmodels.portable_math import expit
 from tdmodels.roster_digests import published_digest
-from tdmodels.stress_worlds import (CAMP_DISTANCE, GENERATOR, SPREAD, STRESS_PRESETS, StressKnobs, build_stress_world,
-                                    preset_knobs, segment_starts, stress_knobs_of, student_tastes)
+from tdmodels.stress_knobs import CAMP_DISTANCE, SPREAD, STRESS_PRESETS, StressKnobs, preset_knobs, segment_starts
+from tdmodels.stress_worlds import GENERATOR, build_stress_world, stress_knobs_of, student_tastes
 from tdmodels.world import WorldFormatError, validate_world, world_digest
 from tutorduel.cli import main
 
@@ -190,7 +190,7 @@ def test_a_file_under_a_presets_name_that_is_not_the_preset_is_refused(env_dirs,
 def test_a_block_as_long_as_the_run_is_refused_as_no_drift():
     """--arrivals 5 --block-length 6 had built one segment, so the drift knob did nothing."""
     from tdmodels.errors import InputError
-    from tdmodels.stress_worlds import StressKnobs
+    from tdmodels.stress_knobs import StressKnobs
 
     for arrivals, block in ((5, 6), (5, 5)):
         with pytest.raises(InputError, match="one block and no drift"):

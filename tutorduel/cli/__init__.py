@@ -28,7 +28,7 @@ def _input_errors() -> tuple[type[BaseException], ...]:
     from online.process_pool import TaskError
     from online.store import StoreError
     from tdmodels.atomic_file import WriteFailedError
-    from tdmodels.rosters import HeldOutError
+    from tdmodels.errors import HeldOutError
 
     return (InputError, HeldOutError, StoreError, TaskError, FileNotFoundError, WriteFailedError)
 

@@ -158,7 +158,7 @@ def add_parsers(sub) -> None:
 
     _add_import_parsers(wsub)
 
-    from tdmodels.stress_worlds import STRESS_PRESETS
+    from tdmodels.stress_knobs import STRESS_PRESETS
 
     q = wsub.add_parser("stress", help="generated stress worlds with knobs: the presets (default: all of them), or one "
                                        "world of your own knobs with --name",

@@ -1,0 +1,69 @@
+"""A sweep's local executor: worker processes that start up while the sweep is planned, and a helper that
+compiles the kernels the on-disk cache lacks while the first cells run (``online.kernel_warmup``).
+
+A command's wall time is mostly start-up where its cells are short: a worker process imports the stack
+(half a second or more) and, on a cold kernel cache, a CODuel cell compiles for seconds. Starting the
+workers (and the helper) before the parent reads the worlds and the store overlaps those costs with
+the planning; the helper splits the compiling with the first worker. Neither changes what a cell
+computes: the workers run cells exactly as before, and a kernel the helper has not finished is
+compiled by the worker that needs it.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from online.kernel_warmup import specs_to_warm, warm_learners
+from online.process_pool import Helper, WorkerPool
+from online.registry import PolicySpecError, canonical_spec
+from online.sweep_cell import CELL_RESULT, compute_cell, warm_up
+from online.sweep_plan import Cell, is_plugin
+
+
+class LocalExecutor:
+    """`jobs` local worker processes (``online.process_pool.WorkerPool``), started now.
+
+    Parameters
+    ----------
+    jobs : int
+        Worker processes.
+    cell_timeout : float or None
+        Seconds a cell may run.
+    should_stop : callable
+        Polled while cells run; true stops the sweep.
+    worlds, seeds, specs : lists
+        The sweep as asked for (before planning: at most that many cells will run; a malformed one starts
+        nothing, and the sweep's planning names the problem).
+    """
+
+    def __init__(self, jobs: int, cell_timeout, should_stop: Callable[[], bool], worlds, seeds, specs):
+        self.pool = WorkerPool(jobs, cell_timeout, should_stop, result_globals=CELL_RESULT, initializer=warm_up)
+        self.helper, self.warm = None, []
+        if not all(isinstance(x, list) for x in (worlds, seeds, specs)):
+            return
+        self.pool.start(len(worlds) * len(seeds) * len(specs))
+        try:
+            self.warm = specs_to_warm([canonical_spec(s) for s in specs if isinstance(s, str)])
+        except PolicySpecError:
+            self.warm = []
+        if self.warm:
+            self.helper = Helper(initializer=warm_up)
+
+    def run(self, todo: list[Cell], args: Callable[[Cell], tuple], sources: dict,
+            finish: Callable[[Cell, str, object], None]) -> None:
+        """Run the cells (``args(cell)``: compute_cell's arguments), each result to `finish`; a worker that ran a
+        plug-in is retired after its cell. Stops the workers and the helper when done."""
+        try:
+            running = {c.policy for c in todo}
+            warm = [s for s in self.warm if s in running]
+            if self.helper is not None and warm:
+                self.helper.send(warm_learners, (sources[todo[0].digest], todo[0].digest, warm))
+            self.pool.run(((c, compute_cell, args(c)) for c in todo), finish, retire=lambda c: is_plugin(c.policy))
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop the workers and the helper (killed where busy)."""
+        self.pool.close(kill=True)
+        if self.helper is not None:
+            self.helper.stop()
+            self.helper = None
