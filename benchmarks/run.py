@@ -1,7 +1,7 @@
 """Run the benchmarks and print one table of ratios (see ``benchmarks``).
 
-    python -m benchmarks.run [--world dev] [--only replay,sweep,memory,nuts,population,leaderboard,beliefs] [--long] [--quick]
-        [--repeats 3] [--arrivals N] [--json table.json] [--population-users 50,100,200,300] [--population-minutes 30]
+    python -m benchmarks.run [--world dev] [--only replay,sweep,memory,cli,nuts,population,leaderboard,beliefs]
+        [--long] [--quick] [--repeats 3] [--arrivals N] [--json table.json] [--population-users 50,100,200,300] [--population-minutes 30]
     python -m benchmarks.run --short [--json benchmarks/baseline.json]   # the replays CI checks
     python -m benchmarks.run --check benchmarks/baseline.json            # exit 1 on a regression
 """
@@ -17,8 +17,8 @@ from benchmarks.measure import table, to_json
 from benchmarks.regression import ALLOWANCE
 from tdmodels.limits import MAX_ARRIVALS
 
-GROUPS = ("replay", "sweep", "memory", "nuts", "population", "leaderboard", "beliefs")
-SHORT = ("replay", "sweep", "memory")
+GROUPS = ("replay", "sweep", "memory", "cli", "nuts", "population", "leaderboard", "beliefs")
+SHORT = ("replay", "sweep", "memory", "cli")
 POLICIES = "no-transfer,pooled,rucb,colstim,coldb,coldb-lr,meta-ts,hierts,coduel,coduel-greedy,tempered-kg,low-rank"
 
 
@@ -162,6 +162,10 @@ def _main(argv=None) -> int:
 
                 rows += measure_memory_growth(a.world, "no-transfer", [6, 12] if quick else [350, 3500, 35000])
                 rows += measure_memory_growth(a.world, "coduel", [6, 12] if quick else [350, 3500])
+        elif group == "cli":
+            from benchmarks.cli_latency import measure_cli
+
+            rows += measure_cli(1 if quick else a.repeats, 12 if quick else a.arrivals)
         elif group == "leaderboard":
             from benchmarks.leaderboard_time import measure_leaderboard
 

@@ -12,7 +12,6 @@ import json
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import spearmanr
 
 from diagnostics.paper_agreement import (SHARING, format_gap_agreement, format_plateaus, gap_agreement, plateau_agreement,
                                          published_column)
@@ -150,6 +149,8 @@ def published_agreement(policies: dict[str, dict[str, float]]) -> list[str]:
     policies) and the rank correlation (Spearman) of ours with the published order; then over the cells of
     every simulated roster (a real-session roster is reported on its own line only). `policies`: {roster:
     {published name: our score}}."""
+    from scipy.stats import spearmanr      # here: scipy.stats takes half a second to import, for this one figure
+
     out, diffs, shifted = [], [], []
     for r, scores in policies.items():
         pairs = [(v, published(n, r)) for n, v in scores.items() if n != "random" and n in PUBLISHED]

@@ -39,12 +39,12 @@ def specs_to_warm(specs) -> list[str]:
     """The canonical specs among `specs` (in order, once each) worth a helper: registered policies whose
     kernels were not warmed into the configured on-disk cache yet. Empty where kernels are not cached
     on disk (a helper's work would be lost)."""
-    from online.sweep_plan import is_plugin
+    from online.registry import registered_target
 
     out = []
     for spec in dict.fromkeys(specs):
         marker = _marker(spec)
-        if marker is not None and not is_plugin(spec) and not marker.exists():
+        if marker is not None and registered_target(spec) is not None and not marker.exists():
             out.append(spec)
     return out
 

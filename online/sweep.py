@@ -39,6 +39,7 @@ import sys
 import threading
 import time
 
+from online import phase_clock
 from online.interrupt import InterruptFlag
 from tdmodels.errors import check_flag
 from online.store import CellKey, RunStore, StoreError, row_problem
@@ -158,6 +159,13 @@ class _Recorder:
         self.store, self.loaded, self.res, self.bar, self.finished = store, loaded, res, bar, set()
 
     def __call__(self, cell: Cell, status: str, payload) -> None:
+        t0 = time.perf_counter()
+        try:
+            self._finish(cell, status, payload)
+        finally:
+            phase_clock.spent("checking and storing rows", time.perf_counter() - t0)
+
+    def _finish(self, cell: Cell, status: str, payload) -> None:
         self.finished.add(cell)
         if status == "ok":
             try:
@@ -171,6 +179,7 @@ class _Recorder:
         if status == "ok":
             self._store(cell, row, log)
             self.res.done.append(cell)
+            phase_clock.spent("the cells' own compute", row["wall_s"])
             note = f"score {row['score']:.1f} ({row['wall_s']:.1f}s)"
         else:
             self.store.put_failure(cell.key, cell.world, payload)
@@ -238,6 +247,7 @@ def run_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: RunS
         if executor is not None:
             executor.close()
         raise
+    phase_clock.phase_ended("planning")
     finish = _Recorder(store, loaded, res, Progress(len(todo)) if progress and todo else None)
 
     def args(c: Cell):
@@ -256,12 +266,13 @@ def run_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: RunS
             elif inline:
                 _run_inline(todo, args, finish, stop)
             else:
-                executor.run(todo, args, sources, finish)
+                executor.run(todo, args, sources, loaded, finish)
         except KeyboardInterrupt:
             stop.flag = True
         if stop.flag:
             res.interrupted = [c for c in todo if c not in finish.finished]
             raise SweepInterrupted(res)
+    phase_clock.phase_ended("cells")
     return res
 
 

@@ -14,9 +14,11 @@ from typing import Callable
 
 from online.kernel_warmup import specs_to_warm, warm_learners
 from online.process_pool import Helper, WorkerPool
-from online.registry import PolicySpecError, canonical_spec
+from online.registry import PolicySpecError, canonical_spec, registered_target
 from online.sweep_cell import CELL_RESULT, compute_cell, warm_up
 from online.sweep_plan import Cell, is_plugin
+from tdmodels.memory import memory_available
+from tdmodels.world import memory_needed
 
 
 class LocalExecutor:
@@ -40,26 +42,39 @@ class LocalExecutor:
         self.helper, self.warm = None, []
         if not all(isinstance(x, list) for x in (worlds, seeds, specs)):
             return
-        self.pool.start(len(worlds) * len(seeds) * len(specs))
         try:
-            self.warm = specs_to_warm([canonical_spec(s) for s in specs if isinstance(s, str)])
-        except PolicySpecError:
-            self.warm = []
-        if self.warm:
-            self.helper = Helper(initializer=warm_up)
+            self.pool.start(len(worlds) * len(seeds) * len(specs))
+            try:       # registered policies only: nothing a plug-in names is imported here
+                self.warm = specs_to_warm([canonical_spec(s) for s in specs
+                                           if isinstance(s, str) and registered_target(s)])
+            except PolicySpecError:
+                self.warm = []
+            if self.warm:
+                self.helper = Helper(initializer=warm_up)
+        except BaseException:          # a Ctrl-C while they start: nothing left running
+            self.close()
+            raise
 
-    def run(self, todo: list[Cell], args: Callable[[Cell], tuple], sources: dict,
+    def run(self, todo: list[Cell], args: Callable[[Cell], tuple], sources: dict, loaded: dict,
             finish: Callable[[Cell, str, object], None]) -> None:
-        """Run the cells (``args(cell)``: compute_cell's arguments), each result to `finish`; a worker that ran a
-        plug-in is retired after its cell. Stops the workers and the helper when done."""
+        """Run the cells (``args(cell)``: compute_cell's arguments; `loaded`: digest -> the world's Dataset),
+        each result to `finish`; a worker that ran a plug-in is retired after its cell. Stops the workers and
+        the helper when done."""
         try:
             running = {c.policy for c in todo}
             warm = [s for s in self.warm if s in running]
-            if self.helper is not None and warm:
-                self.helper.send(warm_learners, (sources[todo[0].digest], todo[0].digest, warm))
+            first = todo[0].digest
+            if self.helper is not None and warm and self._helper_fits(loaded[first]):
+                self.helper.send(warm_learners, (sources[first], first, warm))
             self.pool.run(((c, compute_cell, args(c)) for c in todo), finish, retire=lambda c: is_plugin(c.policy))
         finally:
             self.close()
+
+    def _helper_fits(self, world) -> bool:
+        """Whether one more process holding `world` fits in the memory available beside the workers (the
+        sweep's own memory check counts this process and the workers, not the helper)."""
+        have = memory_available()
+        return have is None or 2 * memory_needed(world) * (self.pool.n + 2) <= have
 
     def close(self) -> None:
         """Stop the workers and the helper (killed where busy)."""

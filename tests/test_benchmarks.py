@@ -26,10 +26,10 @@ def check_table(path, groups):
 
 
 def test_the_short_benchmarks_run_in_one_process_and_print_ratios(tmp_path):
-    out = run("--quick", "--only", "replay,sweep,memory,leaderboard,beliefs", "--policies",
+    out = run("--quick", "--only", "replay,sweep,memory,cli,leaderboard,beliefs", "--policies",
               "no-transfer,coduel,tempered-kg", "--json", str(tmp_path / "t.json"))
     assert out.returncode == 0, out.stderr[-3000:]
-    rows = check_table(tmp_path / "t.json", ("replay", "sweep", "memory", "leaderboard", "beliefs"))
+    rows = check_table(tmp_path / "t.json", ("replay", "sweep", "memory", "cli", "leaderboard", "beliefs"))
     names = {(r["group"], r["name"], r["reference"]) for r in rows}
     assert ("replay", "coduel", "random") in names and ("replay", "tempered-kg", "coduel") in names
     assert ("sweep", "sweep, 2 workers", "sweep, inline") in names
@@ -37,6 +37,8 @@ def test_the_short_benchmarks_run_in_one_process_and_print_ratios(tmp_path):
     assert ("leaderboard", "leaderboard, 2 cells", "replay time / 2 workers") in names
     assert ("beliefs", "one click, adf", "one click, laplace") in names
     assert ("beliefs", 'coduel[belief="laplace-is"]', "coduel") in names
+    assert {n for g, n, _ in names if g == "cli"} == {"tutorduel --help", "replay, 1 random cell of 5", "stats, 12 rows",
+                                                       "quickstart replay, 12 cells"}
     assert "every ratio against a reference measured in this run" in out.stdout
 
 

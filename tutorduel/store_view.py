@@ -7,10 +7,12 @@ this machine (same bytes) is not checked again. A row that fails is moved aside 
 a click log that is not its row's too (``*.clicks.nc.rejected``), and both are reported."""
 from __future__ import annotations
 
+import time
 from collections import Counter
 from pathlib import Path
 from typing import NamedTuple
 
+from online import phase_clock
 from online.code_identity import policy_code
 from online.registry import PolicySpecError, resolve
 from online.replay import arrivals_limit
@@ -74,7 +76,10 @@ def apply_verdicts(store: RunStore, verdicts) -> tuple[set, list[str]]:
 def verified_rows(store: RunStore, rows: list[dict], worlds: dict) -> tuple[list[dict], list[str]]:
     """The rows that verify against `worlds` (digest -> Dataset or world file), and a line per row that did not."""
     paths = [store.path(CellKey.of_row(r)) for r in rows]
-    good, lines = apply_verdicts(store, audit_in_fresh_process(store.root, worlds, paths))
+    t0 = time.perf_counter()
+    verdicts = audit_in_fresh_process(store.root, worlds, paths)
+    phase_clock.spent("verification", time.perf_counter() - t0)
+    good, lines = apply_verdicts(store, verdicts)
     return [r for r, p in zip(rows, paths) if p in good], lines
 
 

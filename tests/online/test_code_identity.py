@@ -132,3 +132,41 @@ def test_blank_lines_and_trailing_spaces_inside_a_string_literal_are_its_value(a
     """A first version stripped them everywhere, so these edits of a literal kept the identity."""
     assert canon(a) != canon(b)
     assert canon(a + "\n\n# a comment\n") == canon(a)              # outside the literal they are still layout
+
+
+def test_the_memo_of_a_modules_facts_gives_the_digest_parsing_gives(tmp_path, monkeypatch):
+    """The canonical digests and imports are kept on disk by file content: a command reads and hashes the
+    sources, parsing only what changed, and gets the same identity."""
+    monkeypatch.setenv("TUTORDUEL_CACHE", str(tmp_path / "cache"))
+    code_identity.code_identity.cache_clear()
+    parsed = code_identity.code_identity("online.policies.coduel")
+    memos = list((tmp_path / "cache" / "code").rglob("*"))
+    assert sum(p.is_file() for p in memos) == len(parsed.modules)
+    code_identity.code_identity.cache_clear()
+    monkeypatch.setattr(code_identity, "canonical_source", lambda *a: pytest.fail("parsed a memoised module"))
+    assert code_identity.code_identity("online.policies.coduel") == parsed
+    code_identity.code_identity.cache_clear()
+
+
+@pytest.mark.parametrize("damage", [b"", b"not a digest\n", b"\xff\xfe", b"0" * 64 + b"\nos; import x\n"])
+def test_a_damaged_memo_is_recomputed_not_believed(tmp_path, monkeypatch, damage):
+    monkeypatch.setenv("TUTORDUEL_CACHE", str(tmp_path / "cache"))
+    code_identity.code_identity.cache_clear()
+    right = code_identity.code_identity("online.verify")
+    for memo in (tmp_path / "cache" / "code").rglob("*"):
+        if memo.is_file():
+            memo.write_bytes(damage)
+    code_identity.code_identity.cache_clear()
+    assert code_identity.code_identity("online.verify") == right
+    code_identity.code_identity.cache_clear()
+
+
+def test_an_unwritable_memo_folder_costs_only_the_parse(tmp_path, monkeypatch):
+    (tmp_path / "cache").write_text("a file where the cache folder would be")
+    monkeypatch.setenv("TUTORDUEL_CACHE", str(tmp_path / "cache"))
+    code_identity.code_identity.cache_clear()
+    with_memo_refused = code_identity.code_identity("online.verify")
+    monkeypatch.setenv("TUTORDUEL_CACHE", str(tmp_path / "elsewhere"))
+    code_identity.code_identity.cache_clear()
+    assert code_identity.code_identity("online.verify") == with_memo_refused
+    code_identity.code_identity.cache_clear()

@@ -66,3 +66,64 @@ def test_map_in_workers_keeps_the_order_and_names_the_failing_task():
         map_in_workers(_square, [4, 1], jobs=2)
     with pytest.raises(ValueError, match="jobs must be at least 1"):
         map_in_workers(_square, [1], jobs=0)
+
+
+_READY = []
+
+
+def _mark_ready():
+    _READY.append(os.getpid())
+
+
+def _ready_pids():
+    return ("ok", list(_READY))
+
+
+def test_started_workers_run_the_initializer_once_before_their_first_task():
+    pool = WorkerPool(2, initializer=_mark_ready)
+    pool.start(5)                                          # at most n workers
+    assert len(pool.workers) == 2
+    pids = {w.proc.pid for w in pool.workers}
+    out = {}
+    assert pool.run([(k, _ready_pids, ()) for k in range(4)], lambda k, s, p: out.__setitem__(k, (s, p)))
+    assert all(s == "ok" and len(p) == 1 and p[0] in pids for s, p in out.values())
+    assert pool.workers == []                               # run stops them when done
+
+
+def _fail_to_start():
+    raise RuntimeError("no warm-up today")
+
+
+def test_a_failing_initializer_leaves_the_tasks_to_run():
+    out = []
+    WorkerPool(1, initializer=_fail_to_start).run([("t", _pid, ())], lambda *r: out.append(r))
+    assert out[0][1] == "ok"
+
+
+def _touch(path):
+    open(path, "w").close()
+
+
+def _sleep_long():
+    import time
+
+    time.sleep(600)
+
+
+def test_a_helper_runs_what_it_is_sent_and_is_killed_when_stopped(tmp_path):
+    from online.process_pool import Helper
+
+    h = Helper(initializer=_mark_ready)
+    h.send(_touch, (str(tmp_path / "done"),))
+    h.send(_sleep_long, ())
+    import time
+
+    for _ in range(4000):                                   # up to the test's time limit, on a busy machine
+        if (tmp_path / "done").exists():
+            break
+        time.sleep(0.05)
+    assert (tmp_path / "done").exists()
+    proc = h._worker.proc
+    h.stop()                                                # busy sleeping: killed, not waited for
+    assert not proc.is_alive() and proc.exitcode is not None
+    h.send(_touch, (str(tmp_path / "late"),))               # sending to a stopped helper is not an error

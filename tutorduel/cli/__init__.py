@@ -79,12 +79,18 @@ def _run(argv) -> int:
         # The error types first: an except clause that imported them would run those imports while a
         # Ctrl-C is propagating, and a module half-imported when it landed would fail them with a traceback.
         input_errors = _input_errors()
+        from online import phase_clock
+
+        phase_clock.start()
         args = build_parser().parse_args(argv)
         try:
             return args.fn(args)
         except input_errors as exc:
             print(f"tutorduel: error: {one_line(exc)}", file=sys.stderr)
             return 2
+        finally:
+            if getattr(args, "verbose", False):
+                print(phase_clock.summary(), file=sys.stderr)
     except KeyboardInterrupt:
         print("tutorduel: interrupted", file=sys.stderr)
         return 130

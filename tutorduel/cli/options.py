@@ -34,9 +34,11 @@ class Parser(argparse.ArgumentParser):
 
 
 def common_options(p, store=True) -> None:
-    """--worlds, --allow-test and (if `store`) --store."""
+    """--worlds, --allow-test, --verbose and (if `store`) --store."""
     p.add_argument("--worlds", metavar="DIR", help="world files folder (default: $TUTORDUEL_WORLDS or ./worlds)")
     p.add_argument("--allow-test", action="store_true", help="allow held-out rosters (evaluation only; never tune on them)")
+    p.add_argument("--verbose", action="store_true", help="end with a line saying where the command's time went "
+                                                          "(start-up, planning, cells, verification)")
     if store:
         p.add_argument("--store", metavar="PATH", help="run store (default: $TUTORDUEL_STORE or ./runs)")
 
