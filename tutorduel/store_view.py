@@ -3,7 +3,8 @@ one truncation and the current code of each policy, with a note for everything l
 
 Only rows that verify (``online.verify``: pairs legal, clicks what the seed's uniforms give, every
 figure recomputed) are counted. The check runs in a fresh process; a row that verified before on
-this machine (same bytes) is not checked again. A row that fails is moved aside (``*.rejected``),
+this machine (same bytes) is not checked again, and a sweep that imported no plug-in has checked the
+rows it stored itself (``online.sweep``). A row that fails is moved aside (``*.rejected``),
 a click log that is not its row's too (``*.clicks.nc.rejected``), and both are reported."""
 from __future__ import annotations
 
