@@ -111,12 +111,13 @@ def reference_table(world, seeds, arrivals=None) -> dict[str, dict[int, dict]]:
     return out
 
 
-def leaderboard(rows: list[dict], world=None, arrivals: int | None = None) -> list[dict]:
+def leaderboard(rows: list[dict], world=None, arrivals: int | None = None, references=reference_table) -> list[dict]:
     """One line per policy, averaged over its seeds, plus the reference rows over all those seeds.
 
     rows: runs of one world with one truncation `arrivals` (None: full runs), one per policy and seed;
     rows of several worlds or truncations, or two of one policy and seed, are refused (a table over them
-    would average what is not comparable, or keep one run and drop the other).
+    would average what is not comparable, or keep one run and drop the other). `references`: what computes
+    the reference rows, `reference_table` or one with its signature (a cache of it).
     """
     for field in ("world_digest", "arrivals_limit"):
         seen = {r.get(field) for r in rows}
@@ -139,7 +140,7 @@ def leaderboard(rows: list[dict], world=None, arrivals: int | None = None) -> li
                       "code": ",".join(sorted({r["code"]["digest"] for r in seeds.values() if "code" in r}))})
     if world is not None and by:
         all_seeds = sorted(set().union(*[set(s) for s in by.values()]))
-        refs = reference_table(world, all_seeds, arrivals)
+        refs = references(world, all_seeds, arrivals)
         for name in ("random", "best-pair-everyone", "best-fixed-pair", "linear-oracle", "floor"):
             vals = refs[name].values()
             lines.append({"name": REFERENCE_LABELS[name], "kind": "reference", "n": len(all_seeds),

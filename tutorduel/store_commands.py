@@ -21,6 +21,7 @@ from tdmodels.atomic_file import check_output_path
 from tdmodels.errors import InputError, check_flag
 from tdmodels.rosters import is_path, open_world, world_file, world_name
 from tdmodels.world import WorldFormatError, world_digest
+from tutorduel.reference_cache import cached_reference_table
 from tutorduel.store_view import apply_verdicts, current_code, moved_aside, stored_rows, verified_rows
 
 
@@ -105,8 +106,8 @@ def print_world_tables(store, world_arg, allow_test, worlds_dir, against=None, a
         print(f"no stored runs for world {name!r}{cut} in {store.root}{hint}")
         return
     print()
-    print(format_table(leaderboard(rows, world, limit), title=f"{name} ({rows[0]['arrivals']} arrivals{cut}; world "
-                                                               f"{world_digest(world)})"))
+    title = f"{name} ({rows[0]['arrivals']} arrivals{cut}; world {world_digest(world)})"
+    print(format_table(leaderboard(rows, world, limit, cached_reference_table), title=title))
     if against:
         against = _print_paired(rows, against, name)
     _print_final_quarter(rows, against)

@@ -1,0 +1,42 @@
+"""The reference rows kept between commands are the ones computed afresh, and a damaged entry is recomputed."""
+import json
+
+import pytest
+
+from diagnostics.stats import reference_table
+from tutorduel.reference_cache import cached_reference_table
+
+
+@pytest.fixture()
+def private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TUTORDUEL_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache" / "references"
+
+
+def test_cached_references_are_the_computed_ones(private_cache, dev_world):
+    world = dev_world
+    fresh = reference_table(world, [0, 1], 20)
+    assert cached_reference_table(world, [0, 1], 20) == fresh          # computed, kept
+    assert len([p for p in private_cache.rglob("*") if p.is_file()]) == 2
+    assert cached_reference_table(world, [1, 0], 20) == fresh          # read back
+    assert cached_reference_table(world, [0], 21) == reference_table(world, [0], 21)   # another truncation
+
+
+@pytest.mark.parametrize("damage", ["", "{", "[]", '{"floor": 1}', None])
+def test_a_damaged_entry_is_recomputed_not_believed(private_cache, damage, dev_world):
+    world = dev_world
+    right = cached_reference_table(world, [0], 20)
+    [entry] = [p for p in private_cache.rglob("*") if p.is_file()]
+    if damage is None:                       # the right names, a figure that is not a finite number
+        got = json.loads(entry.read_text())
+        got["floor"]["score"] = float("nan")
+        damage = json.dumps(got)
+    entry.write_text(damage)
+    assert cached_reference_table(world, [0], 20) == right
+
+
+def test_a_cache_that_cannot_be_written_costs_only_the_work(tmp_path, monkeypatch, dev_world):
+    (tmp_path / "cache").write_text("a file where the cache folder would be")
+    monkeypatch.setenv("TUTORDUEL_CACHE", str(tmp_path / "cache"))
+    world = dev_world
+    assert cached_reference_table(world, [0], 20) == reference_table(world, [0], 20)

@@ -1,0 +1,70 @@
+"""The reference rows of a table (floor, random pairs, best fixed pairs, the per-user linear oracle), kept on
+this machine between commands.
+
+They are a function of the world's content, the seed, the truncation and the code that computes them, and
+the oracle's per-user fits cost a sixth of a second a seed: `stats` printed the same reference rows at that
+price on every call. Each seed's figures are kept under a digest of those four, in ``$TUTORDUEL_CACHE``
+(default ``~/.cache/tutorduel``; beside the verified-row verdicts, outside any store), written atomically
+and read back only when every figure is a finite number of the expected names; anything else is
+recomputed. A cache that cannot be written costs only the recomputation.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+
+from diagnostics.references import REFERENCES
+from diagnostics.stats import reference_table
+from online.code_identity import cache_root, code_identity
+from tdmodels.world import world_digest
+
+_FIGURES = ("regret", "floor", "random", "excess", "score")
+
+
+def _path(world_id: str, seed: int, arrivals: int | None):
+    key = json.dumps(["tutorduel-references-1", world_id, int(seed), arrivals,
+                      code_identity("diagnostics.references").digest])
+    d = hashlib.sha256(key.encode()).hexdigest()
+    return cache_root() / "references" / d[:2] / d[2:]
+
+
+def _read(path) -> dict | None:
+    try:
+        with open(path, "rb") as f:
+            got = json.loads(f.read(1 << 16))
+    except (OSError, ValueError, RecursionError):
+        return None
+    ok = (isinstance(got, dict) and set(got) == set(REFERENCES)
+          and all(isinstance(v, dict) and set(v) == set(_FIGURES)
+                  and all(type(x) is float and math.isfinite(x) for x in v.values()) for v in got.values()))
+    return got if ok else None
+
+
+def _write(path, figures: dict) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(figures))
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def cached_reference_table(world, seeds, arrivals: int | None = None) -> dict[str, dict[int, dict]]:
+    """``diagnostics.stats.reference_table(world, seeds, arrivals)``, each seed's figures read from the cache
+    where they were computed before on this code, else computed and kept."""
+    world_id = world_digest(world)
+    out: dict[str, dict[int, dict]] = {name: {} for name in REFERENCES}
+    for seed in seeds:
+        path = _path(world_id, seed, arrivals)
+        figures = _read(path)
+        if figures is None:
+            fresh = reference_table(world, [seed], arrivals)
+            figures = {name: fresh[name][seed] for name in REFERENCES}
+            if all(math.isfinite(x) for v in figures.values() for x in v.values()):
+                _write(path, figures)
+        for name in REFERENCES:
+            out[name][seed] = figures[name]
+    return out
