@@ -50,3 +50,11 @@ def test_a_replays_parent_process_imports_none_of_them(env_dirs):
                          "--policies", "random,no-transfer,coduel,pooled,rucb,coldb,meta-ts,hierts"]])
     [(rc, mods)] = seen.values()
     assert rc == 0 and mods == [], seen
+
+
+def test_the_program_exits_with_mains_status(env_dirs):
+    """`tutorduel` (``tutorduel.cli.run``) freezes the collector before exiting; the status is main's."""
+    ok = subprocess.run([sys.executable, "-m", "tutorduel.cli", "worlds", "list"], capture_output=True, text=True)
+    bad = subprocess.run([sys.executable, "-m", "tutorduel.cli", "stats", "--seeds"], capture_output=True, text=True)
+    assert (ok.returncode, bad.returncode) == (0, 2), (ok.stderr, bad.stderr)
+    assert "dev" in ok.stdout and "error" in bad.stderr

@@ -1,7 +1,7 @@
 """`python -m tutorduel.cli`: the command line."""
 import sys
 
-from tutorduel.cli import main
+from tutorduel.cli import run
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())
