@@ -52,9 +52,17 @@ def compute_cell(source, digest: str, seed: int, spec: str, arrivals, keep_click
     return "ok", (row, log)
 
 
-def warm_up() -> None:
-    """Pay the replay's imports before any cell's clock starts (on a fresh Dask worker)."""
+def warm_up(specs: tuple[str, ...] = ()) -> None:
+    """Pay the replay's imports before any cell's clock starts (on a fresh Dask worker, a local worker that
+    starts while the sweep is planned), and those of the registered policies among `specs` (their kernels'
+    modules; a plug-in is never imported here)."""
     importlib.import_module("online.replay")
+    from online.registry import registered_target, resolve
+
+    for spec in specs:
+        target = registered_target(spec)
+        if target is not None:
+            resolve(target)
 
 
 def _world_from_bytes(data: bytes, digest: str):

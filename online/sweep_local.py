@@ -10,6 +10,7 @@ compiled by the worker that needs it.
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable
 
 from online.kernel_warmup import specs_to_warm, warm_learners
@@ -38,8 +39,10 @@ class LocalExecutor:
     """
 
     def __init__(self, jobs: int, cell_timeout, should_stop: Callable[[], bool], worlds, seeds, specs):
-        self.pool = WorkerPool(jobs, cell_timeout, should_stop, result_globals=CELL_RESULT, initializer=warm_up)
         self.helper, self.warm = None, []
+        named = tuple(s for s in specs if isinstance(s, str)) if isinstance(specs, list) else ()
+        self.pool = WorkerPool(jobs, cell_timeout, should_stop, result_globals=CELL_RESULT,
+                               initializer=partial(warm_up, named))
         if not all(isinstance(x, list) for x in (worlds, seeds, specs)):
             return
         try:
@@ -50,7 +53,7 @@ class LocalExecutor:
             except PolicySpecError:
                 self.warm = []
             if self.warm:
-                self.helper = Helper(initializer=warm_up)
+                self.helper = Helper(initializer=partial(warm_up, tuple(self.warm)))
         except BaseException:          # a Ctrl-C while they start: nothing left running
             self.close()
             raise
