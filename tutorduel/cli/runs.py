@@ -1,6 +1,7 @@
 """`replay`, `stats`, `leaderboard`, `export`, `verify`: the commands over the run store."""
 from __future__ import annotations
 
+from online import phase_clock
 from tutorduel.arg_types import MAX_JOBS, REPLAY_TIMEOUT_S, arrivals_int, file_arg, float_in, folder_arg, int_in
 from tutorduel.cli.options import DEFAULT_POLICIES, WORLD_HELP, common_options, sweep_keywords, sweep_options
 
@@ -21,6 +22,7 @@ def cmd_replay(a) -> int:
     from online.sweep import parse_seeds
     from tutorduel.store_commands import replay_and_report
 
+    phase_clock.phase_ended("imports")
     return replay_and_report(RunStore(a.store), _worlds(a.world), parse_seeds(a.seeds), split_specs(a.policies),
                              allow_test=a.allow_test, worlds_dir=a.worlds, arrivals=a.arrivals,
                              keep_clicks=a.keep_clicks, **sweep_keywords(a))
@@ -31,6 +33,7 @@ def cmd_stats(a) -> int:
     from online.store import RunStore
     from tutorduel.store_commands import print_world_tables
 
+    phase_clock.phase_ended("imports")
     store = RunStore(a.store)
     specs = split_specs(a.policies) if a.policies else None
     shown = {}
@@ -46,6 +49,7 @@ def cmd_leaderboard(a) -> int:
     from online.sweep import parse_seeds
     from tutorduel.leaderboard import run_leaderboard
 
+    phase_clock.phase_ended("imports")
     return run_leaderboard(RunStore(a.store), a.out, rosters=_worlds(a.rosters) if a.rosters else None,
                            seeds=parse_seeds(a.seeds) if a.seeds else None,
                            specs=split_specs(a.policies) if a.policies else None, allow_test=a.allow_test,
@@ -57,6 +61,7 @@ def cmd_export(a) -> int:
     from online.store import RunStore
     from tutorduel.store_commands import export_verified
 
+    phase_clock.phase_ended("imports")
     return export_verified(RunStore(a.store), a.path, a.world, a.allow_test, a.worlds)
 
 
@@ -65,6 +70,7 @@ def cmd_verify(a) -> int:
     from online.store import RunStore
     from tutorduel.store_commands import verify_store
 
+    phase_clock.phase_ended("imports")
     return verify_store(RunStore(a.store), a.world, split_specs(a.policies) if a.policies else None, a.allow_test,
                         a.worlds, replay=a.replay, jobs=a.jobs, replay_timeout=a.cell_timeout)
 
