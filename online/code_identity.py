@@ -158,11 +158,13 @@ def _facts_path(name: str, source: bytes) -> Path:
 
 
 def _read_facts(path: Path) -> tuple[bytes, frozenset] | None:
-    """A memo written by `_module_facts`, or None where it is missing or not one (nothing in it is run)."""
+    """A memo written by `_module_facts`, or None where it is missing or not one (nothing in it is run; a
+    pipe or a device planted at its name is not read)."""
+    from tdmodels.file_read import UnreadableFileError, read_regular
+
     try:
-        with open(path, "rb") as f:
-            text = f.read(1 << 20).decode("ascii")
-    except (OSError, UnicodeDecodeError):
+        text = read_regular(path, 1 << 20).decode("ascii")
+    except (OSError, UnreadableFileError, UnicodeDecodeError):
         return None
     digest, _, rest = text.partition("\n")
     names = frozenset(filter(None, rest.split("\n")))
@@ -189,14 +191,21 @@ def _module_facts(name: str, path: Path) -> tuple[bytes, frozenset] | None:
     except (SyntaxError, ValueError):
         return None
     facts = hashlib.sha256(canonical_source(source, tree)).digest(), frozenset(_imports(name, path, tree))
-    try:
-        memo.parent.mkdir(parents=True, exist_ok=True)
-        tmp = memo.with_name(f".{memo.name}.{os.getpid()}.tmp")
-        tmp.write_text(facts[0].hex() + "\n" + "\n".join(sorted(facts[1])) + "\n", encoding="ascii")
-        os.replace(tmp, memo)
-    except OSError:
-        pass
+    text = facts[0].hex() + "\n" + "\n".join(sorted(facts[1])) + "\n"
+    _keep(memo, text.encode("ascii"))
     return facts
+
+
+def _keep(path: Path, data: bytes) -> None:
+    """Write a cache file atomically, following nothing planted beside it (``tdmodels.atomic_file``); a cache
+    that cannot be written costs only the work next time."""
+    from tdmodels.atomic_file import atomic_save
+    from tdmodels.errors import InputError
+
+    try:
+        atomic_save(path, lambda tmp: tmp.write_bytes(data))
+    except (OSError, InputError):
+        pass
 
 
 def _closure(roots: tuple[str, ...], packages: tuple[str, ...]) -> dict[str, bytes]:

@@ -21,6 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
+from tdmodels.atomic_file import atomic_save
+from tdmodels.errors import InputError
+
 WARM_SESSIONS = 24      # sessions driven: past the thresholds of the toolkit's learners (gate, recalibration)
 
 
@@ -62,9 +65,8 @@ def warm_learners(source: str, digest: str, specs: list[str]) -> None:
         marker = _marker(spec)
         if marker is not None:
             try:
-                marker.parent.mkdir(parents=True, exist_ok=True)
-                marker.touch()
-            except OSError:
+                atomic_save(marker, lambda tmp: tmp.write_bytes(b""))
+            except (OSError, InputError):
                 pass
 
 

@@ -27,7 +27,8 @@ a plug-in policy (a target outside this package) is retired after that cell, so 
 change how a built-in policy plays in a later cell either; a Dask worker is reused (the figures
 still come from this process; a plug-in that rewrites a built-in policy's code there could change
 the pairs that policy plays, so run untrusted plug-ins on a cluster of their own).
-Executors: `jobs` local worker processes (default 1); ``inline=True`` runs cells in this process
+Executors: `jobs` local worker processes (default 1; started while the sweep is planned, with a helper
+that compiles kernels the cache lacks: ``online.sweep_local``); ``inline=True`` runs cells in this process
 (for debugging: no isolation, a policy that ends its process ends the sweep); `dask_workers=N`
 starts a LocalCluster of N single-threaded worker processes; ``scheduler="tcp://HOST:PORT"`` joins
 a running cluster (workers need this package, the same version, but not the world files).

@@ -13,11 +13,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 
 from diagnostics.references import REFERENCES
 from diagnostics.stats import reference_table
 from online.code_identity import cache_root, code_identity
+from tdmodels.atomic_file import atomic_save
+from tdmodels.errors import InputError
+from tdmodels.file_read import UnreadableFileError, read_regular
 from tdmodels.world import world_digest
 
 _FIGURES = ("regret", "floor", "random", "excess", "score")
@@ -32,9 +34,8 @@ def _path(world_id: str, seed: int, arrivals: int | None):
 
 def _read(path) -> dict | None:
     try:
-        with open(path, "rb") as f:
-            got = json.loads(f.read(1 << 16))
-    except (OSError, ValueError, RecursionError):
+        got = json.loads(read_regular(path, 1 << 16))
+    except (OSError, UnreadableFileError, ValueError, RecursionError):
         return None
     ok = (isinstance(got, dict) and set(got) == set(REFERENCES)
           and all(isinstance(v, dict) and set(v) == set(_FIGURES)
@@ -44,11 +45,8 @@ def _read(path) -> dict | None:
 
 def _write(path, figures: dict) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(figures))
-        os.replace(tmp, path)
-    except OSError:
+        atomic_save(path, lambda tmp: tmp.write_text(json.dumps(figures)))
+    except (OSError, InputError):
         pass
 
 

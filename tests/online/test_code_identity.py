@@ -170,3 +170,17 @@ def test_an_unwritable_memo_folder_costs_only_the_parse(tmp_path, monkeypatch):
     code_identity.code_identity.cache_clear()
     assert code_identity.code_identity("online.verify") == with_memo_refused
     code_identity.code_identity.cache_clear()
+
+
+def test_a_pipe_planted_at_a_memo_is_not_read(tmp_path, monkeypatch):
+    import os
+
+    monkeypatch.setenv("TUTORDUEL_CACHE", str(tmp_path / "cache"))
+    code_identity.code_identity.cache_clear()
+    right = code_identity.code_identity("online.verify")
+    memo = next(p for p in (tmp_path / "cache" / "code").rglob("*") if p.is_file())
+    memo.unlink()
+    os.mkfifo(memo)
+    code_identity.code_identity.cache_clear()
+    assert code_identity.code_identity("online.verify") == right
+    code_identity.code_identity.cache_clear()

@@ -40,3 +40,14 @@ def test_a_cache_that_cannot_be_written_costs_only_the_work(tmp_path, monkeypatc
     monkeypatch.setenv("TUTORDUEL_CACHE", str(tmp_path / "cache"))
     world = dev_world
     assert cached_reference_table(world, [0], 20) == reference_table(world, [0], 20)
+
+
+def test_a_pipe_planted_at_an_entry_is_not_read_and_not_replaced(private_cache, dev_world):
+    import os
+
+    right = cached_reference_table(dev_world, [0], 20)
+    [entry] = [p for p in private_cache.rglob("*") if p.is_file()]
+    entry.unlink()
+    os.mkfifo(entry)                          # a read would block forever; a plain write would feed it
+    assert cached_reference_table(dev_world, [0], 20) == right
+    assert entry.is_fifo()
