@@ -30,7 +30,7 @@ from typing import NamedTuple
 PROJECT_PACKAGES = ("tdmodels", "inference", "online", "diagnostics", "tutorduel")
 RUNNER_MODULES = ("online.replay",)
 _HEX64 = re.compile(r"[0-9a-f]{64}")
-_MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.*]*")
+_MODULE_NAME = re.compile(r"[^\W\d][\w.*]*")
 
 
 class CodeIdentity(NamedTuple):
@@ -152,8 +152,16 @@ def cache_root() -> Path:
     return Path(os.environ.get("TUTORDUEL_CACHE") or Path.home() / ".cache" / "tutorduel")
 
 
-def _facts_path(name: str, source: bytes) -> Path:
-    d = hashlib.sha256(b"tutorduel-code-facts-1\0" + name.encode() + b"\0" + source).hexdigest()
+@lru_cache(maxsize=1)
+def _rules() -> bytes:
+    """A digest of this module's own source: the memo of a module's facts holds under these rules only."""
+    return hashlib.sha256(Path(__file__).read_bytes()).digest()
+
+
+def _facts_path(name: str, path: Path, source: bytes) -> Path:
+    key = b"\0".join([b"tutorduel-code-facts-2", _rules(), name.encode(), str(path.name == "__init__.py").encode(),
+                       source])
+    d = hashlib.sha256(key).hexdigest()
     return cache_root() / "code" / d[:2] / d[2:]
 
 
@@ -163,7 +171,7 @@ def _read_facts(path: Path) -> tuple[bytes, frozenset] | None:
     from tdmodels.file_read import UnreadableFileError, read_regular
 
     try:
-        text = read_regular(path, 1 << 20).decode("ascii")
+        text = read_regular(path, 1 << 20).decode("utf-8")
     except (OSError, UnreadableFileError, UnicodeDecodeError):
         return None
     digest, _, rest = text.partition("\n")
@@ -182,7 +190,7 @@ def _module_facts(name: str, path: Path) -> tuple[bytes, frozenset] | None:
         source = path.read_bytes()
     except OSError:
         return None
-    memo = _facts_path(name, source)
+    memo = _facts_path(name, path, source)
     facts = _read_facts(memo)
     if facts is not None:
         return facts
@@ -191,21 +199,10 @@ def _module_facts(name: str, path: Path) -> tuple[bytes, frozenset] | None:
     except (SyntaxError, ValueError):
         return None
     facts = hashlib.sha256(canonical_source(source, tree)).digest(), frozenset(_imports(name, path, tree))
-    text = facts[0].hex() + "\n" + "\n".join(sorted(facts[1])) + "\n"
-    _keep(memo, text.encode("ascii"))
+    from tdmodels.atomic_file import save_cache_file
+
+    save_cache_file(memo, (facts[0].hex() + "\n" + "\n".join(sorted(facts[1])) + "\n").encode("utf-8"))
     return facts
-
-
-def _keep(path: Path, data: bytes) -> None:
-    """Write a cache file atomically, following nothing planted beside it (``tdmodels.atomic_file``); a cache
-    that cannot be written costs only the work next time."""
-    from tdmodels.atomic_file import atomic_save
-    from tdmodels.errors import InputError
-
-    try:
-        atomic_save(path, lambda tmp: tmp.write_bytes(data))
-    except (OSError, InputError):
-        pass
 
 
 def _closure(roots: tuple[str, ...], packages: tuple[str, ...]) -> dict[str, bytes]:

@@ -21,8 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tdmodels.atomic_file import atomic_save
-from tdmodels.errors import InputError
+from tdmodels.atomic_file import save_cache_file
 
 WARM_SESSIONS = 24      # sessions driven: past the thresholds of the toolkit's learners (gate, recalibration)
 
@@ -60,14 +59,12 @@ def warm_learners(source: str, digest: str, specs: list[str]) -> None:
     from online.sweep_cell import load_world_once
 
     world = load_world_once(source, digest)
+    sessions = min(WARM_SESSIONS, int(world.attrs["arrivals"]))
     for spec in specs:
-        _drive(prepare_run(world, 0, spec, min(WARM_SESSIONS, int(world.attrs["arrivals"]))))
+        _drive(prepare_run(world, 0, spec, sessions))
         marker = _marker(spec)
-        if marker is not None:
-            try:
-                atomic_save(marker, lambda tmp: tmp.write_bytes(b""))
-            except (OSError, InputError):
-                pass
+        if marker is not None and sessions == WARM_SESSIONS:    # a shorter world left later thresholds cold
+            save_cache_file(marker, b"")
 
 
 def _drive(run) -> None:

@@ -19,6 +19,7 @@ from typing import Callable, Iterable
 from tdmodels.errors import InputError
 
 POLL_S = 0.2
+START_UP_S = 600.0       # beyond a task's time limit, what a worker's start-up (its initializer) may take
 _STARTED = ("started",)
 # What a worker that ran untrusted code (a plug-in policy) may send back: plain data, NumPy arrays and
 # scalars, and the named result types. Nothing else a pickle names is looked up, so a worker cannot make
@@ -119,7 +120,7 @@ class _Worker:
             if masked:
                 signal.pthread_sigmask(signal.SIG_SETMASK, old)
         child.close()
-        self.task, self.started = None, None
+        self.task, self.started, self.sent = None, None, None
 
     def stop(self, kill: bool = False) -> None:
         if kill and self.proc.is_alive():
@@ -197,13 +198,20 @@ class WorkerPool:
                         on_result(tag, *msg)
                     elif w.proc.sentinel in ready:
                         self._lost(w, on_result, None)
-                    elif self.timeout is not None and w.started is not None \
-                            and time.monotonic() - w.started > self.timeout:
+                    elif self.timeout is not None and self._overdue(w):
                         self._lost(w, on_result, f"exceeded the time limit of {self.timeout:g} s (its worker was "
                                                  f"stopped)")
             return True
         finally:
             self.close(kill=True)
+
+    def _overdue(self, w: _Worker) -> bool:
+        """A task past the time limit since it started, or a worker that has not started its task within the
+        limit plus `START_UP_S` of being sent it (an initializer or a start-up that hangs)."""
+        now = time.monotonic()
+        if w.started is not None:
+            return now - w.started > self.timeout
+        return w.sent is not None and now - w.sent > self.timeout + START_UP_S
 
     def _receive(self, w: _Worker):
         if self.allowed is None:
@@ -226,7 +234,7 @@ class WorkerPool:
             w = _Worker(self.ctx, self.initializer)
             self.workers.append(w)
             w.conn.send((fn, args))
-        w.task = tag
+        w.task, w.sent = tag, time.monotonic()
 
     def _lost(self, w: _Worker, on_result, note: str | None) -> None:
         tag = w.task

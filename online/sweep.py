@@ -47,7 +47,7 @@ from online.store import CellKey, RunStore, StoreError, row_problem
 from online.sweep_cell import compute_cell
 from online.sweep_local import LocalExecutor
 from online.sweep_plan import (CONFIRM_CELLS, MAX_CELLS, MAX_SEEDS, Cell, SweepError, SweepInterrupted, SweepResult,
-                               is_plugin, parse_seeds, plan_sweep)
+                               parse_seeds, plan_sweep)
 from online.registry import plugins_loaded
 from online.verify import RowCheckError, audit_stored_row, click_log_problem, rescored
 
@@ -156,8 +156,9 @@ class _Recorder:
     """What the parent does with each finished cell: check the worker's result, store it (or the failure),
     and report progress."""
 
-    def __init__(self, store: RunStore, loaded: dict, res: SweepResult, bar: Progress | None):
+    def __init__(self, store: RunStore, loaded: dict, res: SweepResult, bar: Progress | None, local: bool):
         self.store, self.loaded, self.res, self.bar, self.finished = store, loaded, res, bar, set()
+        self.local = local         # results from this machine's workers, read as plain data only
 
     def __call__(self, cell: Cell, status: str, payload) -> None:
         t0 = time.perf_counter()
@@ -199,9 +200,10 @@ class _Recorder:
         except OSError as exc:
             raise StoreError(f"run store {self.store.root}: cannot write the row of {cell} ({exc}); the rows "
                              f"stored before it are kept") from exc
-        if not plugins_loaded():
-            # This process ran no plug-in, so its check of the row as stored is the fresh process's: the
-            # verdict is cached and the tables that follow need no verifier process for it.
+        if self.local and not plugins_loaded():
+            # This process ran no plug-in and read its workers' results as plain data, so its check of the
+            # row as stored is the fresh process's: the verdict is cached and the tables that follow need
+            # no verifier process for it. (A Dask client unpickles what its workers send.)
             audit_stored_row(self.loaded[cell.digest], self.store.path(cell.key))
 
 
@@ -249,7 +251,8 @@ def run_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: RunS
             executor.close()
         raise
     phase_clock.phase_ended("planning")
-    finish = _Recorder(store, loaded, res, Progress(len(todo)) if progress and todo else None)
+    finish = _Recorder(store, loaded, res, Progress(len(todo)) if progress and todo else None,
+                       local=not (scheduler or dask_workers))
 
     def args(c: Cell):
         return sources[c.digest], c.digest, c.seed, c.policy, c.arrivals, keep_clicks, c.code

@@ -57,12 +57,15 @@ def warm_up(specs: tuple[str, ...] = ()) -> None:
     starts while the sweep is planned), and those of the registered policies among `specs` (their kernels'
     modules; a plug-in is never imported here)."""
     importlib.import_module("online.replay")
-    from online.registry import registered_target, resolve
+    from online.registry import ALIASES, PolicySpecError, registered_target, resolve
 
     for spec in specs:
         target = registered_target(spec)
-        if target is not None:
-            resolve(target)
+        try:
+            if target is not None:
+                resolve(ALIASES[target][0] if target in ALIASES else target)
+        except PolicySpecError:       # the sweep's planning names it
+            pass
 
 
 def _world_from_bytes(data: bytes, digest: str):

@@ -10,6 +10,7 @@ compiled by the worker that needs it.
 """
 from __future__ import annotations
 
+import os
 from functools import partial
 from typing import Callable
 
@@ -28,7 +29,8 @@ class LocalExecutor:
     Parameters
     ----------
     jobs : int
-        Worker processes.
+        Worker processes (at most as many as the machine's cores start before the sweep is planned; the
+        rest start with the cells).
     cell_timeout : float or None
         Seconds a cell may run.
     should_stop : callable
@@ -46,7 +48,7 @@ class LocalExecutor:
         if not all(isinstance(x, list) for x in (worlds, seeds, specs)):
             return
         try:
-            self.pool.start(len(worlds) * len(seeds) * len(specs))
+            self.pool.start(min(len(worlds) * len(seeds) * len(specs), os.cpu_count() or 1))
             try:       # registered policies only: nothing a plug-in names is imported here
                 self.warm = specs_to_warm([canonical_spec(s) for s in specs
                                            if isinstance(s, str) and registered_target(s)])
@@ -81,7 +83,9 @@ class LocalExecutor:
 
     def close(self) -> None:
         """Stop the workers and the helper (killed where busy)."""
-        self.pool.close(kill=True)
-        if self.helper is not None:
-            self.helper.stop()
-            self.helper = None
+        try:
+            self.pool.close(kill=True)
+        finally:
+            if self.helper is not None:
+                self.helper.stop()
+                self.helper = None

@@ -245,12 +245,9 @@ def known_good(row_bytes: bytes, log_digest: bytes | None = None) -> bool:
 
 def remember_good(row_bytes: bytes, log_digest: bytes | None = None) -> None:
     """Cache a passing verdict (best effort: an unwritable cache only costs the work next time)."""
-    p = _verdict_path(row_bytes, log_digest)
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_bytes(b"ok\n")
-    except OSError:
-        pass
+    from tdmodels.atomic_file import save_cache_file
+
+    save_cache_file(_verdict_path(row_bytes, log_digest), b"ok\n")
 
 
 # --- auditing stored rows ----------------------------------------------------------------------------------

@@ -118,6 +118,16 @@ def atomic_save(path: str | os.PathLike, write) -> Path:
                                f"replaced") from None
 
 
+def save_cache_file(path: str | os.PathLike, data: bytes) -> bool:
+    """Write a cache entry through `atomic_save` (nothing planted beside it followed), best effort: whether it
+    was written; a cache that cannot be written costs only the work next time."""
+    try:
+        atomic_save(path, lambda tmp: tmp.write_bytes(data))
+    except (OSError, InputError):
+        return False
+    return True
+
+
 def _short(name: str, limit: int = 64) -> str:
     """At most `limit` bytes of `name` in UTF-8 (a temporary folder's name must stay within the file system's
     255 bytes)."""

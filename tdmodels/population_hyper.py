@@ -26,7 +26,7 @@ class PopulationHyper(NamedTuple):
 
     alpha: stick-breaking concentration; n_learned: learned components (the broad one is extra);
     broad_var: the broad component's variance; mean_scale, cov_scale, cov_df_extra: the learned
-    components' Normal-inverse-Wishart prior (see the module docstring).
+    components' Normal-inverse-Wishart prior (see ``tdmodels.population_model``'s docstring).
     """
     alpha: float = ALPHA
     n_learned: int = N_LEARNED

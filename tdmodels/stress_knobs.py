@@ -17,7 +17,8 @@ MAX_STRESS_ARRIVALS = 5_000  # a stress world holds one student per arrival: P i
 
 
 class StressKnobs(NamedTuple):
-    """The knobs of a stress world (see the module docstring); `check` says which one is out of range."""
+    """The knobs of a stress world (see ``tdmodels.stress_worlds``' docstring); `check` says which one is out of
+    range."""
     arrivals: int = 350
     types: int = 4
     tightness: float = 0.25

@@ -40,7 +40,9 @@ from .catalog import PERSONA_SHORT
 from .errors import InputError
 from .from_arrays import DEFAULT_CLICK_SCALE, DEFAULT_CLIP, _world_dataset, btl_probs
 from .portable_math import standardise, total
-from .stress_knobs import CAMP_DISTANCE, QUESTIONS, SESSION_LENGTH, SPREAD, StressKnobs, segment_starts
+# STRESS_PRESETS and preset_knobs are imported here too, where readers found them before they moved
+from .stress_knobs import (CAMP_DISTANCE, QUESTIONS, SESSION_LENGTH, SPREAD, STRESS_PRESETS, StressKnobs,
+                           preset_knobs, segment_starts)
 from .world import FORMAT_VERSION, check_name, validate_world
 
 GENERATOR = "stress-1"

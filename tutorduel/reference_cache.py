@@ -1,7 +1,8 @@
 """The reference rows of a table (floor, random pairs, best fixed pairs, the per-user linear oracle), kept on
 this machine between commands.
 
-They are a function of the world's content, the seed, the truncation and the code that computes them, and
+They are a function of the world's content, the seed, the truncation, the code that computes them
+(``diagnostics.stats`` and what it imports) and the numerical libraries' versions, and
 the oracle's per-user fits cost a sixth of a second a seed: `stats` printed the same reference rows at that
 price on every call. Each seed's figures are kept under a digest of those four, in ``$TUTORDUEL_CACHE``
 (default ``~/.cache/tutorduel``; beside the verified-row verdicts, outside any store), written atomically
@@ -14,11 +15,13 @@ import hashlib
 import json
 import math
 
+import numpy as np
+import scipy
+
 from diagnostics.references import REFERENCES
 from diagnostics.stats import reference_table
 from online.code_identity import cache_root, code_identity
-from tdmodels.atomic_file import atomic_save
-from tdmodels.errors import InputError
+from tdmodels.atomic_file import save_cache_file
 from tdmodels.file_read import UnreadableFileError, read_regular
 from tdmodels.world import world_digest
 
@@ -26,8 +29,8 @@ _FIGURES = ("regret", "floor", "random", "excess", "score")
 
 
 def _path(world_id: str, seed: int, arrivals: int | None):
-    key = json.dumps(["tutorduel-references-1", world_id, int(seed), arrivals,
-                      code_identity("diagnostics.references").digest])
+    key = json.dumps(["tutorduel-references-2", world_id, int(seed), arrivals,
+                      code_identity("diagnostics.stats").digest, np.__version__, scipy.__version__])
     d = hashlib.sha256(key.encode()).hexdigest()
     return cache_root() / "references" / d[:2] / d[2:]
 
@@ -43,13 +46,6 @@ def _read(path) -> dict | None:
     return got if ok else None
 
 
-def _write(path, figures: dict) -> None:
-    try:
-        atomic_save(path, lambda tmp: tmp.write_text(json.dumps(figures)))
-    except (OSError, InputError):
-        pass
-
-
 def cached_reference_table(world, seeds, arrivals: int | None = None) -> dict[str, dict[int, dict]]:
     """``diagnostics.stats.reference_table(world, seeds, arrivals)``, each seed's figures read from the cache
     where they were computed before on this code, else computed and kept."""
@@ -62,7 +58,7 @@ def cached_reference_table(world, seeds, arrivals: int | None = None) -> dict[st
             fresh = reference_table(world, [seed], arrivals)
             figures = {name: fresh[name][seed] for name in REFERENCES}
             if all(math.isfinite(x) for v in figures.values() for x in v.values()):
-                _write(path, figures)
+                save_cache_file(path, json.dumps(figures).encode())
         for name in REFERENCES:
             out[name][seed] = figures[name]
     return out

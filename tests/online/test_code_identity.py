@@ -184,3 +184,24 @@ def test_a_pipe_planted_at_a_memo_is_not_read(tmp_path, monkeypatch):
     code_identity.code_identity.cache_clear()
     assert code_identity.code_identity("online.verify") == right
     code_identity.code_identity.cache_clear()
+
+
+def test_a_module_importing_a_non_ascii_name_is_memoised(tmp_path, monkeypatch):
+    """Review finding: the memo was written as ASCII, and an import of `plugpkg.mód` crashed the identity."""
+    import sys
+
+    monkeypatch.setenv("TUTORDUEL_CACHE", str(tmp_path / "cache"))
+    pkg = tmp_path / "src" / "plugpkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from plugpkg.mód import X\n", encoding="utf-8")
+    (pkg / "mód.py").write_text("X = 1\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path / "src"))
+    monkeypatch.delitem(sys.modules, "plugpkg", raising=False)
+    code_identity.code_identity.cache_clear()
+    code_identity._top_location.cache_clear()
+    first = code_identity.code_identity("plugpkg")
+    assert "plugpkg.mód" in first.modules
+    code_identity.code_identity.cache_clear()
+    assert code_identity.code_identity("plugpkg") == first          # read back from the memo
+    code_identity.code_identity.cache_clear()
+    code_identity._top_location.cache_clear()

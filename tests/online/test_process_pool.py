@@ -127,3 +127,14 @@ def test_a_helper_runs_what_it_is_sent_and_is_killed_when_stopped(tmp_path):
     h.stop()                                                # busy sleeping: killed, not waited for
     assert not proc.is_alive() and proc.exitcode is not None
     h.send(_touch, (str(tmp_path / "late"),))               # sending to a stopped helper is not an error
+
+
+def test_a_worker_whose_start_up_hangs_is_stopped_by_the_time_limit(monkeypatch):
+    """Review finding: imports moved into the initializer ran before the task's clock started, so a start-up
+    that hung had no limit. Past the limit plus START_UP_S of being sent its task, the worker is stopped."""
+    from online import process_pool
+
+    monkeypatch.setattr(process_pool, "START_UP_S", 0.5)
+    out = []
+    WorkerPool(1, timeout=0.5, initializer=_sleep_long).run([("t", _pid, ())], lambda *r: out.append(r))
+    assert out and out[0][1] == "error" and "time limit" in out[0][2]

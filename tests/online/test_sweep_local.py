@@ -39,10 +39,10 @@ def test_a_sweep_that_loaded_a_plugin_leaves_every_verdict_to_a_fresh_process(en
     assert not any(_remembered(st))
 
 
-@pytest.mark.parametrize("bad", [dict(worlds="dev"), dict(specs=["no-such-policy"]), dict(seeds=[-1])])
+@pytest.mark.parametrize("bad", [dict(worlds=["no-such-world"]), dict(specs=["no-such-policy"]), dict(seeds=[-1])])
 def test_a_sweep_refused_while_its_workers_start_leaves_no_process(env_dirs, bad):
     args = {**dict(worlds=["dev"], seeds=[0], specs=["random"]), **bad}
-    with pytest.raises((SweepError, ValueError)):
+    with pytest.raises((SweepError, ValueError, FileNotFoundError)):
         run_sweep(args["worlds"], args["seeds"], args["specs"], RunStore(), arrivals=3, progress=False)
     assert mp.active_children() == []
 
@@ -70,7 +70,7 @@ def test_only_registered_learners_are_warmed_and_only_into_a_cache_named_by_the_
     assert specs_to_warm(["coduel", "no-transfer"]) == ["no-transfer"]
 
 
-WARM_THEN_PLAY = r"""
+WARM_OR_PLAY = r"""
 import json, os, sys
 from inference.kernel_cache import configure_kernel_cache
 configure_kernel_cache(sys.argv[1])
@@ -88,24 +88,29 @@ from online.kernel_warmup import warm_learners, specs_to_warm
 from online.replay import replay
 from tdmodels.rosters import open_world
 from tdmodels.world import world_digest
-spec, path = sys.argv[2], sys.argv[3]
+what, spec, path = sys.argv[2:5]
 world = open_world(path)
-warm_learners(path, world_digest(world), [spec])
-warmed, compiled[:] = list(compiled), []
-replay(world, 0, spec, 30)
-print(json.dumps({"warmed": warmed, "played": compiled, "again": specs_to_warm([spec])}))
+if what == "warm":
+    warm_learners(path, world_digest(world), [spec])
+else:
+    replay(world, 0, spec, 30)
+print(json.dumps({"compiled": compiled, "to warm": specs_to_warm([spec])}))
 """
 
 
 def _warm_then_play(spec: str, tmp_path) -> dict:
+    """The helper's task in one process, then the cell in another (as a worker loads the kernels from disk)."""
     from tdmodels.rosters import open_world, world_file
 
     open_world("dev", directory=tmp_path / "worlds")
     path = str(world_file("dev", tmp_path / "worlds").resolve())
-    out = subprocess.run([sys.executable, "-c", WARM_THEN_PLAY, str(tmp_path / "numba"), spec, path],
-                         capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"}, timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    seen = {}
+    for what in ("warm", "play"):
+        out = subprocess.run([sys.executable, "-c", WARM_OR_PLAY, str(tmp_path / "numba"), what, spec, path],
+                             capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stderr[-3000:]
+        seen[what] = json.loads(out.stdout.strip().splitlines()[-1])
+    return {"warmed": seen["warm"]["compiled"], "played": seen["play"]["compiled"], "again": seen["play"]["to warm"]}
 
 
 def test_the_helpers_kernels_are_the_ones_the_cell_then_loads(tmp_path):

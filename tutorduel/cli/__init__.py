@@ -76,9 +76,10 @@ def main(argv=None) -> int:
 
 def run() -> int:
     """The `tutorduel` program: `main`, as a process that ends when it returns. Every object is then frozen
-    out of the garbage collector's reach (``gc.freeze``): the interpreter still runs every finaliser and
-    exit handler, but its last collections no longer walk the whole scientific stack, a fifth of a second
-    of a short command. Only for a process about to exit; code that calls `main` goes on collecting."""
+    out of the garbage collector's reach (``gc.freeze``): exit handlers and the finalisers of what the
+    interpreter tears down still run, but its last collections no longer walk the whole scientific stack
+    (a fifth of a second of a short command; a cycle left unreachable by then is not collected, as the
+    process ends anyway). Only for a process about to exit; code that calls `main` goes on collecting."""
     import gc
 
     status = main()
