@@ -127,7 +127,8 @@ def add_parsers(sub) -> None:
     p.set_defaults(fn=cmd_export)
 
     p = sub.add_parser("verify", help="recompute every stored row (pairs, clicks, figures) from its world and seed in a "
-                                      "fresh process; one line per bad row (moved aside), exit 1 if any")
+                                      "fresh process (a row whose exact bytes verified before on this machine is not "
+                                      "checked again); one line per bad row (moved aside), exit 1 if any")
     p.add_argument("--world", help=f"only these worlds' rows (comma-separated; default: every world the store names "
                                    f"whose file is in the worlds folder): {WORLD_HELP}")
     p.add_argument("--policies", help="only these policies' rows (comma-separated specs; a plug-in named here may be "
