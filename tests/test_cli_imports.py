@@ -52,9 +52,19 @@ def test_a_replays_parent_process_imports_none_of_them(env_dirs):
     assert rc == 0 and mods == [], seen
 
 
-def test_the_program_exits_with_mains_status(env_dirs):
+RUN = r"""
+import gc, sys
+from tutorduel.cli import main, run
+sys.argv = ["tutorduel", "worlds", "list"]
+assert main() == 0 and gc.get_freeze_count() == 0      # main leaves the collector alone (in-process callers)
+status = run()
+print("status", status, "frozen", gc.get_freeze_count() > 0)
+"""
+
+
+def test_the_program_exits_with_mains_status_its_objects_frozen(env_dirs):
     """`tutorduel` (``tutorduel.cli.run``) freezes the collector before exiting; the status is main's."""
-    ok = subprocess.run([sys.executable, "-m", "tutorduel.cli", "worlds", "list"], capture_output=True, text=True)
+    ok = subprocess.run([sys.executable, "-c", RUN], capture_output=True, text=True)
     bad = subprocess.run([sys.executable, "-m", "tutorduel.cli", "stats", "--seeds"], capture_output=True, text=True)
-    assert (ok.returncode, bad.returncode) == (0, 2), (ok.stderr, bad.stderr)
-    assert "dev" in ok.stdout and "error" in bad.stderr
+    assert ok.returncode == 0 and ok.stdout.strip().splitlines()[-1] == "status 0 frozen True", ok.stderr[-2000:]
+    assert bad.returncode == 2 and "error" in bad.stderr
