@@ -42,12 +42,12 @@ def log_joint(theta, prior_means, prior_covs, Z, y):
     """log N(theta; prior) + log p(y | theta) for theta [B, n, d], Z [B, S, d], y [B, S] -> [B, n]."""
     d = theta.shape[-1]
     L = np.linalg.cholesky(prior_covs)
-    sol = np.linalg.solve(L[:, None], (theta - prior_means[:, None])[..., None])[..., 0]
+    sol = np.einsum("bij,bnj->bni", np.linalg.inv(L), theta - prior_means[:, None])   # one inverse per unit
     logprior = (-0.5 * np.sum(sol ** 2, -1) - np.sum(np.log(np.diagonal(L, axis1=-2, axis2=-1)), -1)[:, None]
                 - 0.5 * d * np.log(2 * np.pi))
     eta = np.einsum("bsd,bnd->bns", Z, theta)
     y = np.asarray(y, dtype=float)[:, None]
-    loglik = np.sum(-(y * np.logaddexp(0.0, -eta) + (1 - y) * np.logaddexp(0.0, eta)), -1)
+    loglik = np.sum(y * eta - np.logaddexp(0.0, eta), -1)     # log sigmoid(eta) y + log sigmoid(-eta) (1 - y)
     return logprior + loglik
 
 

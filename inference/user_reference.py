@@ -1,4 +1,4 @@
-"""Exact per-user posteriors of a whole run under a Gaussian-mixture prior, in one NUTS call.
+"""Exact per-user posteriors of a whole run under a Gaussian-mixture prior, a chunk of units at a time.
 
 Users are independent given the prior, and under a mixture prior each user's posterior
 is the mixture of the component-conditional posteriors,
@@ -8,20 +8,23 @@ is the mixture of the component-conditional posteriors,
 A joint NUTS over every user under the mixture mixes badly (each posterior is
 multimodal and one step size serves all users), so the reference conditions on the
 component instead: every kept (user, component) pair is a *unit* with a unimodal
-posterior, all units are sampled in one NUTS run, and r_uk comes from an importance-
-sampling estimate of p(y_u | k) (``inference.evidence``, PSIS k-hat checked).
+posterior, and r_uk comes from an importance-sampling estimate of p(y_u | k)
+(``inference.evidence``, PSIS k-hat checked).
 
-Two choices keep this fast without changing what is sampled:
-- each unit is sampled as theta = m + L xi with (m, L L^T) its batch-Laplace posterior,
-  an exact affine change of variables, precomputed once (``inference.unit_model``);
-- components whose Laplace posterior weight for a user is below `prune` (default 1e-3)
+- Each unit is sampled as theta = m + L xi with (m, L L^T) its batch-Laplace posterior,
+  an exact affine change of variables (``inference.unit_model``).
+- Components whose Laplace posterior weight for a user is below `prune` (default 1e-3)
   are not sampled for that user; the largest pruned Laplace mass is recorded.
+- Every unit has chains of its own, with its own step size, mass matrix and trees
+  (``inference.unit_nuts``), sampled a chunk of whole users at a time: the chunk's draws are
+  mixed into each user's posterior draws (float32) and summarised (mean, covariance, health)
+  before the next chunk, so the sampler's memory is one chunk's and time grows with the units.
+  (``inference.joint_reference`` keeps the former reference, one NUTS over all units.)
 
-The InferenceData holds ``posterior.theta[chain, draw, unit, dim]`` with coordinates
-``unit_user`` and ``unit_component``, the group ``units`` (prior weight, Laplace and
-importance log evidence, k-hat, posterior weight per unit), the clicks in
-``observed_data`` and the designs and prior in ``constant_data``. `user_draws` turns it
-into draws of each user's mixture posterior.
+The InferenceData holds ``posterior.theta[chain, draw, user, dim]``, the group ``units``
+(per unit: prior weight, Laplace and importance log evidence, k-hat, posterior weight, the
+mean and covariance of its draws and its own diagnostics), the clicks in ``observed_data``
+and the designs and prior in ``constant_data``.
 """
 from __future__ import annotations
 
@@ -34,15 +37,22 @@ import numpy as np
 import xarray as xr
 from scipy.special import logsumexp
 
+from typing import NamedTuple
+
 from inference.evidence import MAX_KHAT, importance_log_evidence
-from inference.health import check_health, fit_health, record_health
+from inference.health import check_health, record_health
 from inference.laplace import laplace_fit_batch
-from inference.nuts import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_WARMUP, check_sampler_settings, run_nuts
-from inference.unit_model import whiten_units, whitened_units
+from inference.nuts import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_WARMUP, check_sampler_settings
+from inference.unit_model import WhitenedUnits, whiten_units
+from inference.unit_nuts import (RETRY_TREE_DEPTH, UnitHealth, lane_keys, overall_health, replace_units,
+                                 sample_units, unit_health)
 from tdmodels.priors import MixturePrior, validate_prior
 from tdmodels.errors import InputError
+from tdmodels.run_inputs import checked_count
 
 DEFAULT_PRUNE = 1e-3
+DEFAULT_CHUNK = 64          # units sampled together: a chunk's draws are what memory holds of the sampler
+INTEGER_FIGURES = ("rhat_over", "divergences", "saturated", "tree_depth")
 log = logging.getLogger(__name__)
 
 
@@ -77,71 +87,200 @@ def per_user_prior(prior: MixturePrior, n_users: int, d: int) -> MixturePrior:
     return MixturePrior(np.asarray(w), np.asarray(m), np.asarray(S))
 
 
+class UnitPlan(NamedTuple):
+    """The units a reference samples: (user, component) pairs kept after pruning, with their batch Laplace fits."""
+    user: np.ndarray            # [n] sorted
+    component: np.ndarray       # [n]
+    mode: np.ndarray            # [n, d] Laplace mode
+    scale_tril: np.ndarray      # [n, d, d] Cholesky factor of the Laplace covariance
+    log_evidence: np.ndarray    # [n] Laplace log evidence
+    weight: np.ndarray          # [n] Laplace posterior weight of the component for the user
+    pruned_mass: np.ndarray     # [U] the user's Laplace weight left out
+
+
+def plan_units(z, y, prior: MixturePrior, prune: float = DEFAULT_PRUNE, users_at_once: int = 256) -> UnitPlan:
+    """Batch Laplace inside every (user, component) of a per-user prior (weights [U, K]), `users_at_once` users
+    at a time; a pair is kept when its Laplace weight is at least `prune` or the user's largest."""
+    w, m, C = prior
+    U, K = w.shape
+    parts = []
+    for lo in range(0, U, users_at_once):
+        b = slice(lo, min(U, lo + users_at_once))
+        n = b.stop - lo
+        flat = lambda a: a[b].reshape((n * K,) + a.shape[2:])  # noqa: E731
+        mode, cov, lap_ev = laplace_fit_batch(flat(m), flat(C), np.repeat(z[b], K, 0), np.repeat(y[b], K, 0))
+        with np.errstate(divide="ignore"):
+            logw = np.log(w[b]) + lap_ev.reshape(n, K)
+        r = np.exp(logw - logsumexp(logw, axis=1, keepdims=True))
+        keep = ((r >= prune) | (r == r.max(1, keepdims=True))) & (w[b] > 0)
+        uu, kk = np.nonzero(keep)
+        sel = uu * K + kk
+        parts.append((uu + lo, kk, mode[sel], np.linalg.cholesky(cov[sel]), lap_ev[sel], r[uu, kk],
+                      np.where(keep, 0.0, r).sum(1)))
+    return UnitPlan(*(np.concatenate(a) for a in zip(*parts)))
+
+
+def user_chunks(unit_user: np.ndarray, chunk: int) -> list[slice]:
+    """Consecutive slices of the units (sorted by user) holding whole users, at most `chunk` units each
+    unless one user alone has more."""
+    starts = np.flatnonzero(np.r_[True, unit_user[1:] != unit_user[:-1]])
+    bounds = np.r_[starts, len(unit_user)]
+    out, lo = [], 0
+    for i in range(1, len(bounds)):
+        if bounds[i] - lo > chunk and bounds[i - 1] > lo:
+            out.append(slice(lo, int(bounds[i - 1])))
+            lo = int(bounds[i - 1])
+    if lo < len(unit_user):
+        out.append(slice(lo, len(unit_user)))
+    return out
+
+
+def _sample_chunk(plan: UnitPlan, sl: slice, z, y, prior: MixturePrior, seed: int, chains: int, warmup: int,
+                  draws: int, lanes: int):
+    """One chunk's units: NUTS (a failing unit again, deeper and longer), draws of theta [chain, draw, n, d]."""
+    uu, kk = plan.user[sl], plan.component[sl]
+    units = whiten_units(z[uu], prior.means[uu, kk], prior.covs[uu, kk], plan.mode[sl], plan.scale_tril[sl])
+    sample = sample_units(units, y[uu], lane_keys(seed, uu, kk, chains), warmup, draws, lanes=lanes)
+    health = unit_health(sample)
+    again = np.flatnonzero(health.failing(chains))
+    if len(again):
+        retry = sample_units(WhitenedUnits(*(a[again] for a in units)), y[uu[again]],
+                             lane_keys(seed, uu[again], kk[again], chains, attempt=1), 2 * warmup, draws,
+                             depth=RETRY_TREE_DEPTH, thin=2, lanes=lanes)
+        sample = replace_units(sample, retry, again)
+        health = UnitHealth(*(np.asarray(a, float).copy() for a in health))
+        for a, b in zip(health, unit_health(retry)):
+            a[again] = b
+    theta = units.loc + np.einsum("ude,cmue->cmud", units.scale_tril, sample.xi)
+    return theta, sample, health, again
+
+
+def _mix_users(theta, plan: UnitPlan, sl: slice, post_w: np.ndarray, seed: int, out: np.ndarray) -> None:
+    """Each user's mixture draws into out[:, :, user]: every (chain, draw) slot takes one of the user's units,
+    chosen by stratified sampling of the posterior weights."""
+    C, M = theta.shape[:2]
+    users = plan.user[sl]
+    flat = theta.reshape(C * M, theta.shape[2], theta.shape[3])
+    for u in np.unique(users):
+        idx = np.flatnonzero(users == u)
+        if len(idx) == 1:
+            out[:, :, u] = theta[:, :, idx[0]]
+            continue
+        rng = np.random.default_rng([seed, int(u)])
+        strata = (rng.permutation(C * M) + rng.random(C * M)) / (C * M)
+        pick = idx[np.minimum(np.searchsorted(np.cumsum(post_w[idx]), strata), len(idx) - 1)]
+        out[:, :, u] = flat[np.arange(C * M), pick].reshape(C, M, -1)
+
+
 def fit_users(z, y, prior: MixturePrior, seed: int = 0, chains: int = DEFAULT_CHAINS,
               warmup: int = DEFAULT_WARMUP, draws: int = DEFAULT_DRAWS, prune: float = DEFAULT_PRUNE,
-              is_draws: int = 4000, strict: bool = False) -> az.InferenceData:
+              is_draws: int = 4000, strict: bool = False, chunk: int = DEFAULT_CHUNK,
+              progress=None) -> az.InferenceData:
     """NUTS reference posteriors of every user's theta under `prior` (shared or per user).
 
-    z [U, S, d], y [U, S]. Health (R-hat, divergences, E-BFMI, ESS) is checked and stored
-    in sample_stats attrs; a miss warns (FitHealthWarning) or, with strict, raises.
+    Parameters
+    ----------
+    z, y : arrays [U, S, d], [U, S]
+        Each user's design rows and clicks.
+    prior : MixturePrior
+        One prior for all (weights [K]) or one per user (weights [U, K]).
+    seed, chains, warmup, draws
+        Every (user, component) unit gets `chains` chains of its own (``inference.unit_nuts``).
+    prune, is_draws
+        Components under this Laplace weight are not sampled; importance draws per unit for its evidence.
+    strict
+        Raise FitHealthError instead of warning when the run misses a health threshold.
+    chunk
+        Units sampled together (a user's units are never split; memory holds one chunk's draws).
+    progress : callable(units_done, units_total), optional
+        Called after each chunk.
+
+    Returns
+    -------
+    InferenceData
+        ``posterior.theta[chain, draw, user, dim]`` (float32 draws of each user's mixture posterior), group
+        ``units`` (per unit: user, component, prior, Laplace and posterior weights, log evidence, k-hat, mean
+        and covariance of its draws, R-hat, ESS, divergences, E-BFMI, tree-depth cap, step sizes),
+        ``observed_data.y``, ``constant_data`` (designs and prior); the run's health in sample_stats attrs.
     """
     z, y = check_design(z, y)
     check_sampler_settings(seed, chains, warmup, draws)
+    checked_count(chunk, "chunk (units sampled together)", 1, 1 << 20)
     U, S, d = z.shape
-    w, m, C = per_user_prior(prior, U, d)
-    K = w.shape[1]
-    # Laplace inside every (user, component): preconditioner, pruning, and a comparison figure.
-    flat = lambda a: a.reshape((U * K,) + a.shape[2:])  # noqa: E731
-    zz, yy = np.repeat(z, K, 0), np.repeat(y, K, 0)
-    mode, cov, lap_ev = laplace_fit_batch(flat(m), flat(C), zz, yy)
-    logw = np.log(np.maximum(w, 1e-300)) + lap_ev.reshape(U, K)
-    r_lap = np.exp(logw - logsumexp(logw, axis=1, keepdims=True))
-    keep = (r_lap >= prune) | (r_lap == r_lap.max(1, keepdims=True))
-    keep &= w > 0
-    pruned_mass = np.where(keep, 0.0, r_lap).sum(1)
-    uu, kk = np.nonzero(keep)
-    sel = uu * K + kk
-    log.info("per-user reference: %d users x %d components -> %d units after pruning at %g", U, K, len(sel), prune)
+    prior = per_user_prior(prior, U, d)
+    w, K = prior.weights, prior.weights.shape[1]
+    plan = plan_units(z, y, prior, prune)
+    n = len(plan.user)
+    chunks = user_chunks(plan.user, chunk)
+    lanes = max(s.stop - s.start for s in chunks) * chains
+    log.info("per-user reference: %d users x %d components -> %d units in %d chunks", U, K, n, len(chunks))
+    out = np.empty((chains, draws, U, d), np.float32)
+    per_unit = {k: np.empty(n) for k in ("log_evidence", "khat", "posterior_weight", *UnitHealth._fields,
+                                         "saturated", "mean_steps", "tree_depth")}
+    means, covs, steps = np.empty((n, d)), np.empty((n, d, d)), np.empty((n, chains))
     t0 = time.perf_counter()
-    units = whiten_units(zz[sel], flat(m)[sel], flat(C)[sel], mode[sel], np.linalg.cholesky(cov[sel]))
-    idata = run_nuts(whitened_units, units, y=yy[sel], seed=seed, chains=chains, warmup=warmup, draws=draws,
-                     dims={"theta": ["unit", "dim"]}, drop=("xi",))
-    log.info("NUTS over %d units: %.1f s", len(sel), time.perf_counter() - t0)
-    idata.posterior = idata.posterior.assign_coords(unit_user=("unit", uu), unit_component=("unit", kk))
-    health = check_health(fit_health(idata, ["theta"]), f"per-user NUTS reference ({len(sel)} units)", strict)
-    record_health(idata, health)
+    for i, sl in enumerate(chunks):
+        theta, sample, health, _ = _sample_chunk(plan, sl, z, y, prior, seed, chains, warmup, draws, lanes)
+        uu, kk = plan.user[sl], plan.component[sl]
+        flat = theta.reshape(-1, theta.shape[2], d)
+        if K > 1:
+            log_ev, khat = importance_log_evidence(np.moveaxis(flat, 0, 1), prior.means[uu, kk], prior.covs[uu, kk],
+                                                   z[uu], y[uu], n=is_draws, seed=seed + i)
+        else:       # one component: its weight is 1 whatever the evidence; Laplace's figure stands
+            log_ev, khat = plan.log_evidence[sl], np.zeros(len(uu))
+        lw = np.log(w[uu, kk]) + log_ev
+        post_w = np.empty(len(uu))
+        for u in np.unique(uu):
+            j = uu == u
+            post_w[j] = np.exp(lw[j] - logsumexp(lw[j]))
+        _mix_users(theta, plan, sl, post_w, seed, out)
+        means[sl] = flat.mean(0)
+        dev = flat - means[sl]
+        covs[sl] = np.einsum("sui,suj->uij", dev, dev) / (len(flat) - 1)
+        steps[sl] = sample.step_size
+        for k, v in (("log_evidence", log_ev), ("khat", khat), ("posterior_weight", post_w),
+                     ("saturated", sample.saturated), ("mean_steps", sample.mean_steps),
+                     ("tree_depth", sample.tree_depth), *health._asdict().items()):
+            per_unit[k][sl] = v
+        if progress is not None:
+            progress(sl.stop, n)
+    log.info("per-unit NUTS over %d units: %.1f s", n, time.perf_counter() - t0)
+    unit_figures = UnitHealth(*(per_unit[k] for k in UnitHealth._fields))
+    health = check_health(overall_health(unit_figures, chains, draws, d), f"per-user NUTS reference ({n} units)",
+                          strict)
+    if K > 1 and np.any(per_unit["khat"] > MAX_KHAT):
+        warnings.warn(f"importance evidence unreliable for {int(np.sum(per_unit['khat'] > MAX_KHAT))} unit(s) "
+                      f"(max k-hat {per_unit['khat'].max():.2f} > {MAX_KHAT})", ImportanceWarning, stacklevel=2)
+    return _reference_data(out, plan, per_unit, means, covs, steps, prior, z, y, health,
+                           {"prune": prune, "is_draws": is_draws, "chunk": chunk})
 
-    # Exact component weights: importance-sampled evidence per unit.
-    th = idata.posterior["theta"].values                            # [chain, draw, unit, d]
-    unit_draws = np.moveaxis(th.reshape(-1, len(sel), d), 0, 1)     # [unit, M, d]
-    if K > 1:
-        log_ev, khat = importance_log_evidence(unit_draws, flat(m)[sel], flat(C)[sel], zz[sel], yy[sel],
-                                               n=is_draws, seed=seed)
-    else:   # one component: its weight is 1 whatever the evidence; use Laplace's figure
-        log_ev, khat = lap_ev[sel], np.zeros(len(sel))
-    lw = np.log(w[uu, kk]) + log_ev
-    post_w = np.empty(len(sel))
-    for u in range(U):
-        i = uu == u
-        post_w[i] = np.exp(lw[i] - logsumexp(lw[i]))
-    if K > 1 and np.any(khat > MAX_KHAT):
-        warnings.warn(f"importance evidence unreliable for {int(np.sum(khat > MAX_KHAT))} unit(s) "
-                      f"(max k-hat {khat.max():.2f} > {MAX_KHAT})", ImportanceWarning, stacklevel=2)
+
+def _reference_data(draws, plan: UnitPlan, per_unit: dict, means, covs, step_size, prior: MixturePrior, z, y,
+                    health, attrs: dict) -> az.InferenceData:
+    """The InferenceData `fit_users` returns (its layout is described there)."""
+    U, d = draws.shape[2], draws.shape[3]
+    uu, kk = plan.user, plan.component
     units = xr.Dataset(
-        {"unit_user": ("unit", uu), "unit_component": ("unit", kk), "prior_weight": ("unit", w[uu, kk]),
-         "log_evidence": ("unit", log_ev), "log_evidence_laplace": ("unit", lap_ev[sel]), "khat": ("unit", khat),
-         "posterior_weight": ("unit", post_w), "laplace_weight": ("unit", r_lap[uu, kk]),
-         "pruned_mass": ("user", pruned_mass)},
-        attrs={"prune": prune, "is_draws": is_draws, "method": "component-conditional NUTS + importance evidence"})
-    data = {"posterior": idata.posterior, "sample_stats": idata.sample_stats,
-            "observed_data": xr.Dataset({"y": (("user", "round"), y)}),
-            "constant_data": xr.Dataset({"z": (("user", "round", "dim"), z), "prior_weights": (("user", "component"), w),
-                                         "prior_means": (("user", "component", "dim"), m),
-                                         "prior_covs": (("user", "component", "dim", "dim2"), C)}),
+        {"unit_user": ("unit", uu), "unit_component": ("unit", kk), "prior_weight": ("unit", prior.weights[uu, kk]),
+         "log_evidence_laplace": ("unit", plan.log_evidence), "laplace_weight": ("unit", plan.weight),
+         "pruned_mass": ("user", plan.pruned_mass), "unit_mean": (("unit", "dim"), means),
+         "unit_cov": (("unit", "dim", "dim2"), covs), "step_size": (("unit", "chain"), step_size),
+         **{k: ("unit", v.astype(int) if k in INTEGER_FIGURES else v) for k, v in per_unit.items()}},
+        attrs={**attrs, "method": "component-conditional NUTS, each unit adapted alone + importance evidence"})
+    post = xr.Dataset({"theta": (("chain", "draw", "user", "dim"), draws)},
+                      coords={"chain": np.arange(draws.shape[0]), "draw": np.arange(draws.shape[1])},
+                      attrs={"draws": "each user's mixture posterior (float32)"})
+    stats = xr.Dataset({"step_size": (("chain", "unit"), step_size.T)})
+    data = {"posterior": post, "sample_stats": stats, "observed_data": xr.Dataset({"y": (("user", "round"), y)}),
+            "constant_data": xr.Dataset({"z": (("user", "round", "dim"), z),
+                                         "prior_weights": (("user", "component"), prior.weights),
+                                         "prior_means": (("user", "component", "dim"), prior.means),
+                                         "prior_covs": (("user", "component", "dim", "dim2"), prior.covs)}),
             "units": units}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)   # "units" is a group outside the ArviZ schema
         idata = az.InferenceData(**data)
+    record_health(idata, health)
     return idata
 
 

@@ -8,7 +8,7 @@ import numpyro
 import numpyro.distributions as dist
 import pytest
 
-from inference.health import FitHealthError, FitHealthWarning, check_health, fit_health
+from inference.health import FitHealthError, FitHealthWarning, check_health, fit_health, stored_health
 from inference.nuts import run_nuts
 from inference.sbc import random_designs, sample_prior, simulate_clicks
 from inference.user_reference import fit_users, user_draws
@@ -65,9 +65,12 @@ def test_isotropic_reference_is_healthy(dev_world):
     with warnings.catch_warnings():
         warnings.simplefilter("error", FitHealthWarning)
         idata = fit_users(z, simulate_clicks(theta, z, rng), prior)      # the defaults: 4 x (1000 + 1000)
-    h = fit_health(idata, ["theta"])
-    assert h.ok and h.divergences == 0 and h.max_rhat <= 1.01 and h.min_bfmi > 0.2
+    h = stored_health(idata)        # from every unit's own chains
+    assert h.ok and h.divergences == 0 and h.max_rhat <= 1.01 and h.min_bfmi > 0.2 and h.n_params == 70
     assert idata.sample_stats.attrs["health_ok"] == 1
+    units = idata["units"]
+    assert np.all(units.rhat.values <= 1.01) and np.all(units.divergences.values == 0)
+    assert np.all(units.ess_bulk.values >= 400) and units.step_size.shape == (10, 4)
 
 
 def _funnel():

@@ -1,0 +1,91 @@
+"""Per-unit NUTS: each unit's draws depend on its own key and data alone, a unit that misses a threshold is
+sampled again deeper, and the per-unit figures add up to the run's health."""
+import warnings
+
+import numpy as np
+import pytest
+
+from inference.health import MAX_RHAT, FitHealthWarning, stored_health
+from inference.sbc import random_designs, sample_prior, simulate_clicks
+from inference.unit_nuts import RETRY_TREE_DEPTH, UNIT_TREE_DEPTH, UnitHealth, UnitSample, replace_units
+from inference.user_reference import fit_users, user_chunks
+from tdmodels.priors import MixturePrior, isotropic_prior
+
+
+@pytest.fixture(scope="module")
+def clicks(dev_world):
+    rng = np.random.default_rng(3)
+    prior = isotropic_prior(7)
+    theta = sample_prior(prior, 6, rng)
+    z = random_designs(dev_world["features"].values, 6, 24, rng)
+    return z, simulate_clicks(theta, z, rng), prior
+
+
+def test_a_users_draws_do_not_depend_on_the_chunk(clicks):
+    z, y, prior = clicks
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitHealthWarning)
+        one = fit_users(z, y, prior, chains=2, warmup=150, draws=100, chunk=1)
+        all_ = fit_users(z, y, prior, chains=2, warmup=150, draws=100, chunk=64)
+        alone = fit_users(z[3:4], y[3:4], prior, chains=2, warmup=150, draws=100)
+    a, b = one.posterior.theta.values, all_.posterior.theta.values
+    np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
+    # user 3 alone is not user 0 of its own run: keys follow the user's index, so its draws differ
+    assert not np.allclose(alone.posterior.theta.values[:, :, 0], b[:, :, 3])
+
+
+def test_a_unit_that_misses_a_threshold_is_sampled_again_deeper(clicks):
+    z, y, prior = clicks
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitHealthWarning)
+        idata = fit_users(z, y, prior, chains=2, warmup=5, draws=30)       # too short: ESS under 200
+    units = idata["units"]
+    assert np.all(units.tree_depth.values == RETRY_TREE_DEPTH)
+    assert stored_health(idata).min_ess_bulk == pytest.approx(float(units.ess_bulk.min()))
+
+
+def test_unit_health_flags_each_threshold():
+    ok = dict(rhat=np.ones(5), rhat_over=np.zeros(5), ess_bulk=np.full(5, 900.0), ess_tail=np.full(5, 900.0),
+              divergences=np.zeros(5), bfmi=np.ones(5))
+    bad = {k: v.copy() for k, v in ok.items()}
+    bad["rhat"][0], bad["ess_bulk"][1], bad["ess_tail"][2], bad["divergences"][3], bad["bfmi"][4] = \
+        MAX_RHAT + 0.01, 399.0, 10.0, 1, 0.1
+    assert not UnitHealth(**ok).failing(4).any()
+    assert UnitHealth(**bad).failing(4).tolist() == [True] * 5
+    assert UnitHealth(**{**ok, "rhat": np.array([np.nan, 1, 1, 1, 1])}).failing(4)[0]
+
+
+def test_replacing_units_keeps_the_others():
+    n, d = 4, 2
+    first = UnitSample(np.zeros((2, 3, n, d)), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros((n, 2)),
+                       np.zeros((n, 2)), np.full(n, UNIT_TREE_DEPTH))
+    again = UnitSample(np.ones((2, 3, 2, d)), np.ones(2), np.ones(2), np.ones(2), np.ones((2, 2)), np.ones((2, 2)),
+                       np.full(2, RETRY_TREE_DEPTH))
+    out = replace_units(first, again, np.array([1, 3]))
+    assert out.xi[:, :, [1, 3]].min() == 1 and out.xi[:, :, [0, 2]].max() == 0
+    assert out.tree_depth.tolist() == [UNIT_TREE_DEPTH, RETRY_TREE_DEPTH] * 2
+    assert first.xi.max() == 0
+
+
+@pytest.mark.parametrize("users, chunk, want", [
+    ([0, 0, 1, 1, 1, 2], 3, [(0, 2), (2, 5), (5, 6)]),
+    ([0, 0, 1, 1, 1, 2], 5, [(0, 5), (5, 6)]),
+    ([0, 0, 0, 0, 1], 2, [(0, 4), (4, 5)]),          # a user with more units than a chunk is one chunk
+    ([0, 1, 2], 64, [(0, 3)]),
+])
+def test_chunks_hold_whole_users(users, chunk, want):
+    assert [(s.start, s.stop) for s in user_chunks(np.array(users), chunk)] == want
+
+
+def test_a_mixture_reference_weights_each_users_components(clicks):
+    z, y, _ = clicks
+    prior = MixturePrior(np.array([0.5, 0.5]), np.array([np.full(7, 1.0), np.full(7, -1.0)]),
+                         np.stack([np.eye(7), np.eye(7)]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitHealthWarning)
+        idata = fit_users(z, y, prior, chains=2, warmup=200, draws=200)
+    u = idata["units"]
+    for user in range(6):
+        w = u.posterior_weight.values[u.unit_user.values == user]
+        assert np.isclose(w.sum(), 1.0)
+    assert idata.posterior.theta.shape == (2, 200, 6, 7) and idata.posterior.theta.dtype == np.float32
