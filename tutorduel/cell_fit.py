@@ -112,7 +112,8 @@ def fit_cell(world, seed: int, spec: str, model: str, store: RunStore, prior: st
              draws: int | None = None, strict: bool = False, out: str | Path | None = None,
              users: int | None = None, sampler: str = "gibbs", thin: int = 1,
              jobs: int = 1, max_minutes: float | None = None, progress=None,
-             max_rounds: int | None = None) -> tuple[az.InferenceData, Path]:
+             max_rounds: int | None = None, chunk: int | None = None,
+             max_memory: float | None = None) -> tuple[az.InferenceData, Path]:
     """Fit `model` on the cell's clicks (the first `users` arrivals if given); write and return the netCDF.
 
     warmup and draws default to the sampler's own (NUTS: 1000 and 1000; the population model's
@@ -120,7 +121,8 @@ def fit_cell(world, seed: int, spec: str, model: str, store: RunStore, prior: st
     for the chains), `max_minutes` and `max_rounds` apply to the population model: with either budget, the
     Gibbs chains run on in rounds until every label-invariant diagnostic passes or a budget is spent (the
     minutes, or the rounds: a budget that does not depend on the machine's speed); with neither, or
-    max_minutes 0, one run of warmup + draws x thin.
+    max_minutes 0, one run of warmup + draws x thin. `chunk` (units sampled together) and `max_memory` (GiB: a
+    request whose estimate exceeds it is refused before the sampler) apply to the users model.
     """
     strict = check_flag("strict", strict)
     from inference.mixture_em import fit_mixture_em
@@ -169,7 +171,12 @@ def fit_cell(world, seed: int, spec: str, model: str, store: RunStore, prior: st
     else:
         pr = policy_prior(spec, d)
     if model == "users":
-        idata = compact_reference(fit_users(z, y, pr, **opts), seed=seed)
+        from inference.user_reference import DEFAULT_CHUNK
+
+        chunk = DEFAULT_CHUNK if chunk is None else chunk
+        check_users_memory(z.shape[0], pr.weights.shape[-1], chains, opts["draws"], chunk, max_memory, z.shape[1], d)
+        idata = compact_reference(fit_users(z, y, pr, chunk=chunk, progress=unit_progress(progress), **opts),
+                                  seed=seed)
     elif model == "population":
         gibbs = sampler == "gibbs"                            # NUTS: one run of warmup + draws
         budget = 60.0 * max_minutes if max_minutes and gibbs else None
@@ -183,6 +190,40 @@ def fit_cell(world, seed: int, spec: str, model: str, store: RunStore, prior: st
                                   "seed": int(seed), "policy": canonical_spec(spec), "model": model, "prior": prior,
                                   "users": int(z.shape[0])})
     return idata, save_netcdf(path, inference_data_bytes(idata))
+
+
+def check_users_memory(users: int, components: int, chains: int, draws: int, chunk: int, max_memory: float | None,
+                       rounds: int = 24, dim: int = 7, validate: bool = False) -> None:
+    """Refuse, before the sampler, a per-user reference whose memory estimate exceeds `max_memory` GiB or what the
+    process has available (``inference.reference_memory``)."""
+    from inference.reference_memory import check_reference_memory, reference_memory
+    from tdmodels.memory import memory_available
+
+    if max_memory is not None and (isinstance(max_memory, bool) or not isinstance(max_memory, (int, float))
+                                   or not np.isfinite(max_memory) or max_memory <= 0):
+        raise InputError(f"--max-memory {max_memory!r}: a positive number of GiB")
+    est = reference_memory(users, components, chains, draws, chunk, rounds, dim, validate=validate)
+    check_reference_memory(est, max_memory, memory_available())
+
+
+def unit_progress(say, every: float = 10.0):
+    """A `fit_users` progress callback (units done, units in all) that says, through `say`, the units done and an
+    estimate of the time left, at most every `every` seconds and at the end; None when `say` is None."""
+    if say is None:
+        return None
+    import time
+
+    t0, last = time.perf_counter(), [0.0]
+
+    def done(k: int, n: int) -> None:
+        now = time.perf_counter() - t0
+        if k < n and now - last[0] < every:
+            return
+        last[0] = now
+        left = now / k * (n - k) if k else float("nan")
+        say(f"reference: {k:,} of {n:,} units, {now:.0f} s" + (f", about {left:.0f} s left" if k < n else " in all"))
+
+    return done
 
 
 def fit_summary(idata: az.InferenceData, model: str, n: int = 3):

@@ -22,9 +22,12 @@ from diagnostics.click_reliability import reliability, reliability_table
 from diagnostics.posterior_checks import (PosteriorCheck, UserChecks, beliefs_at_round, btl_log_posterior,
                                           check_logged_users, check_posterior, exact_component_weights,
                                           sample_mixture, weights_distance)
-from tutorduel.cell_fit import cell_click_log, check_users, fit_cell
+from tutorduel.cell_fit import cell_click_log, check_users, check_users_memory, fit_cell, unit_progress
 from inference.health import stored_health
 from inference.nuts import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_WARMUP
+from inference.user_reference import DEFAULT_CHUNK
+from tdmodels.atomic_file import check_output_path
+from tdmodels.priors import MixturePrior
 from online.registry import canonical_spec
 from online.replay import run_key
 from online.store import RunStore
@@ -140,23 +143,30 @@ def population_reference_fits(world, seed, spec, store, log, em, holdout, arriva
     return xr.Dataset(data, coords={"heldout_user": test, "train_user": train, "train_user2": train}, attrs=attrs)
 
 
-def validate_users(world, seed: int, spec: str, store: RunStore, users: int | None = None,
-                   arrivals: int | None = None, chains: int = DEFAULT_CHAINS, warmup: int | None = None,
-                   draws: int | None = None, check_seed: int = 0, rounds: tuple[int, ...] = (),
-                   holdout: int = 0, population_reference: bool = False, reference_warmup: int | None = None,
-                   reference_draws: int | None = None, reference_thin: int = 1, reference_minutes: float = 30.0,
-                   jobs: int = 1, beliefs: tuple[str, ...] = (), progress=None) -> tuple[UserChecks, az.InferenceData, Path]:
-    """Check the first `users` users (default all) of a run at session end, and at each of `rounds`
-    (clicks seen so far) against NUTS on that many clicks, and the population prior on the last
-    `holdout` arrivals (``diagnostics.population_checks``); with `population_reference`, also a batch
-    EM fit of the other arrivals and the online prior against the hierarchical model's exact reference
-    posterior on the same clicks (``population_reference_fits``; its sampler settings are the
-    reference_* ones, the Gibbs sampler's defaults when None; it runs until healthy or
-    reference_minutes, 0 for one fixed run); with `beliefs`, every named online belief
-    (``inference.online_beliefs``) replayed on the same clicks and checked against the same reference, side by
-    side (``diagnostics.belief_comparison``, group `beliefs`). Returns (session-end checks, InferenceData,
-    path written)."""
-    population_reference = check_flag("population_reference", population_reference)
+def reference_fit(log, spec: str, users: int, chains: int, warmup: int, draws: int, seed: int, chunk: int,
+                  progress=None) -> az.InferenceData:
+    """The per-user NUTS reference on the first `users` arrivals of a click log, under the priors the users arrived
+    under, with the attributes ``fit`` writes (what ``fit_cell(..., model="users")`` computes, from the log)."""
+    from inference.user_reference import fit_users
+
+    sl = slice(None, users)
+    z, y = log.recalibrated_design(sl)
+    done = unit_progress(progress)
+    idata = fit_users(z, y, MixturePrior(*(a[sl] for a in log.priors)), seed=seed, chains=chains, warmup=warmup,
+                      draws=draws, chunk=chunk, progress=done)
+    idata.posterior.attrs.update({"world": str(log.attrs.get("world", "")), "world_digest": str(log.attrs.get(
+                                  "world_digest", "")), "seed": int(seed), "policy": canonical_spec(spec), "model": "users",
+                                  "prior": "policy", "users": int(z.shape[0])})
+    return idata
+
+
+def compute_validation(log, seed: int, spec: str, users: int | None = None, chains: int = DEFAULT_CHAINS,
+                       warmup: int | None = None, draws: int | None = None, check_seed: int = 0,
+                       rounds: tuple[int, ...] = (), holdout: int = 0, beliefs: tuple[str, ...] = (),
+                       chunk: int = DEFAULT_CHUNK, progress=None) -> tuple[UserChecks, az.InferenceData, az.InferenceData]:
+    """Everything `validate_users` computes from a run's click log, without the store: (session-end checks, the
+    reference's InferenceData, the validation's InferenceData). No file is read or written, so a worker on
+    another machine can run it."""
     from inference.user_reference import user_draws
 
     warmup = DEFAULT_WARMUP if warmup is None else warmup     # the per-user NUTS references'
@@ -164,9 +174,7 @@ def validate_users(world, seed: int, spec: str, store: RunStore, users: int | No
     if beliefs:
         from diagnostics.belief_comparison import check_belief_names
         check_belief_names(beliefs)
-    if population_reference and not holdout:
-        raise InputError("--population-reference compares fits on held-out users: give --holdout N as well")
-    log = _log_with_beliefs(world, seed, spec, store, arrivals, progress)
+    em = None
     check_users(users, log.n_users)
     if holdout and not 0 < holdout < log.n_users:
         raise InputError(f"--holdout {holdout}: must lie in 1..{log.n_users - 1} (the run has {log.n_users} arrivals)")
@@ -174,8 +182,7 @@ def validate_users(world, seed: int, spec: str, store: RunStore, users: int | No
     bad = [t for t in rounds if not 0 < int(t) < S]
     if bad:
         raise InputError(f"--rounds {bad}: rounds must lie in 1..{S - 1} (round {S} is the session end)")
-    idata_ref, _ = fit_cell(world, seed, spec, "users", store, arrivals=arrivals, chains=chains, warmup=warmup,
-                            draws=draws, users=users)
+    idata_ref = reference_fit(log, spec, users, chains, warmup, draws, seed, chunk, progress)
     ref = user_draws(idata_ref, seed=check_seed)                       # [chain, draw, user, dim]
     U = ref.sizes["user"]
     pooled = ref.values.reshape(-1, U, ref.sizes["dim"])
@@ -195,8 +202,7 @@ def validate_users(world, seed: int, spec: str, store: RunStore, users: int | No
               "reliability": click_reliability(log), **at_rounds}
     if beliefs:
         from diagnostics.belief_comparison import compare_beliefs, exact_moments_mixture
-        exact = (exact_moments_mixture(idata_ref["units"], U, log.priors.means, log.priors.covs)
-                 if "unit_cov" in idata_ref["units"] else None)
+        exact = exact_moments_mixture(idata_ref["units"], U, log.priors.means, log.priors.covs)
         groups["beliefs"] = compare_beliefs(log, pooled, beliefs, np.arange(U), seed=check_seed, exact_moments=exact)
     if holdout:
         from diagnostics.population_checks import held_out_check
@@ -209,13 +215,48 @@ def validate_users(world, seed: int, spec: str, store: RunStore, users: int | No
         groups["population"] = xr.Dataset({f"log_pred_{k}": ("heldout_user", v) for k, v in ho.log_pred.items()},
                                           coords={"heldout_user": ho.users},
                                           attrs={f"max_khat_{k}": v for k, v in ho.max_khat.items()})
-        if population_reference:
-            groups["population_fits"] = population_reference_fits(
-                world, seed, spec, store, log, em, holdout, arrivals, chains, reference_warmup, reference_draws,
-                reference_thin, jobs, check_seed, reference_minutes, progress)
     idata.add_groups(groups)
-    idata.posterior.attrs.update({"world": str(world.attrs["roster"]), "seed": int(seed),
+    idata.posterior.attrs.update({"world": str(log.attrs.get("world", "")), "seed": int(seed),
                                   "policy": canonical_spec(spec), "users": int(U),
                                   "reference_health": stored_health(idata_ref).line()})
-    path = store.fit_path(run_key(world, seed, spec, arrivals), "validate")
-    return checks, idata, save_netcdf(path, inference_data_bytes(idata))
+    return checks, idata_ref, (idata, em)
+
+
+def validate_users(world, seed: int, spec: str, store: RunStore, users: int | None = None,
+                   arrivals: int | None = None, chains: int = DEFAULT_CHAINS, warmup: int | None = None,
+                   draws: int | None = None, check_seed: int = 0, rounds: tuple[int, ...] = (),
+                   holdout: int = 0, population_reference: bool = False, reference_warmup: int | None = None,
+                   reference_draws: int | None = None, reference_thin: int = 1, reference_minutes: float = 30.0,
+                   jobs: int = 1, beliefs: tuple[str, ...] = (), chunk: int | None = None,
+                   max_memory: float | None = None, progress=None) -> tuple[UserChecks, az.InferenceData, Path]:
+    """Check the first `users` users (default all) of a run at session end, and at each of `rounds`
+    (clicks seen so far) against NUTS on that many clicks, and the population prior on the last
+    `holdout` arrivals (``diagnostics.population_checks``); with `population_reference`, also a batch
+    EM fit of the other arrivals and the online prior against the hierarchical model's exact reference
+    posterior on the same clicks (``population_reference_fits``; its sampler settings are the
+    reference_* ones, the Gibbs sampler's defaults when None; it runs until healthy or
+    reference_minutes, 0 for one fixed run); with `beliefs`, every named online belief
+    (``inference.online_beliefs``) replayed on the same clicks and checked against the same reference, side by
+    side (``diagnostics.belief_comparison``, group `beliefs`). `chunk`: units the reference samples together;
+    `max_memory` (GiB): a request whose estimate exceeds it is refused before the sampler. The reference is written as ``seed-NNNN.users.nc``
+    and the validation as ``seed-NNNN.validate.nc`` beside the row. Returns (session-end checks, InferenceData,
+    path written)."""
+    population_reference = check_flag("population_reference", population_reference)
+    if population_reference and not holdout:
+        raise InputError("--population-reference compares fits on held-out users: give --holdout N as well")
+    chunk = DEFAULT_CHUNK if chunk is None else chunk
+    key = run_key(world, seed, spec, arrivals)
+    for what in ("users", "validate"):
+        check_output_path(store.fit_path(key, what))      # before the sampler runs, not after
+    log = _log_with_beliefs(world, seed, spec, store, arrivals, progress)
+    check_users_memory(users or log.n_users, log.priors.weights.shape[1], chains,
+                       DEFAULT_DRAWS if draws is None else draws, chunk, max_memory, log.outcome.shape[1],
+                       log.phi_first.shape[-1], validate=True)
+    checks, idata_ref, (idata, em) = compute_validation(
+        log, seed, spec, users, chains, warmup, draws, check_seed, rounds, holdout, beliefs, chunk, progress)
+    save_netcdf(store.fit_path(key, "users"), inference_data_bytes(idata_ref))
+    if population_reference:
+        idata.add_groups({"population_fits": population_reference_fits(
+            world, seed, spec, store, log, em, holdout, arrivals, chains, reference_warmup, reference_draws,
+            reference_thin, jobs, check_seed, reference_minutes, progress)})
+    return checks, idata, save_netcdf(store.fit_path(key, "validate"), inference_data_bytes(idata))

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from tdmodels.limits import MAX_ARRIVALS, MAX_FIT_ROUNDS, MAX_SESSION
 from tutorduel.arg_types import MAX_DRAWS, MAX_JOBS, MAX_MINUTES, float_in, int_in, int_list_in
+from tdmodels.errors import InputError
 from tutorduel.cli.options import DEFAULT_JOBS, common_options, fit_options
 
 DEFAULT_FIT_MINUTES = 30.0      # fit --model population: the time budget when neither minutes nor rounds are given
@@ -19,7 +20,8 @@ def cmd_fit(a) -> int:
     world = open_world(a.world, allow_test=a.allow_test, directory=a.worlds)
     return fit_and_report(world, a.seed, a.policy, a.model, RunStore(a.store), strict=a.strict, prior=a.prior,
                           arrivals=a.arrivals, chains=a.chains, warmup=a.warmup, draws=a.draws, users=a.users,
-                          sampler=a.sampler, thin=a.thin, jobs=a.jobs, max_rounds=a.max_rounds,
+                          sampler=a.sampler, thin=a.thin, jobs=a.jobs, max_rounds=a.max_rounds, chunk=a.chunk,
+                          max_memory=a.max_memory,
                           max_minutes=DEFAULT_FIT_MINUTES if a.max_minutes is None and a.max_rounds is None
                           else a.max_minutes)
 
@@ -35,12 +37,47 @@ def cmd_validate(a) -> int:
     world = open_world(a.world, allow_test=a.allow_test, directory=a.worlds)
     rounds = a.rounds or ()
     beliefs = tuple(b.strip() for b in a.beliefs.split(",")) if a.beliefs is not None else ()
+    if a.seeds is not None:
+        return _validate_seeds(a, world, rounds, beliefs)
+    if a.scheduler is not None or a.dask_workers is not None:
+        raise InputError("--scheduler and --dask-workers spread seeds over workers: give --seeds as well")
     return validate_and_report(world, a.seed, a.policy, RunStore(a.store), rounds=rounds, users=a.users,
                                arrivals=a.arrivals, chains=a.chains, warmup=a.warmup, draws=a.draws,
                                holdout=a.holdout, population_reference=a.population_reference,
                                reference_warmup=a.reference_warmup, reference_draws=a.reference_draws,
                                reference_thin=a.reference_thin, reference_minutes=a.reference_minutes, jobs=a.jobs,
-                               beliefs=beliefs)
+                               beliefs=beliefs, chunk=a.chunk, max_memory=a.max_memory)
+
+
+def _validate_seeds(a, world, rounds, beliefs) -> int:
+    from inference.nuts import DEFAULT_DRAWS, DEFAULT_WARMUP
+    from inference.user_reference import DEFAULT_CHUNK
+    from online.store import RunStore
+    from online.sweep import parse_seeds
+    from tutorduel.fit_report import _progress
+    from tutorduel.validate_seeds import MAX_VALIDATE_SEEDS, print_seed_table, validate_seeds
+
+    if a.population_reference:
+        raise InputError("--population-reference runs one seed at a time: give --seed, not --seeds")
+    seeds = parse_seeds(a.seeds, MAX_VALIDATE_SEEDS, "in one validation")
+    figures = validate_seeds(world, seeds, a.policy, RunStore(a.store), jobs=a.jobs, scheduler=a.scheduler,
+                             dask_workers=a.dask_workers, arrivals=a.arrivals, progress=_progress,
+                             max_memory=a.max_memory, users=a.users, chains=a.chains,
+                             warmup=DEFAULT_WARMUP if a.warmup is None else a.warmup,
+                             draws=DEFAULT_DRAWS if a.draws is None else a.draws, check_seed=0, rounds=list(rounds),
+                             holdout=a.holdout, beliefs=list(beliefs),
+                             chunk=DEFAULT_CHUNK if a.chunk is None else a.chunk)
+    print_seed_table(figures)
+    return 0
+
+
+def reference_options(p) -> None:
+    """The per-user reference's chunk and memory bound."""
+    p.add_argument("--chunk", type=int_in(1, 100_000), metavar="UNITS",
+                   help="users model: (user, component) units sampled together (default 64; a user's units are never "
+                        "split); memory holds one chunk's draws")
+    p.add_argument("--max-memory", type=float_in(0, 1 << 20, lo_open=True), metavar="GiB",
+                   help="users model: refuse, before any sampling, a reference whose memory estimate exceeds this")
 
 
 def add_parsers(sub) -> None:
@@ -65,6 +102,7 @@ def add_parsers(sub) -> None:
                         "machine's speed; no time limit unless --max-minutes is given too)")
     p.add_argument("--jobs", type=int_in(1, MAX_JOBS), default=DEFAULT_JOBS,
                    help="population model, Gibbs: worker processes for the chains (default: the cores, at most 4)")
+    reference_options(p)
     common_options(p)
     p.set_defaults(fn=cmd_fit)
 
@@ -88,6 +126,14 @@ def add_parsers(sub) -> None:
     p.add_argument("--reference-minutes", type=float_in(0, MAX_MINUTES), default=30.0,
                    help="the population reference runs until healthy or this many minutes (0: one fixed run)")
     p.add_argument("--jobs", type=int_in(1, MAX_JOBS), default=DEFAULT_JOBS,
-                   help="worker processes for the population reference's chains")
+                   help="worker processes: with --seeds, seeds validated at once (each uses every core); otherwise "
+                        "the population reference's chains")
+    p.add_argument("--seeds", metavar="RANGE", help="validate each of these seeds (e.g. 0-7) and print the figures per "
+                   "seed and pooled; a seed validated before with the same settings is read, not recomputed")
+    p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="with --seeds: run the seeds on this Dask cluster "
+                   "(this process alone writes the store; workers need tutorduel installed, not the worlds)")
+    p.add_argument("--dask-workers", type=int_in(1, MAX_JOBS), metavar="N",
+                   help="with --seeds: start a Dask LocalCluster of N worker processes")
+    reference_options(p)
     common_options(p)
     p.set_defaults(fn=cmd_validate)

@@ -1,0 +1,66 @@
+"""`validate --seeds`: one validation per seed in worker processes, each seed's files written as it finishes,
+a finished seed read instead of recomputed, and the same figures from local workers and from Dask."""
+import os
+
+import numpy as np
+import pytest
+
+from tutorduel.cli import main
+
+SMALL = ["--world", "dev", "--policy", "coduel", "--arrivals", "4", "--users", "2", "--chains", "2",
+         "--warmup", "60", "--draws", "60"]
+
+
+def _files(root, what):
+    return sorted(root.rglob(f"seed-*.{what}.nc"))
+
+
+def test_seeds_run_in_workers_and_a_finished_seed_is_read_not_recomputed(env_dirs, capsys):
+    assert main(["validate", *SMALL, "--seeds", "0-1", "--jobs", "2"]) == 0
+    out, err = capsys.readouterr()
+    done = _files(env_dirs, "validate")
+    assert len(done) == 2 and len(_files(env_dirs, "users")) == 2
+    assert "seed 0: validated, wrote" in err and "seed 1: validated, wrote" in err
+    lines = [line.split() for line in out.splitlines()]
+    assert [r[0] for r in lines if r and r[0].isdigit()] == ["0", "1"]
+    assert any(r[:1] == ["mean"] for r in lines) and any(r[:1] == ["sd"] for r in lines)
+    assert "pooled over 4 users of 2 seeds" in out
+    stamps = {p: os.stat(p).st_mtime_ns for p in done}
+    assert main(["validate", *SMALL, "--seeds", "0-2", "--jobs", "2"]) == 0     # seed 2 new, 0 and 1 kept
+    out2, err2 = capsys.readouterr()
+    assert "seed 0: validated before with the same settings" in err2 and "seed 2: validated, wrote" in err2
+    assert all(os.stat(p).st_mtime_ns == t for p, t in stamps.items())
+    assert out2.splitlines()[1] == out.splitlines()[1]                   # seed 0's figures, read back
+    assert main(["validate", *SMALL[:-2], "--draws", "70", "--seeds", "0"]) == 0   # other settings: recomputed
+    assert "seed 0: validated, wrote" in capsys.readouterr().err
+
+
+def test_seeds_refuse_what_runs_one_seed_at_a_time(env_dirs, capsys):
+    assert main(["validate", *SMALL, "--seeds", "0-1", "--holdout", "2", "--population-reference"]) == 2
+    assert "--population-reference runs one seed at a time" in capsys.readouterr().err
+    assert main(["validate", *SMALL, "--scheduler", "tcp://127.0.0.1:1"]) == 2
+    assert "give --seeds as well" in capsys.readouterr().err
+    assert main(["validate", *SMALL, "--seeds", "0-99"]) == 2
+    assert "at most 64" in capsys.readouterr().err
+
+
+def test_a_reference_over_its_memory_bound_is_refused_before_sampling(env_dirs, capsys):
+    assert main(["fit", "--world", "dev", "--policy", "coduel", "--arrivals", "4", "--max-memory", "0.5"]) == 2
+    err = capsys.readouterr().err
+    assert "over --max-memory 0.5 GiB" in err and "for a chunk of units" in err
+    assert not _files(env_dirs, "users")
+    assert main(["validate", *SMALL, "--max-memory", "0.5"]) == 2
+    assert "over --max-memory" in capsys.readouterr().err and not _files(env_dirs, "validate")
+
+
+@pytest.mark.slow
+def test_seeds_on_dask_give_the_local_figures(env_dirs, capsys, tmp_path):
+    assert main(["validate", *SMALL, "--seeds", "0-1", "--jobs", "2"]) == 0
+    local = capsys.readouterr().out
+    os.environ["TUTORDUEL_STORE"] = str(tmp_path / "dask-runs")
+    assert main(["validate", *SMALL, "--seeds", "0-1", "--dask-workers", "2"]) == 0
+    assert capsys.readouterr().out == local
+    import arviz as az
+    a = az.from_netcdf(_files(env_dirs / "runs", "users")[0]).posterior.theta.values
+    b = az.from_netcdf(_files(tmp_path / "dask-runs", "users")[0]).posterior.theta.values
+    np.testing.assert_array_equal(a, b)

@@ -1,0 +1,208 @@
+"""`tutorduel validate --seeds`: one validation per seed, on local worker processes or a Dask cluster.
+
+This process (the only writer of the store) reads or replays each seed's click log, sends it to a worker,
+and writes the reference (``seed-NNNN.users.nc``) and the validation (``seed-NNNN.validate.nc``) a worker
+sends back as soon as it arrives, so an interrupted command keeps every finished seed. A seed whose
+validation is already there, made with the same settings on the same click log, is read, not
+recomputed. Workers compute from the click log alone (``tutorduel.validate_cell.compute_validation``),
+so a Dask worker needs neither the store nor the worlds. On a cluster the scheduler runs a task again
+when the worker running it dies.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from online.registry import canonical_spec
+from online.replay import run_key
+from online.store import RunStore
+from tdmodels.errors import InputError
+
+SETTINGS_ATTR = "validate_settings"     # the settings a validation file was made with (JSON), for resuming
+MAX_VALIDATE_SEEDS = 64
+
+
+def validation_task(job: dict) -> dict:
+    """One seed's validation in a worker: the two files' bytes and the figures the command prints."""
+    from inference.nuts import configure_jax
+
+    configure_jax(job["settings"]["chains"])      # no effect where this worker's JAX has started already
+    from inference.kernel_cache import configure_kernel_cache
+
+    configure_kernel_cache()
+    from tdmodels.netcdf_file import inference_data_bytes
+    from tutorduel.validate_cell import compute_validation
+
+    s = job["settings"]
+    checks, ref, (idata, _) = compute_validation(job["log"], job["seed"], job["spec"], s["users"], s["chains"],
+                                                 s["warmup"], s["draws"], s["check_seed"], tuple(s["rounds"]),
+                                                 s["holdout"], tuple(s["beliefs"]), s["chunk"])
+    idata.posterior.attrs[SETTINGS_ATTR] = job["settings_text"]
+    return {"users": inference_data_bytes(ref), "validate": inference_data_bytes(idata)}
+
+
+def _local_task(job: dict) -> tuple[str, dict]:
+    """`validation_task` as a local worker pool runs it: (status, payload); what it raises is an error the pool
+    reports."""
+    return "ok", validation_task(job)
+
+
+def seed_figures(path: Path) -> dict:
+    """The per-user figures of a written validation: k-hat, max |mean error| (sd units), min sd ratio, weights
+    TV, and the reference's health line."""
+    import arviz as az
+
+    idata = az.from_netcdf(str(path))
+    c = idata["checks"]
+    return {"khat": c.khat.values, "error": np.abs(c.mean_error.values).max(1), "sd_ratio": c.sd_ratio.values.min(1),
+            "tv": c.weights_tv.values, "health": str(idata.posterior.attrs.get("reference_health", ""))}
+
+
+def _finished(path: Path, settings_text: str) -> bool:
+    """A validation file already there, made with these settings (read back whole: a damaged one is redone)."""
+    if not path.is_file():
+        return False
+    try:
+        import arviz as az
+
+        return az.from_netcdf(str(path)).posterior.attrs.get(SETTINGS_ATTR) == settings_text
+    except Exception:        # noqa: BLE001 -- unreadable or foreign: computed again
+        return False
+
+
+def validate_seeds(world, seeds: list[int], spec: str, store: RunStore, jobs: int = 1, scheduler: str | None = None,
+                   dask_workers: int | None = None, arrivals: int | None = None, progress=None,
+                   max_memory: float | None = None, **settings) -> dict[int, dict]:
+    """Validate the run (world, seed, spec) for every seed; returns each seed's figures (`seed_figures`).
+
+    `settings`: users, chains, warmup, draws, check_seed, rounds, holdout, beliefs, chunk
+    (``compute_validation``'s). `max_memory` (GiB) bounds the estimate of the seeds validated at once here (local
+    workers); a Dask worker's machine is its own.
+    """
+    from tdmodels.atomic_file import check_output_path
+    from tdmodels.netcdf_file import save_netcdf
+    from tutorduel.validate_cell import _log_with_beliefs
+
+    if not seeds or len(seeds) > MAX_VALIDATE_SEEDS:
+        raise InputError(f"--seeds: give 1 to {MAX_VALIDATE_SEEDS} seeds (got {len(seeds)})")
+    spec = canonical_spec(spec)
+    settings_text = json.dumps({**settings, "policy": spec, "arrivals": arrivals}, sort_keys=True)
+    paths = {s: (store.fit_path(run_key(world, s, spec, arrivals), "users"),
+                 store.fit_path(run_key(world, s, spec, arrivals), "validate")) for s in seeds}
+    for pair in paths.values():
+        for p in pair:
+            check_output_path(p)
+    todo = [s for s in seeds if not _finished(paths[s][1], settings_text)]
+    for s in seeds:
+        if s not in todo and progress:
+            progress(f"seed {s}: validated before with the same settings ({paths[s][1]}); read, not recomputed")
+    jobs_by_seed = {}
+    for s in todo:                       # logs first, here: the store's only writer
+        jobs_by_seed[s] = {"log": _log_with_beliefs(world, s, spec, store, arrivals, progress), "seed": s, "spec": spec,
+                           "settings": settings, "settings_text": settings_text}
+    if jobs_by_seed and scheduler is None and dask_workers is None:
+        from inference.reference_memory import check_reference_memory, reference_memory
+        from tdmodels.memory import memory_available
+
+        log = next(iter(jobs_by_seed.values()))["log"]
+        est = reference_memory(settings["users"] or log.n_users, log.priors.weights.shape[1], settings["chains"],
+                               settings["draws"], settings["chunk"], log.outcome.shape[1], log.phi_first.shape[-1],
+                               validate=True)
+        at_once = min(jobs, len(jobs_by_seed))
+        check_reference_memory(est._replace(fixed=est.fixed * at_once, chunk=est.chunk * at_once,
+                                            users=est.users * at_once), max_memory, memory_available())
+
+    def finish(seed: int, files: dict) -> None:
+        save_netcdf(paths[seed][0], files["users"])
+        save_netcdf(paths[seed][1], files["validate"])
+        if progress:
+            progress(f"seed {seed}: validated, wrote {paths[seed][1]}")
+
+    if todo:
+        if scheduler is not None or dask_workers is not None:
+            _on_dask(jobs_by_seed, finish, scheduler, dask_workers)
+        else:
+            _on_local(jobs_by_seed, finish, jobs)
+    return {s: seed_figures(paths[s][1]) for s in seeds}
+
+
+def _on_local(jobs_by_seed: dict, finish, jobs: int) -> None:
+    from online.process_pool import WorkerPool
+
+    errors = []
+
+    def on_result(seed, status, payload):
+        if status == "ok":
+            finish(seed, payload)
+        else:
+            errors.append(f"seed {seed}: {payload}")
+
+    WorkerPool(min(jobs, len(jobs_by_seed))).run(
+        ((s, _local_task, (job,)) for s, job in jobs_by_seed.items()), on_result)
+    if errors:
+        raise ValidationSeedError("; ".join(errors))
+
+
+def _on_dask(jobs_by_seed: dict, finish, scheduler: str | None, n_workers: int | None) -> None:
+    from distributed import Client, LocalCluster, as_completed
+
+    cluster = None if scheduler else LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                                                  dashboard_address=None)
+    try:
+        try:
+            client = Client(scheduler or cluster, timeout=10)
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise ValidationSeedError(f"cannot reach the Dask scheduler at {scheduler}: {type(exc).__name__}: {exc}") \
+                from None
+        with client:
+            futures = {client.submit(validation_task, job, pure=False, key=f"validate-seed-{s}-{id(job)}"): s
+                       for s, job in jobs_by_seed.items()}
+            errors = []
+            for fut in as_completed(futures):
+                seed = futures[fut]
+                try:
+                    finish(seed, fut.result())
+                except Exception as exc:      # noqa: BLE001 -- one seed's failure is reported, the others kept
+                    errors.append(f"seed {seed}: {type(exc).__name__}: {exc}")
+            if errors:
+                raise ValidationSeedError("; ".join(errors))
+    finally:
+        if cluster is not None:
+            cluster.close()
+
+
+class ValidationSeedError(RuntimeError):
+    """A seed's validation failed in its worker; the other seeds' files are written."""
+
+
+def print_seed_table(figures: dict[int, dict], out=sys.stdout) -> None:
+    """Per seed, then pooled over the seeds: the share of users with k-hat over 0.7, the median k-hat, the mean
+    |error| and the median sd ratio and weights TV; pooled as the mean over seeds with the seeds' sd, and over
+    every user of every seed."""
+    rows = {s: {"users": len(f["khat"]), "share_khat_over_0.7": float(np.mean(f["khat"] > 0.7)),
+                "khat_median": float(np.median(f["khat"])), "mean_abs_error_sd": float(np.mean(f["error"])),
+                "sd_ratio_median": float(np.median(f["sd_ratio"])), "weights_tv_median": float(np.median(f["tv"])),
+                "healthy": f["health"].endswith("-- OK")} for s, f in figures.items()}
+    print(f"{'seed':>6} {'users':>6} {'k-hat>0.7':>10} {'k-hat med':>10} {'|err| sd':>9} {'sd ratio':>9} "
+          f"{'TV med':>7}  reference", file=out)
+    for s, r in rows.items():
+        print(f"{s:>6} {r['users']:>6} {100 * r['share_khat_over_0.7']:>9.1f}% {r['khat_median']:>10.3f} "
+              f"{r['mean_abs_error_sd']:>9.3f} {r['sd_ratio_median']:>9.3f} {r['weights_tv_median']:>7.3f}  "
+              f"{'healthy' if r['healthy'] else 'NOT healthy'}", file=out)
+    if len(rows) > 1:
+        keys = ("share_khat_over_0.7", "khat_median", "mean_abs_error_sd", "sd_ratio_median", "weights_tv_median")
+        mean = {k: np.mean([r[k] for r in rows.values()]) for k in keys}
+        sd = {k: np.std([r[k] for r in rows.values()], ddof=1) for k in keys}
+        print(f"{'mean':>6} {'':>6} {100 * mean[keys[0]]:>9.1f}% {mean[keys[1]]:>10.3f} {mean[keys[2]]:>9.3f} "
+              f"{mean[keys[3]]:>9.3f} {mean[keys[4]]:>7.3f}  over {len(rows)} seeds", file=out)
+        print(f"{'sd':>6} {'':>6} {100 * sd[keys[0]]:>9.1f}% {sd[keys[1]]:>10.3f} {sd[keys[2]]:>9.3f} "
+              f"{sd[keys[3]]:>9.3f} {sd[keys[4]]:>7.3f}  between seeds", file=out)
+        k = np.concatenate([f["khat"] for f in figures.values()])
+        print(f"pooled over {len(k):,} users of {len(rows)} seeds: k-hat over 0.7 {100 * np.mean(k > 0.7):.1f}%, "
+              f"median {np.median(k):.3f}", file=out)
+
+
+__all__ = ["MAX_VALIDATE_SEEDS", "ValidationSeedError", "print_seed_table", "validate_seeds", "validation_task"]
