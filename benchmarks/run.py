@@ -1,6 +1,6 @@
 """Run the benchmarks and print one table of ratios (see ``benchmarks``).
 
-    python -m benchmarks.run [--world dev] [--only replay,sweep,memory,cli,nuts,population,leaderboard,beliefs]
+    python -m benchmarks.run [--world dev] [--only replay,sweep,memory,cli,nuts,reference,population,leaderboard,beliefs]
         [--long] [--quick] [--repeats 3] [--arrivals N] [--json table.json] [--population-users 50,100,200,300] [--population-minutes 30]
     python -m benchmarks.run --short [--json benchmarks/baseline.json]   # the replays CI checks
     python -m benchmarks.run --check benchmarks/baseline.json            # exit 1 on a regression
@@ -17,7 +17,7 @@ from benchmarks.measure import table, to_json
 from benchmarks.regression import ALLOWANCE
 from tdmodels.limits import MAX_ARRIVALS
 
-GROUPS = ("replay", "sweep", "memory", "cli", "nuts", "population", "leaderboard", "beliefs")
+GROUPS = ("replay", "sweep", "memory", "cli", "nuts", "reference", "population", "leaderboard", "beliefs")
 SHORT = ("replay", "sweep", "memory", "cli")
 POLICIES = "no-transfer,pooled,rucb,colstim,coldb,coldb-lr,meta-ts,hierts,coduel,coduel-greedy,tempered-kg,low-rank"
 
@@ -181,6 +181,11 @@ def _main(argv=None) -> int:
             from benchmarks.nuts_references import measure_nuts
 
             rows += (measure_nuts(a.world, users=2, warmup=100, draws=100) if quick else measure_nuts(a.world))
+        elif group == "reference":
+            from benchmarks.reference_scaling import measure_reference_scaling
+
+            rows += (measure_reference_scaling(a.world, (4, 8)) if quick
+                     else measure_reference_scaling(a.world, (100, 300, 1000)))
         else:
             from benchmarks.population_reference import measure_population
 

@@ -155,6 +155,26 @@ def _sample_chunk(plan: UnitPlan, sl: slice, z, y, prior: MixturePrior, seed: in
     return theta, sample, health, again
 
 
+def _component_weights(theta, plan: UnitPlan, sl: slice, prior: MixturePrior, z, y, is_draws: int, seed: int,
+                       per_unit: dict) -> np.ndarray:
+    """A chunk's units' posterior weights within their users, from importance-sampled evidence (Laplace's with one
+    component, where the weight is 1 whatever the evidence); the evidence, k-hat and weights go into `per_unit`."""
+    uu, kk = plan.user[sl], plan.component[sl]
+    if prior.weights.shape[1] > 1:
+        flat = theta.reshape(-1, theta.shape[2], theta.shape[3])
+        log_ev, khat = importance_log_evidence(np.moveaxis(flat, 0, 1), prior.means[uu, kk], prior.covs[uu, kk],
+                                               z[uu], y[uu], n=is_draws, seed=seed)
+    else:
+        log_ev, khat = plan.log_evidence[sl], np.zeros(len(uu))
+    lw = np.log(prior.weights[uu, kk]) + log_ev
+    post_w = np.empty(len(uu))
+    for u in np.unique(uu):
+        j = uu == u
+        post_w[j] = np.exp(lw[j] - logsumexp(lw[j]))
+    per_unit["log_evidence"][sl], per_unit["khat"][sl], per_unit["posterior_weight"][sl] = log_ev, khat, post_w
+    return post_w
+
+
 def _mix_users(theta, plan: UnitPlan, sl: slice, post_w: np.ndarray, seed: int, out: np.ndarray) -> None:
     """Each user's mixture draws into out[:, :, user]: every (chain, draw) slot takes one of the user's units,
     chosen by stratified sampling of the posterior weights."""
@@ -221,25 +241,14 @@ def fit_users(z, y, prior: MixturePrior, seed: int = 0, chains: int = DEFAULT_CH
     t0 = time.perf_counter()
     for i, sl in enumerate(chunks):
         theta, sample, health, _ = _sample_chunk(plan, sl, z, y, prior, seed, chains, warmup, draws, lanes)
-        uu, kk = plan.user[sl], plan.component[sl]
-        flat = theta.reshape(-1, theta.shape[2], d)
-        if K > 1:
-            log_ev, khat = importance_log_evidence(np.moveaxis(flat, 0, 1), prior.means[uu, kk], prior.covs[uu, kk],
-                                                   z[uu], y[uu], n=is_draws, seed=seed + i)
-        else:       # one component: its weight is 1 whatever the evidence; Laplace's figure stands
-            log_ev, khat = plan.log_evidence[sl], np.zeros(len(uu))
-        lw = np.log(w[uu, kk]) + log_ev
-        post_w = np.empty(len(uu))
-        for u in np.unique(uu):
-            j = uu == u
-            post_w[j] = np.exp(lw[j] - logsumexp(lw[j]))
+        post_w = _component_weights(theta, plan, sl, prior, z, y, is_draws, seed + i, per_unit)
         _mix_users(theta, plan, sl, post_w, seed, out)
+        flat = theta.reshape(-1, theta.shape[2], d)
         means[sl] = flat.mean(0)
         dev = flat - means[sl]
         covs[sl] = np.einsum("sui,suj->uij", dev, dev) / (len(flat) - 1)
         steps[sl] = sample.step_size
-        for k, v in (("log_evidence", log_ev), ("khat", khat), ("posterior_weight", post_w),
-                     ("saturated", sample.saturated), ("mean_steps", sample.mean_steps),
+        for k, v in (("saturated", sample.saturated), ("mean_steps", sample.mean_steps),
                      ("tree_depth", sample.tree_depth), *health._asdict().items()):
             per_unit[k][sl] = v
         if progress is not None:

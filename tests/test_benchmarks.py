@@ -44,11 +44,12 @@ def test_the_short_benchmarks_run_in_one_process_and_print_ratios(tmp_path):
 
 @pytest.mark.slow
 def test_the_long_benchmarks_run(tmp_path):
-    out = run("--quick", "--only", "nuts,population", "--population-users", "8,310", "--json",
+    out = run("--quick", "--only", "nuts,reference,population", "--population-users", "8,310", "--json",
               str(tmp_path / "t.json"))
     assert out.returncode == 0, out.stderr[-3000:]
-    rows = check_table(tmp_path / "t.json", ("nuts", "population"))
+    rows = check_table(tmp_path / "t.json", ("nuts", "reference", "population"))
     names = {r["name"] for r in rows}
+    assert {"per 100 users, 8 users", "peak memory, 8 users"} <= names
     assert "310 users, to the verdict" in names             # past the roster's 300 arrivals
     assert all("MiB here" in r["note"] for r in rows if r["name"].endswith("to the verdict"))
 

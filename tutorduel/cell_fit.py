@@ -127,7 +127,6 @@ def fit_cell(world, seed: int, spec: str, model: str, store: RunStore, prior: st
     strict = check_flag("strict", strict)
     from inference.mixture_em import fit_mixture_em
     from inference.model_fits import fit_population, fit_recalibration
-    from inference.user_reference import compact_reference, fit_users
 
     if model not in MODELS:
         raise InputError(f"unknown model {model!r}; choose from {', '.join(MODELS)}")
@@ -171,12 +170,7 @@ def fit_cell(world, seed: int, spec: str, model: str, store: RunStore, prior: st
     else:
         pr = policy_prior(spec, d)
     if model == "users":
-        from inference.user_reference import DEFAULT_CHUNK
-
-        chunk = DEFAULT_CHUNK if chunk is None else chunk
-        check_users_memory(z.shape[0], pr.weights.shape[-1], chains, opts["draws"], chunk, max_memory, z.shape[1], d)
-        idata = compact_reference(fit_users(z, y, pr, chunk=chunk, progress=unit_progress(progress), **opts),
-                                  seed=seed)
+        idata = _users_reference(z, y, pr, chunk, max_memory, progress, opts)
     elif model == "population":
         gibbs = sampler == "gibbs"                            # NUTS: one run of warmup + draws
         budget = 60.0 * max_minutes if max_minutes and gibbs else None
@@ -190,6 +184,16 @@ def fit_cell(world, seed: int, spec: str, model: str, store: RunStore, prior: st
                                   "seed": int(seed), "policy": canonical_spec(spec), "model": model, "prior": prior,
                                   "users": int(z.shape[0])})
     return idata, save_netcdf(path, inference_data_bytes(idata))
+
+
+def _users_reference(z, y, prior: MixturePrior, chunk: int | None, max_memory: float | None, progress, opts: dict):
+    """The users model: the memory estimate checked, then ``inference.user_reference.fit_users``."""
+    from inference.user_reference import DEFAULT_CHUNK, fit_users
+
+    chunk = DEFAULT_CHUNK if chunk is None else chunk
+    check_users_memory(z.shape[0], prior.weights.shape[-1], opts["chains"], opts["draws"], chunk, max_memory,
+                       z.shape[1], z.shape[2])
+    return fit_users(z, y, prior, chunk=chunk, progress=unit_progress(progress), **opts)
 
 
 def check_users_memory(users: int, components: int, chains: int, draws: int, chunk: int, max_memory: float | None,

@@ -40,8 +40,12 @@ def fit_and_report(world, seed: int, policy: str, model: str, store: RunStore, s
     ok = health.ok and (li is None or li.ok)
     if "units" in idata.groups():
         u = idata["units"]
-        print(f"units: {u.sizes['unit']} (user, component) pairs; max importance k-hat {float(u.khat.max()):.2f}; "
-              f"max pruned Laplace mass {float(u.pruned_mass.max()):.1e}")
+        from inference.unit_nuts import RETRY_TREE_DEPTH
+
+        again = int((u.tree_depth == RETRY_TREE_DEPTH).sum()) if "tree_depth" in u else 0
+        print(f"units: {u.sizes['unit']} (user, component) pairs, each its own chains; max importance k-hat "
+              f"{float(u.khat.max()):.2f}; max pruned Laplace mass {float(u.pruned_mass.max()):.1e}"
+              + (f"; {again} sampled again deeper and longer (their first chains missed a threshold)" if again else ""))
     print(f"wrote {path}")
     return 0 if ok or not strict else 1
 

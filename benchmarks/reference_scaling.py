@@ -1,0 +1,84 @@
+"""The per-user NUTS reference's time and peak memory as a run's users grow, each size in a fresh process.
+
+The run (CODuel on the roster, its students arriving for as long as asked) is replayed once, in the parent,
+and its click log written to a file; each child reads it, fits the reference on the first n users
+(``inference.user_reference.fit_users``, the defaults: 4 chains x (1000 + 1000)) and reports the fit's
+seconds and the process's peak resident set while it ran (the imports' and the log's resident memory
+included; the high-water mark is reset after loading where Linux allows it). The reference figure of each
+row is the smallest size's, so the ratios say how time and memory grow with the users.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from benchmarks.measure import Ratio
+
+_CHILD = """
+import json, resource, sys, time
+from inference import configure_jax
+configure_jax(4)
+from inference.kernel_cache import configure_kernel_cache
+configure_kernel_cache()
+from online.clicklog import load_click_log
+from inference.user_reference import fit_users
+from inference.health import stored_health
+from tdmodels.priors import MixturePrior
+path, n = json.loads(sys.argv[1])
+log = load_click_log(path)
+z, y = log.recalibrated_design(slice(None, n))
+prior = MixturePrior(*(a[:n] for a in log.priors))
+try:
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")
+    reset = True
+except OSError:
+    reset = False
+t = time.perf_counter()
+idata = fit_users(z, y, prior)
+seconds = time.perf_counter() - t
+if reset:
+    with open("/proc/self/status") as fh:
+        peak = next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:")) / 1024
+else:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"seconds": seconds, "peak_mib": peak, "units": int(idata["units"].sizes["unit"]),
+                  "health": stored_health(idata).line()}))
+"""
+
+
+def _fit(path: str, n: int) -> dict:
+    out = subprocess.run([sys.executable, "-c", _CHILD, json.dumps([path, n])], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"reference benchmark: the fit of {n} users failed:\n{out.stderr[-2000:]}")
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+def measure_reference_scaling(world: str = "dev", users: tuple[int, ...] = (100, 300, 1000),
+                              spec: str = "coduel") -> list[Ratio]:
+    """Rows "reference, n users": seconds per 100 users and peak MiB, each against the smallest size's."""
+    from online.clicklog import save_click_log
+    from online.replay import replay_logged
+    from tdmodels.simulator import build_roster
+
+    roster = build_roster(world)
+    n_max = max(users)
+    if n_max > int(roster.attrs["arrivals"]):
+        roster.attrs["arrivals"] = n_max          # the roster's students arriving for longer
+    _, log = replay_logged(roster, 0, spec, n_max)
+    with tempfile.TemporaryDirectory(prefix="tutorduel-reference-") as tmp:
+        path = str(save_click_log(log, Path(tmp) / "run.clicks.nc"))
+        fits = {n: _fit(path, n) for n in sorted(users)}
+    first = min(users)
+    base = fits[first]
+    rows = []
+    for n, f in fits.items():
+        note = f"{world} seed 0, {spec}; {f['units']:,} units; {f['health']}"
+        rows.append(Ratio("reference", f"per 100 users, {n} users", 100 * f["seconds"] / n,
+                          f"per 100 users, {first} users", 100 * base["seconds"] / first, note=note))
+        rows.append(Ratio("reference", f"peak memory, {n} users", f["peak_mib"], f"peak memory, {first} users",
+                          base["peak_mib"], unit="MiB", note="peak resident set while the reference ran"))
+    return rows
