@@ -6,9 +6,10 @@ all of them shares one step size and one tree depth, set by the hardest unit, an
 unit's draws and the sampler's intermediates at once. Here every (unit, chain) is a *lane*: its
 own chain of NumPyro's NUTS (``numpyro.infer.hmc.hmc``, the kernel ``MCMC`` runs), with its own
 dual-averaging step size and diagonal mass matrix, on the potential of the NumPyro model
-``whitened_units`` restricted to that unit. Lanes are vectorised (``jax.vmap``) and spread over
-the host devices (``jax.pmap``; ``inference.nuts.configure_jax`` gives one per core), a chunk of
-units at a time, so memory holds one chunk's draws and a run's time grows with its units.
+``whitened_units`` restricted to that unit. Lanes are vectorised (``jax.vmap``), SHARD_LANES to a
+device, and spread over the host devices (``jax.pmap``; ``inference.nuts.configure_jax`` gives one
+per core), a chunk of units at a time, so memory holds one chunk's draws and a run's time grows
+with its units.
 
 Vectorised lanes wait for the longest tree among them at each draw, so the first pass caps the
 tree depth at UNIT_TREE_DEPTH (15 leapfrog steps: a whitened unit needs about 6); the cap changes
@@ -16,8 +17,10 @@ the sampler's efficiency, never its target. A unit whose own diagnostics miss a 
 (``inference.health``) is sampled again with RETRY_TREE_DEPTH, twice the warm-up and twice the
 draws thinned by two, and the second run's draws replace the first's.
 
-Each lane's random key is derived from (seed, user, component, chain) alone, so a unit's draws do
-not depend on the chunk it was sampled in, the other units or the number of devices.
+Each lane's random key is derived from (seed, user, component, chain) alone, and every device
+runs the same compiled program on SHARD_LANES lanes, so a unit's draws do not depend on the chunk
+it was sampled in, the other units or the number of devices (XLA's vectorised arithmetic rounds
+differently for batches of other sizes, which NUTS's accept/reject steps turn into other chains).
 """
 from __future__ import annotations
 
@@ -37,6 +40,7 @@ from inference.unit_model import WhitenedUnits, whitened_units
 UNIT_TREE_DEPTH = 3          # first pass: at most 2**3 - 1 leapfrog steps a draw
 RETRY_TREE_DEPTH = 10        # a unit that misses a threshold: NumPyro's default depth
 TARGET_ACCEPT = 0.8
+SHARD_LANES = 64             # lanes vectorised together on one device: one compiled shape for every run
 INIT_RADIUS = 2.0            # chains start uniform in [-2, 2]^d (NumPyro's init_to_uniform), whitened
 
 
@@ -119,8 +123,11 @@ def bfmi(energy: np.ndarray) -> np.ndarray:
 
 
 def sample_units(units: WhitenedUnits, y: np.ndarray, keys: np.ndarray, warmup: int, draws: int,
-                 depth: int = UNIT_TREE_DEPTH, thin: int = 1, lanes: int | None = None) -> UnitSample:
+                 depth: int = UNIT_TREE_DEPTH, thin: int = 1) -> UnitSample:
     """NUTS draws of n units, every (unit, chain) its own adapted chain.
+
+    Lanes run SHARD_LANES at a time on each host device: every call compiles to the same program whatever the
+    number of units or devices, so a unit's draws are the same bits on 1 device or 16 (on one machine).
 
     Parameters
     ----------
@@ -133,9 +140,6 @@ def sample_units(units: WhitenedUnits, y: np.ndarray, keys: np.ndarray, warmup: 
     warmup, draws, depth, thin
         Warm-up iterations (adapting step size and mass matrix), kept draws, the tree-depth cap, and
         iterations per kept draw.
-    lanes : int, optional
-        Pad the lanes to this many (a multiple of the devices), so every chunk of a run has one shape
-        and compiles once; default n x chains rounded up to the devices.
 
     Returns
     -------
@@ -144,17 +148,20 @@ def sample_units(units: WhitenedUnits, y: np.ndarray, keys: np.ndarray, warmup: 
     n, chains = keys.shape[:2]
     devices = jax.local_device_count()
     need = n * chains
-    total = -(-max(need, lanes or 0) // devices) * devices
+    per_call = devices * SHARD_LANES
+    total = -(-need // per_call) * per_call
     take = np.concatenate([np.repeat(np.arange(n), chains), np.zeros(total - need, int)])
     chain_of = np.concatenate([np.tile(np.arange(chains), n), np.zeros(total - need, int)])
-    shard = lambda a: np.asarray(a).reshape((devices, total // devices) + np.shape(a)[1:])  # noqa: E731
-    lane_units = WhitenedUnits(*(shard(np.asarray(a)[take][:, None]) for a in units))
-    lane_y = shard(np.asarray(y, float)[take][:, None])
-    with jax.enable_x64(True):
-        (xi, div, steps, energy), step = _lane_runner(warmup, draws, thin, depth)(
-            shard(keys[take, chain_of]), lane_units, lane_y)
-    flat = lambda a: np.asarray(a).reshape((total,) + np.shape(a)[2:])[:need]  # noqa: E731
-    xi, div, steps, energy, step = (flat(a) for a in (xi, div, steps, energy, step))
+    run = _lane_runner(warmup, draws, thin, depth)
+    parts = []
+    for lo in range(0, total, per_call):
+        idx, ch = take[lo:lo + per_call], chain_of[lo:lo + per_call]
+        shard = lambda a: np.asarray(a).reshape((devices, SHARD_LANES) + np.shape(a)[1:])  # noqa: E731
+        with jax.enable_x64(True):
+            out = run(shard(keys[idx, ch]), WhitenedUnits(*(shard(np.asarray(a)[idx][:, None]) for a in units)),
+                      shard(np.asarray(y, float)[idx][:, None]))
+        parts.append(jax.tree_util.tree_map(lambda a: np.asarray(a).reshape((per_call,) + a.shape[2:]), out))
+    (xi, div, steps, energy), step = jax.tree_util.tree_map(lambda *a: np.concatenate(a)[:need], *parts)
     per_unit = lambda a: a.reshape((n, chains) + a.shape[1:])  # noqa: E731
     xi = np.moveaxis(per_unit(xi), 0, 2)                                   # [chain, draw, n, d]
     div, steps, energy = per_unit(div), per_unit(steps), per_unit(energy)

@@ -136,17 +136,17 @@ def user_chunks(unit_user: np.ndarray, chunk: int) -> list[slice]:
 
 
 def _sample_chunk(plan: UnitPlan, sl: slice, z, y, prior: MixturePrior, seed: int, chains: int, warmup: int,
-                  draws: int, lanes: int):
+                  draws: int):
     """One chunk's units: NUTS (a failing unit again, deeper and longer), draws of theta [chain, draw, n, d]."""
     uu, kk = plan.user[sl], plan.component[sl]
     units = whiten_units(z[uu], prior.means[uu, kk], prior.covs[uu, kk], plan.mode[sl], plan.scale_tril[sl])
-    sample = sample_units(units, y[uu], lane_keys(seed, uu, kk, chains), warmup, draws, lanes=lanes)
+    sample = sample_units(units, y[uu], lane_keys(seed, uu, kk, chains), warmup, draws)
     health = unit_health(sample)
     again = np.flatnonzero(health.failing(chains))
     if len(again):
         retry = sample_units(WhitenedUnits(*(a[again] for a in units)), y[uu[again]],
                              lane_keys(seed, uu[again], kk[again], chains, attempt=1), 2 * warmup, draws,
-                             depth=RETRY_TREE_DEPTH, thin=2, lanes=lanes)
+                             depth=RETRY_TREE_DEPTH, thin=2)
         sample = replace_units(sample, retry, again)
         health = UnitHealth(*(np.asarray(a, float).copy() for a in health))
         for a, b in zip(health, unit_health(retry)):
@@ -232,7 +232,6 @@ def fit_users(z, y, prior: MixturePrior, seed: int = 0, chains: int = DEFAULT_CH
     plan = plan_units(z, y, prior, prune)
     n = len(plan.user)
     chunks = user_chunks(plan.user, chunk)
-    lanes = max(s.stop - s.start for s in chunks) * chains
     log.info("per-user reference: %d users x %d components -> %d units in %d chunks", U, K, n, len(chunks))
     out = np.empty((chains, draws, U, d), np.float32)
     per_unit = {k: np.empty(n) for k in ("log_evidence", "khat", "posterior_weight", *UnitHealth._fields,
@@ -240,7 +239,7 @@ def fit_users(z, y, prior: MixturePrior, seed: int = 0, chains: int = DEFAULT_CH
     means, covs, steps = np.empty((n, d)), np.empty((n, d, d)), np.empty((n, chains))
     t0 = time.perf_counter()
     for i, sl in enumerate(chunks):
-        theta, sample, health, _ = _sample_chunk(plan, sl, z, y, prior, seed, chains, warmup, draws, lanes)
+        theta, sample, health, _ = _sample_chunk(plan, sl, z, y, prior, seed, chains, warmup, draws)
         post_w = _component_weights(theta, plan, sl, prior, z, y, is_draws, seed + i, per_unit)
         _mix_users(theta, plan, sl, post_w, seed, out)
         flat = theta.reshape(-1, theta.shape[2], d)

@@ -29,7 +29,7 @@ def test_a_users_draws_do_not_depend_on_the_chunk(clicks):
         all_ = fit_users(z, y, prior, chains=2, warmup=150, draws=100, chunk=64)
         alone = fit_users(z[3:4], y[3:4], prior, chains=2, warmup=150, draws=100)
     a, b = one.posterior.theta.values, all_.posterior.theta.values
-    np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
+    np.testing.assert_array_equal(a, b)
     # user 3 alone is not user 0 of its own run: keys follow the user's index, so its draws differ
     assert not np.allclose(alone.posterior.theta.values[:, :, 0], b[:, :, 3])
 
@@ -89,3 +89,29 @@ def test_a_mixture_reference_weights_each_users_components(clicks):
         w = u.posterior_weight.values[u.unit_user.values == user]
         assert np.isclose(w.sum(), 1.0)
     assert idata.posterior.theta.shape == (2, 200, 6, 7) and idata.posterior.theta.dtype == np.float32
+
+
+_DEVICES = """
+import sys, numpy as np
+from inference.nuts import configure_jax
+configure_jax(int(sys.argv[1]))
+from inference.sbc import random_designs, sample_prior, simulate_clicks
+from inference.user_reference import fit_users
+from tdmodels.priors import isotropic_prior
+from tdmodels.rosters import open_world
+rng = np.random.default_rng(1)
+z = random_designs(open_world("dev")["features"].values, 3, 24, rng)
+y = simulate_clicks(sample_prior(isotropic_prior(7), 3, rng), z, rng)
+np.save(sys.argv[2], fit_users(z, y, isotropic_prior(7), chains=2, warmup=50, draws=50).posterior.theta.values)
+"""
+
+
+@pytest.mark.slow
+def test_the_draws_do_not_depend_on_the_number_of_devices(tmp_path):
+    import subprocess
+    import sys
+
+    for n in (1, 5):
+        subprocess.run([sys.executable, "-c", _DEVICES, str(n), str(tmp_path / f"{n}.npy")], check=True,
+                       capture_output=True)
+    np.testing.assert_array_equal(np.load(tmp_path / "1.npy"), np.load(tmp_path / "5.npy"))
