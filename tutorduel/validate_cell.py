@@ -160,6 +160,21 @@ def reference_fit(log, spec: str, users: int, chains: int, warmup: int, draws: i
     return idata
 
 
+def check_validation_settings(log, users: int | None, rounds: tuple[int, ...], holdout: int,
+                              beliefs: tuple[str, ...]) -> None:
+    """One InputError naming the first setting a validation of this click log cannot take."""
+    if beliefs:
+        from diagnostics.belief_comparison import check_belief_names
+        check_belief_names(beliefs)
+    check_users(users, log.n_users)
+    if holdout and not 0 < holdout < log.n_users:
+        raise InputError(f"--holdout {holdout}: must lie in 1..{log.n_users - 1} (the run has {log.n_users} arrivals)")
+    S = log.outcome.shape[1]
+    bad = [t for t in rounds if not 0 < int(t) < S]
+    if bad:
+        raise InputError(f"--rounds {bad}: rounds must lie in 1..{S - 1} (round {S} is the session end)")
+
+
 def compute_validation(log, seed: int, spec: str, users: int | None = None, chains: int = DEFAULT_CHAINS,
                        warmup: int | None = None, draws: int | None = None, check_seed: int = 0,
                        rounds: tuple[int, ...] = (), holdout: int = 0, beliefs: tuple[str, ...] = (),
@@ -171,17 +186,8 @@ def compute_validation(log, seed: int, spec: str, users: int | None = None, chai
 
     warmup = DEFAULT_WARMUP if warmup is None else warmup     # the per-user NUTS references'
     draws = DEFAULT_DRAWS if draws is None else draws
-    if beliefs:
-        from diagnostics.belief_comparison import check_belief_names
-        check_belief_names(beliefs)
+    check_validation_settings(log, users, rounds, holdout, beliefs)
     em = None
-    check_users(users, log.n_users)
-    if holdout and not 0 < holdout < log.n_users:
-        raise InputError(f"--holdout {holdout}: must lie in 1..{log.n_users - 1} (the run has {log.n_users} arrivals)")
-    S = log.outcome.shape[1]
-    bad = [t for t in rounds if not 0 < int(t) < S]
-    if bad:
-        raise InputError(f"--rounds {bad}: rounds must lie in 1..{S - 1} (round {S} is the session end)")
     idata_ref = reference_fit(log, spec, users, chains, warmup, draws, seed, chunk, progress)
     ref = user_draws(idata_ref, seed=check_seed)                       # [chain, draw, user, dim]
     U = ref.sizes["user"]

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from online.process_pool import TaskError
 from online.registry import canonical_spec
 from online.replay import run_key
 from online.store import RunStore
@@ -84,7 +85,7 @@ def validate_seeds(world, seeds: list[int], spec: str, store: RunStore, jobs: in
     """
     from tdmodels.atomic_file import check_output_path
     from tdmodels.netcdf_file import save_netcdf
-    from tutorduel.validate_cell import _log_with_beliefs
+    from tutorduel.validate_cell import _log_with_beliefs, check_validation_settings
 
     if not seeds or len(seeds) > MAX_VALIDATE_SEEDS:
         raise InputError(f"--seeds: give 1 to {MAX_VALIDATE_SEEDS} seeds (got {len(seeds)})")
@@ -101,8 +102,10 @@ def validate_seeds(world, seeds: list[int], spec: str, store: RunStore, jobs: in
             progress(f"seed {s}: validated before with the same settings ({paths[s][1]}); read, not recomputed")
     jobs_by_seed = {}
     for s in todo:                       # logs first, here: the store's only writer
-        jobs_by_seed[s] = {"log": _log_with_beliefs(world, s, spec, store, arrivals, progress), "seed": s, "spec": spec,
-                           "settings": settings, "settings_text": settings_text}
+        log = _log_with_beliefs(world, s, spec, store, arrivals, progress)
+        check_validation_settings(log, settings["users"], tuple(settings["rounds"]), settings["holdout"],
+                                  tuple(settings["beliefs"]))            # here, before any worker starts
+        jobs_by_seed[s] = {"log": log, "seed": s, "spec": spec, "settings": settings, "settings_text": settings_text}
     if jobs_by_seed and scheduler is None and dask_workers is None:
         from inference.reference_memory import check_reference_memory, reference_memory
         from tdmodels.memory import memory_available
@@ -174,8 +177,8 @@ def _on_dask(jobs_by_seed: dict, finish, scheduler: str | None, n_workers: int |
             cluster.close()
 
 
-class ValidationSeedError(RuntimeError):
-    """A seed's validation failed in its worker; the other seeds' files are written."""
+class ValidationSeedError(TaskError):
+    """A seed's validation failed in its worker; the other seeds' files are written (exit 2, one line)."""
 
 
 def print_seed_table(figures: dict[int, dict], out=sys.stdout) -> None:

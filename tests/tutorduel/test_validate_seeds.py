@@ -42,6 +42,10 @@ def test_seeds_refuse_what_runs_one_seed_at_a_time(env_dirs, capsys):
     assert "give --seeds as well" in capsys.readouterr().err
     assert main(["validate", *SMALL, "--seeds", "0-99"]) == 2
     assert "at most 64" in capsys.readouterr().err
+    too_many = [a if a != "2" else "9" for a in SMALL]              # --users 9 of a 4-arrival run
+    assert main(["validate", *too_many, "--seeds", "0-1", "--jobs", "2"]) == 2   # named here, before any worker
+    err = capsys.readouterr().err
+    assert "--users 9" in err and err.count("\n") <= 4 and not _files(env_dirs, "validate")
 
 
 def test_a_reference_over_its_memory_bound_is_refused_before_sampling(env_dirs, capsys):
