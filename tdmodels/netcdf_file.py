@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -22,10 +23,25 @@ def _zlib(ds) -> dict:
     return {name: {"zlib": True} for name, v in ds.variables.items() if np.dtype(v.dtype).kind in "biufc"}
 
 
+@contextmanager
+def _local_locks():
+    """xarray takes its write lock from dask's current scheduler: in a process with a distributed Client (a Dask
+    sweep's or validation's), a cluster-wide lock named after the target, which a BytesIO cannot name. Writing
+    to memory needs no lock beyond this thread's."""
+    try:
+        import dask
+    except ImportError:
+        yield
+        return
+    with dask.config.set(scheduler="synchronous"):
+        yield
+
+
 def dataset_bytes(ds, encoding: dict | None = None) -> bytes:
     """An xarray Dataset as the bytes of a netCDF-4 (h5netcdf) file."""
     buf = io.BytesIO()
-    ds.to_netcdf(buf, engine="h5netcdf", encoding=encoding)
+    with _local_locks():
+        ds.to_netcdf(buf, engine="h5netcdf", encoding=encoding)
     return buf.getvalue()
 
 
@@ -34,13 +50,14 @@ def inference_data_bytes(idata) -> bytes:
     the root, one group per group, numeric variables compressed."""
     buf = io.BytesIO()
     mode = "w"
-    if idata.attrs or not idata.groups():
-        xr.Dataset(attrs=dict(idata.attrs)).to_netcdf(buf, mode=mode, engine="h5netcdf")
-        mode = "a"
-    for group in idata.groups():
-        ds = getattr(idata, group)
-        ds.to_netcdf(buf, mode=mode, group=group, engine="h5netcdf", encoding=_zlib(ds))
-        mode = "a"
+    with _local_locks():
+        if idata.attrs or not idata.groups():
+            xr.Dataset(attrs=dict(idata.attrs)).to_netcdf(buf, mode=mode, engine="h5netcdf")
+            mode = "a"
+        for group in idata.groups():
+            ds = getattr(idata, group)
+            ds.to_netcdf(buf, mode=mode, group=group, engine="h5netcdf", encoding=_zlib(ds))
+            mode = "a"
     return buf.getvalue()
 
 

@@ -10,6 +10,8 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = {
     "fit_click_model.py": ["--arrivals", "6", "--users", "3", "--chains", "2", "--warmup", "100", "--draws", "100",
                            "--out", "{tmp}/posterior.png"],
+    "per_unit_against_joint_reference.py": ["--arrivals", "6", "--users", "3", "--chains", "2", "--warmup", "60",
+                                            "--draws", "60"],
     "validate_coduel_beliefs.py": ["--arrivals", "12", "--users", "4", "--chains", "2", "--warmup", "100",
                                    "--draws", "100"],
     "my_policy_vs_coduel.py": ["--seeds", "3", "--arrivals", "30"],
@@ -36,7 +38,7 @@ def test_every_example_is_smoke_tested():
 
 # MCMC examples (each a NUTS, Gibbs or emulator fit, 20 s to 4 min) run in the slow set; the default set
 # runs the others.
-SLOW = {"fit_click_model.py", "validate_coduel_beliefs.py", "sbc_click_model.py", "population_reference.py",
+SLOW = {"fit_click_model.py", "validate_coduel_beliefs.py", "per_unit_against_joint_reference.py", "sbc_click_model.py", "population_reference.py",
         "calibrate_simulator.py", "bring_your_own_world.py"}
 
 

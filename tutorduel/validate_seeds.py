@@ -27,14 +27,13 @@ MAX_VALIDATE_SEEDS = 64
 
 
 def validation_task(job: dict) -> dict:
-    """One seed's validation in a worker: the two files' bytes and the figures the command prints."""
+    """One seed's validation in a worker: the reference's and the validation's InferenceData."""
     from inference.nuts import configure_jax
 
     configure_jax(job["settings"]["chains"])      # no effect where this worker's JAX has started already
     from inference.kernel_cache import configure_kernel_cache
 
     configure_kernel_cache()
-    from tdmodels.netcdf_file import inference_data_bytes
     from tutorduel.validate_cell import compute_validation
 
     s = job["settings"]
@@ -42,7 +41,9 @@ def validation_task(job: dict) -> dict:
                                                  s["warmup"], s["draws"], s["check_seed"], tuple(s["rounds"]),
                                                  s["holdout"], tuple(s["beliefs"]), s["chunk"])
     idata.posterior.attrs[SETTINGS_ATTR] = job["settings_text"]
-    return {"users": inference_data_bytes(ref), "validate": inference_data_bytes(idata)}
+    # InferenceData, not netCDF bytes: inside a Dask worker xarray writes through a cluster-wide lock named after
+    # the file, which a BytesIO cannot be; the command's process serialises what it writes.
+    return {"users": ref, "validate": idata}
 
 
 def _local_task(job: dict) -> tuple[str, dict]:
@@ -84,7 +85,7 @@ def validate_seeds(world, seeds: list[int], spec: str, store: RunStore, jobs: in
     workers); a Dask worker's machine is its own.
     """
     from tdmodels.atomic_file import check_output_path
-    from tdmodels.netcdf_file import save_netcdf
+    from tdmodels.netcdf_file import inference_data_bytes, save_netcdf
     from tutorduel.validate_cell import _log_with_beliefs, check_validation_settings
 
     if not seeds or len(seeds) > MAX_VALIDATE_SEEDS:
@@ -119,8 +120,8 @@ def validate_seeds(world, seeds: list[int], spec: str, store: RunStore, jobs: in
                                             users=est.users * at_once), max_memory, memory_available())
 
     def finish(seed: int, files: dict) -> None:
-        save_netcdf(paths[seed][0], files["users"])
-        save_netcdf(paths[seed][1], files["validate"])
+        save_netcdf(paths[seed][0], inference_data_bytes(files["users"]))
+        save_netcdf(paths[seed][1], inference_data_bytes(files["validate"]))
         if progress:
             progress(f"seed {seed}: validated, wrote {paths[seed][1]}")
 
@@ -182,14 +183,15 @@ class ValidationSeedError(TaskError):
 
 
 def print_seed_table(figures: dict[int, dict], out=sys.stdout) -> None:
-    """Per seed, then pooled over the seeds: the share of users with k-hat over 0.7, the median k-hat, the mean
-    |error| and the median sd ratio and weights TV; pooled as the mean over seeds with the seeds' sd, and over
+    """Per seed, then pooled over the seeds: the share of users with k-hat over 0.7, the median k-hat, the mean over
+    users of each user's largest |mean error| (posterior sd), the median of each user's smallest sd ratio and the
+    median weights TV; pooled as the mean over seeds with the seeds' sd, and over
     every user of every seed."""
     rows = {s: {"users": len(f["khat"]), "share_khat_over_0.7": float(np.mean(f["khat"] > 0.7)),
                 "khat_median": float(np.median(f["khat"])), "mean_abs_error_sd": float(np.mean(f["error"])),
                 "sd_ratio_median": float(np.median(f["sd_ratio"])), "weights_tv_median": float(np.median(f["tv"])),
                 "healthy": f["health"].endswith("-- OK")} for s, f in figures.items()}
-    print(f"{'seed':>6} {'users':>6} {'k-hat>0.7':>10} {'k-hat med':>10} {'|err| sd':>9} {'sd ratio':>9} "
+    print(f"{'seed':>6} {'users':>6} {'k-hat>0.7':>10} {'k-hat med':>10} {'max|err|':>9} {'sd ratio':>9} "
           f"{'TV med':>7}  reference", file=out)
     for s, r in rows.items():
         print(f"{s:>6} {r['users']:>6} {100 * r['share_khat_over_0.7']:>9.1f}% {r['khat_median']:>10.3f} "
