@@ -32,7 +32,7 @@ _EXPORTS = {
     "fit_users_joint": ".joint_reference",
     "sample_units": ".unit_nuts",
     "unit_health": ".unit_nuts",
-    "reference_memory": ".reference_memory",
+    "reference_memory": ".memory_estimate",
     "fit_population": ".model_fits",
     "sample_population": ".population_gibbs",
     "GibbsSettings": ".population_gibbs",

@@ -199,8 +199,8 @@ def _users_reference(z, y, prior: MixturePrior, chunk: int | None, max_memory: f
 def check_users_memory(users: int, components: int, chains: int, draws: int, chunk: int, max_memory: float | None,
                        rounds: int = 24, dim: int = 7, validate: bool = False) -> None:
     """Refuse, before the sampler, a per-user reference whose memory estimate exceeds `max_memory` GiB or what the
-    process has available (``inference.reference_memory``)."""
-    from inference.reference_memory import check_reference_memory, reference_memory
+    process has available (``inference.memory_estimate``)."""
+    from inference.memory_estimate import check_reference_memory, reference_memory
     from tdmodels.memory import memory_available
 
     if max_memory is not None and (isinstance(max_memory, bool) or not isinstance(max_memory, (int, float))

@@ -108,7 +108,7 @@ def validate_seeds(world, seeds: list[int], spec: str, store: RunStore, jobs: in
                                   tuple(settings["beliefs"]))            # here, before any worker starts
         jobs_by_seed[s] = {"log": log, "seed": s, "spec": spec, "settings": settings, "settings_text": settings_text}
     if jobs_by_seed and scheduler is None and dask_workers is None:
-        from inference.reference_memory import check_reference_memory, reference_memory
+        from inference.memory_estimate import check_reference_memory, reference_memory
         from tdmodels.memory import memory_available
 
         log = next(iter(jobs_by_seed.values()))["log"]
