@@ -27,26 +27,36 @@ def _world_file(world: str) -> str:
 
     return str(save_world(build_roster(world), Path(_FOLDER.name) / f"{world}.nc"))
 
-_CHILD = """
-import json, resource, sys
-from online.replay import replay
-from tdmodels.world import load_world
-path, spec, arrivals = json.loads(sys.argv[1])
-world = load_world(path)
-if arrivals is not None and arrivals > int(world.attrs["arrivals"]):
-    world.attrs["arrivals"] = arrivals            # the roster's students arriving for longer
+# A child's peak resident set from here on: the high-water mark reset where Linux allows it (PEAK_RESET), read
+# back as `peak` in MiB (PEAK_READ); elsewhere the process's own peak.
+PEAK_RESET = """
+import resource
 try:
     with open("/proc/self/clear_refs", "w") as fh:
         fh.write("5")
     reset = True
 except OSError:
     reset = False
-replay(world, 0, spec, arrivals)
+"""
+PEAK_READ = """
 if reset:
     with open("/proc/self/status") as fh:
-        print(next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:")) / 1024)
+        peak = next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:")) / 1024
 else:
-    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+"""
+_CHILD = """
+import json, sys
+from online.replay import replay
+from tdmodels.world import load_world
+path, spec, arrivals = json.loads(sys.argv[1])
+world = load_world(path)
+if arrivals is not None and arrivals > int(world.attrs["arrivals"]):
+    world.attrs["arrivals"] = arrivals            # the roster's students arriving for longer
+""" + PEAK_RESET + """
+replay(world, 0, spec, arrivals)
+""" + PEAK_READ + """
+print(peak)
 """
 
 

@@ -16,9 +16,10 @@ import tempfile
 from pathlib import Path
 
 from benchmarks.measure import Ratio
+from benchmarks.memory import PEAK_READ, PEAK_RESET
 
 _CHILD = """
-import json, resource, sys, time
+import json, sys, time
 from inference import configure_jax
 configure_jax(4)
 from inference.kernel_cache import configure_kernel_cache
@@ -31,20 +32,11 @@ path, n = json.loads(sys.argv[1])
 log = load_click_log(path)
 z, y = log.recalibrated_design(slice(None, n))
 prior = MixturePrior(*(a[:n] for a in log.priors))
-try:
-    with open("/proc/self/clear_refs", "w") as fh:
-        fh.write("5")
-    reset = True
-except OSError:
-    reset = False
+""" + PEAK_RESET + """
 t = time.perf_counter()
 idata = fit_users(z, y, prior)
 seconds = time.perf_counter() - t
-if reset:
-    with open("/proc/self/status") as fh:
-        peak = next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:")) / 1024
-else:
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+""" + PEAK_READ + """
 print(json.dumps({"seconds": seconds, "peak_mib": peak, "units": int(idata["units"].sizes["unit"]),
                   "health": stored_health(idata).line()}))
 """

@@ -226,6 +226,8 @@ def fit_users(z, y, prior: MixturePrior, seed: int = 0, chains: int = DEFAULT_CH
     z, y = check_design(z, y)
     check_sampler_settings(seed, chains, warmup, draws)
     checked_count(chunk, "chunk (units sampled together)", 1, 1 << 20)
+    if progress is not None and not callable(progress):
+        raise InputError(f"progress must be a callable (units done, units in all) or None; got {progress!r}")
     U, S, d = z.shape
     prior = per_user_prior(prior, U, d)
     w, K = prior.weights, prior.weights.shape[1]

@@ -4,7 +4,8 @@ This process (the only writer of the store) reads or replays each seed's click l
 and writes the reference (``seed-NNNN.users.nc``) and the validation (``seed-NNNN.validate.nc``) a worker
 sends back as soon as it arrives, so an interrupted command keeps every finished seed. A seed whose
 validation is already there, made with the same settings on the same click log, is read, not
-recomputed. Workers compute from the click log alone (``tutorduel.validate_cell.compute_validation``),
+recomputed (its settings include the validation code's identity and the numerical libraries' versions).
+Workers compute from the click log alone (``tutorduel.validate_cell.compute_validation``),
 so a Dask worker needs neither the store nor the worlds. On a cluster the scheduler runs a task again
 when the worker running it dies.
 """
@@ -24,6 +25,18 @@ from tdmodels.errors import InputError
 
 SETTINGS_ATTR = "validate_settings"     # the settings a validation file was made with (JSON), for resuming
 MAX_VALIDATE_SEEDS = 64
+
+
+def _validation_code() -> str:
+    """What a validation's figures depend on beyond its settings and its run: the code of
+    ``tutorduel.validate_cell`` and everything of the project's it imports (the reference, the checks), and the
+    numerical libraries' versions."""
+    from importlib.metadata import version
+
+    from online.code_identity import code_identity
+
+    libs = ",".join(f"{name} {version(name)}" for name in ("numpy", "scipy", "jax", "jaxlib", "numpyro", "arviz"))
+    return f"{code_identity('tutorduel.validate_cell').digest}; {libs}"
 
 
 def validation_task(job: dict) -> dict:
@@ -91,7 +104,8 @@ def validate_seeds(world, seeds: list[int], spec: str, store: RunStore, jobs: in
     if not seeds or len(seeds) > MAX_VALIDATE_SEEDS:
         raise InputError(f"--seeds: give 1 to {MAX_VALIDATE_SEEDS} seeds (got {len(seeds)})")
     spec = canonical_spec(spec)
-    settings_text = json.dumps({**settings, "policy": spec, "arrivals": arrivals}, sort_keys=True)
+    settings_text = json.dumps({**settings, "policy": spec, "arrivals": arrivals, "code": _validation_code()},
+                               sort_keys=True)
     paths = {s: (store.fit_path(run_key(world, s, spec, arrivals), "users"),
                  store.fit_path(run_key(world, s, spec, arrivals), "validate")) for s in seeds}
     for pair in paths.values():

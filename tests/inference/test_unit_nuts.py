@@ -112,3 +112,11 @@ def test_the_draws_do_not_depend_on_the_number_of_devices(tmp_path):
         subprocess.run([sys.executable, "-c", _DEVICES, str(n), str(tmp_path / f"{n}.npy")], check=True,
                        capture_output=True)
     np.testing.assert_array_equal(np.load(tmp_path / "1.npy"), np.load(tmp_path / "5.npy"))
+
+
+@pytest.mark.parametrize("kw, what", [({"chunk": 0}, "chunk"), ({"chunk": True}, "chunk"), ({"chunk": 2.5}, "chunk"),
+                                      ({"progress": "every chunk"}, "progress")])
+def test_reference_settings_are_checked_before_any_sampling(clicks, kw, what):
+    z, y, prior = clicks
+    with pytest.raises(ValueError, match=what):
+        fit_users(z, y, prior, **kw)
