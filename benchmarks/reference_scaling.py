@@ -5,7 +5,8 @@ and its click log written to a file; each child reads it, fits the reference on 
 (``inference.user_reference.fit_users``, the defaults: 4 chains x (1000 + 1000)) and reports the fit's
 seconds and the process's peak resident set while it ran (the imports' and the log's resident memory
 included; the high-water mark is reset after loading where Linux allows it). The reference figure of each
-row is the smallest size's, so the ratios say how time and memory grow with the users.
+row is the smallest size's, so the ratios say how time and memory grow with the users. Each process compiles
+the sampler (seconds), which its time includes: at a few users (`--quick`) that is most of it.
 """
 from __future__ import annotations
 
