@@ -1,6 +1,7 @@
 """Run the benchmarks and print one table of ratios (see ``benchmarks``).
 
-    python -m benchmarks.run [--world dev] [--only replay,sweep,memory,cli,nuts,reference,population,leaderboard,beliefs]
+    python -m benchmarks.run [--world dev]
+        [--only replay,sweep,memory,cli,nuts,reference,population,leaderboard,beliefs]
         [--long] [--quick] [--repeats 3] [--arrivals N] [--json table.json] [--population-users 50,100,200,300] [--population-minutes 30]
     python -m benchmarks.run --short [--json benchmarks/baseline.json]   # the replays CI checks
     python -m benchmarks.run --check benchmarks/baseline.json            # exit 1 on a regression

@@ -64,8 +64,9 @@ def main(args):
           f"{z_scores.max():.2f}, over 3 {100 * np.mean(z_scores > 3):.1f}%, over 4 {100 * np.mean(z_scores > 4):.1f}% "
           f"of {z_scores.size} coordinates")
     ratio = sd_u / sd_j
+    dw = np.abs(u.posterior_weight.values - joint["units"].posterior_weight.values).max()
     print(f"sd per-unit / joint: median {np.median(ratio):.3f} ({ratio.min():.2f}-{ratio.max():.2f}); posterior "
-          f"component weights differ by at most {np.abs(u.posterior_weight.values - joint['units'].posterior_weight.values).max():.4f}")
+          f"component weights differ by at most {dw:.4f}")
     checks = {}
     for name, idata in (("joint", joint_compact), ("per-unit", unit)):
         ref = user_draws(idata, seed=args.seed).values

@@ -84,7 +84,8 @@ def fit_users_joint(z, y, prior: MixturePrior, seed: int = 0, chains: int = DEFA
         attrs={"prune": prune, "is_draws": is_draws, "method": "component-conditional NUTS + importance evidence"})
     data = {"posterior": idata.posterior, "sample_stats": idata.sample_stats,
             "observed_data": xr.Dataset({"y": (("user", "round"), y)}),
-            "constant_data": xr.Dataset({"z": (("user", "round", "dim"), z), "prior_weights": (("user", "component"), w),
+            "constant_data": xr.Dataset({"z": (("user", "round", "dim"), z),
+                                         "prior_weights": (("user", "component"), w),
                                          "prior_means": (("user", "component", "dim"), m),
                                          "prior_covs": (("user", "component", "dim", "dim2"), C)}),
             "units": units}

@@ -178,8 +178,9 @@ def unit_health(sample: UnitSample) -> UnitHealth:
     rhat, ess_b = rhat_and_bulk_ess(flat)
     ess_t = tail_ess(flat)
     worst = lambda a, f: f(a.reshape(n, d), axis=1)  # noqa: E731
-    return UnitHealth(rhat=worst(np.nan_to_num(rhat, nan=1.0), np.max),
-                      rhat_over=(np.nan_to_num(rhat, nan=1.0) > MAX_RHAT).reshape(n, d).sum(1), ess_bulk=worst(ess_b, np.min),
+    rhat = np.nan_to_num(rhat, nan=1.0)
+    return UnitHealth(rhat=worst(rhat, np.max), rhat_over=(rhat > MAX_RHAT).reshape(n, d).sum(1),
+                      ess_bulk=worst(ess_b, np.min),
                       ess_tail=worst(ess_t, np.min), divergences=sample.diverging, bfmi=sample.bfmi.min(1))
 
 

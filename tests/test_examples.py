@@ -38,7 +38,8 @@ def test_every_example_is_smoke_tested():
 
 # MCMC examples (each a NUTS, Gibbs or emulator fit, 20 s to 4 min) run in the slow set; the default set
 # runs the others.
-SLOW = {"fit_click_model.py", "validate_coduel_beliefs.py", "per_unit_against_joint_reference.py", "sbc_click_model.py", "population_reference.py",
+SLOW = {"fit_click_model.py", "validate_coduel_beliefs.py", "per_unit_against_joint_reference.py", "sbc_click_model.py",
+        "population_reference.py",
         "calibrate_simulator.py", "bring_your_own_world.py"}
 
 

@@ -178,10 +178,11 @@ def check_validation_settings(log, users: int | None, rounds: tuple[int, ...], h
 def compute_validation(log, seed: int, spec: str, users: int | None = None, chains: int = DEFAULT_CHAINS,
                        warmup: int | None = None, draws: int | None = None, check_seed: int = 0,
                        rounds: tuple[int, ...] = (), holdout: int = 0, beliefs: tuple[str, ...] = (),
-                       chunk: int = DEFAULT_CHUNK, progress=None) -> tuple[UserChecks, az.InferenceData, az.InferenceData]:
+                       chunk: int = DEFAULT_CHUNK, progress=None):
     """Everything `validate_users` computes from a run's click log, without the store: (session-end checks, the
-    reference's InferenceData, the validation's InferenceData). No file is read or written, so a worker on
-    another machine can run it."""
+    reference's InferenceData, (the validation's InferenceData, the batch EM fit of the arrivals before the
+    `holdout` ones, None without a holdout)). No file is read or written, so a worker on another machine can
+    run it."""
     from inference.user_reference import user_draws
 
     warmup = DEFAULT_WARMUP if warmup is None else warmup     # the per-user NUTS references'
@@ -244,8 +245,8 @@ def validate_users(world, seed: int, spec: str, store: RunStore, users: int | No
     reference_minutes, 0 for one fixed run); with `beliefs`, every named online belief
     (``inference.online_beliefs``) replayed on the same clicks and checked against the same reference, side by
     side (``diagnostics.belief_comparison``, group `beliefs`). `chunk`: units the reference samples together;
-    `max_memory` (GiB): a request whose estimate exceeds it is refused before the sampler. The reference is written as ``seed-NNNN.users.nc``
-    and the validation as ``seed-NNNN.validate.nc`` beside the row. Returns (session-end checks, InferenceData,
+    `max_memory` (GiB): a request whose estimate exceeds it is refused before the sampler. The reference is
+    written as ``seed-NNNN.users.nc`` and the validation as ``seed-NNNN.validate.nc`` beside the row. Returns (session-end checks, InferenceData,
     path written)."""
     population_reference = check_flag("population_reference", population_reference)
     if population_reference and not holdout:
