@@ -1,6 +1,7 @@
 """The per-user NUTS reference's time and peak memory as a run's users grow, each size in a fresh process.
 
-The run (CODuel on the roster, its students arriving for as long as asked) is replayed once, in the parent,
+The run (CODuel on a stress preset built with as many arrivals as the largest size; by default
+stress-unstructured, 1,000 arrivals) is replayed once, in the parent,
 and its click log written to a file; each child reads it, fits the reference on the first n users
 (``inference.user_reference.fit_users``, the defaults: 4 chains x (1000 + 1000)) and reports the fit's
 seconds and the process's peak resident set while it ran (the imports' and the log's resident memory
@@ -50,17 +51,24 @@ def _fit(path: str, n: int) -> dict:
     return json.loads(out.stdout.splitlines()[-1])
 
 
-def measure_reference_scaling(world: str = "dev", users: tuple[int, ...] = (100, 300, 1000),
+def measure_reference_scaling(world: str = "stress-unstructured", users: tuple[int, ...] = (100, 300, 1000),
                               spec: str = "coduel") -> list[Ratio]:
-    """Rows "reference, n users": seconds per 100 users and peak MiB, each against the smallest size's."""
+    """Rows "reference, n users": seconds per 100 users and peak MiB, each against the smallest size's. `world`: a
+    roster, or a stress preset built with as many arrivals as the largest size (a roster's students cannot fill
+    more arrivals than it has)."""
     from online.clicklog import save_click_log
     from online.replay import replay_logged
-    from tdmodels.simulator import build_roster
 
-    roster = build_roster(world)
     n_max = max(users)
-    if n_max > int(roster.attrs["arrivals"]):
-        roster.attrs["arrivals"] = n_max          # the roster's students arriving for longer
+    if world.startswith("stress-"):
+        from tdmodels.stress_knobs import preset_knobs
+        from tdmodels.stress_worlds import build_stress_world
+
+        roster = build_stress_world(preset_knobs(world)._replace(arrivals=max(n_max, 2)), name=f"{world}-{n_max}")
+    else:
+        from tdmodels.simulator import build_roster
+
+        roster = build_roster(world)
     _, log = replay_logged(roster, 0, spec, n_max)
     with tempfile.TemporaryDirectory(prefix="tutorduel-reference-") as tmp:
         path = str(save_click_log(log, Path(tmp) / "run.clicks.nc"))
@@ -69,7 +77,7 @@ def measure_reference_scaling(world: str = "dev", users: tuple[int, ...] = (100,
     base = fits[first]
     rows = []
     for n, f in fits.items():
-        note = f"{world} seed 0, {spec}; {f['units']:,} units; {f['health']}"
+        note = f"{roster.attrs['roster']} seed 0, {spec}; {f['units']:,} units; {f['health']}"
         rows.append(Ratio("reference", f"per 100 users, {n} users", 100 * f["seconds"] / n,
                           f"per 100 users, {first} users", 100 * base["seconds"] / first, note=note))
         rows.append(Ratio("reference", f"peak memory, {n} users", f["peak_mib"], f"peak memory, {first} users",

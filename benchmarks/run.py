@@ -185,8 +185,7 @@ def _main(argv=None) -> int:
         elif group == "reference":
             from benchmarks.reference_scaling import measure_reference_scaling
 
-            rows += (measure_reference_scaling(a.world, (4, 8)) if quick
-                     else measure_reference_scaling(a.world, (100, 300, 1000)))
+            rows += (measure_reference_scaling(users=(4, 8)) if quick else measure_reference_scaling())
         else:
             from benchmarks.population_reference import measure_population
 

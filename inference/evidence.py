@@ -29,11 +29,16 @@ def mvt_logpdf(x, mean, cov, nu=T_DOF):
 
 
 def mvt_sample(rng, mean, cov, n, nu=T_DOF):
-    """n draws [B, n, d] of multivariate t(nu, mean [B, d], cov [B, d, d]) and their log densities [B, n]."""
+    """n draws [B, n, d] of multivariate t(nu, mean [B, d], cov [B, d, d]) and their log densities [B, n]. `rng`:
+    one generator for all, or a list of B, one per batch member (its draws then depend on its generator alone)."""
     B, d = mean.shape
     L = np.linalg.cholesky(cov)
-    g = rng.standard_normal((B, n, d))
-    w = rng.chisquare(nu, size=(B, n, 1)) / nu
+    if isinstance(rng, list):
+        g = np.stack([r.standard_normal((n, d)) for r in rng])
+        w = np.stack([r.chisquare(nu, size=(n, 1)) for r in rng]) / nu
+    else:
+        g = rng.standard_normal((B, n, d))
+        w = rng.chisquare(nu, size=(B, n, 1)) / nu
     x = mean[:, None] + np.einsum("bij,bnj->bni", L, g) / np.sqrt(w)
     return x, mvt_logpdf(x, mean, cov, nu)
 
@@ -52,8 +57,11 @@ def log_joint(theta, prior_means, prior_covs, Z, y):
 
 
 def importance_log_evidence(draws: np.ndarray, prior_means: np.ndarray, prior_covs: np.ndarray, Z: np.ndarray,
-                            y: np.ndarray, n: int = 4000, seed: int = 0, chunk: int = 256):
-    """log p(y | unit) [B] and PSIS k-hat [B] for B units; draws [B, M, d] are that unit's posterior draws."""
+                            y: np.ndarray, n: int = 4000, seed: int = 0, chunk: int = 256,
+                            unit_seeds: np.ndarray | None = None):
+    """log p(y | unit) [B] and PSIS k-hat [B] for B units; draws [B, M, d] are that unit's posterior draws.
+    With `unit_seeds` [B, k] (integers, e.g. user and component), each unit's proposal draws come from its own
+    generator (seed, *unit_seeds[b]), so its estimate does not depend on the other units of the batch."""
     rng = np.random.default_rng(seed)
     B, _, d = draws.shape
     out, khat = np.empty(B), np.empty(B)
@@ -62,7 +70,8 @@ def importance_log_evidence(draws: np.ndarray, prior_means: np.ndarray, prior_co
         mean = draws[sl].mean(1)
         cov = np.einsum("bmi,bmj->bij", draws[sl] - mean[:, None], draws[sl] - mean[:, None]) / draws.shape[1]
         cov = cov + 1e-9 * np.eye(d)
-        x, logq = mvt_sample(rng, mean, cov, n)
+        own = None if unit_seeds is None else [np.random.default_rng([seed, *map(int, s)]) for s in unit_seeds[sl]]
+        x, logq = mvt_sample(rng if own is None else own, mean, cov, n)
         logw = log_joint(x, prior_means[sl], prior_covs[sl], Z[sl], y[sl]) - logq
         out[sl] = logsumexp(logw, axis=-1) - np.log(n)
         with warnings.catch_warnings():

@@ -12,10 +12,11 @@ per core), a chunk of units at a time, so memory holds one chunk's draws and a r
 with its units.
 
 Vectorised lanes wait for the longest tree among them at each draw, so the first pass caps the
-tree depth at UNIT_TREE_DEPTH (15 leapfrog steps: a whitened unit needs about 6); the cap changes
+tree depth at UNIT_TREE_DEPTH (7 leapfrog steps: a whitened unit turns back after about 6); the cap changes
 the sampler's efficiency, never its target. A unit whose own diagnostics miss a threshold
 (``inference.health``) is sampled again with RETRY_TREE_DEPTH, twice the warm-up and twice the
-draws thinned by two, and the second run's draws replace the first's.
+draws thinned by two (divergences and E-BFMI over every iteration), and the second run's draws
+replace the first's.
 
 Each lane's random key is derived from (seed, user, component, chain) alone, and every device
 runs the same compiled program on SHARD_LANES lanes, so a unit's draws do not depend on the chunk
@@ -67,7 +68,7 @@ class UnitHealth(NamedTuple):
     def failing(self, chains: int) -> np.ndarray:
         """[n] bool: the units that miss a threshold of ``inference.health``."""
         floor = MIN_ESS_PER_CHAIN * chains
-        return ~(self.rhat <= MAX_RHAT) | (self.divergences > 0) | (self.bfmi < MIN_BFMI) | \
+        return ~(self.rhat <= MAX_RHAT) | (self.divergences > 0) | ~(self.bfmi >= MIN_BFMI) | \
             ~(np.minimum(self.ess_bulk, self.ess_tail) >= floor)
 
 
@@ -77,7 +78,7 @@ def _unit_potential(unit: WhitenedUnits, y):
 
 
 @lru_cache(maxsize=8)
-def _lane_runner(warmup: int, draws: int, thin: int, depth: int):
+def _lane_runner(warmup: int, draws: int, depth: int):
     """A compiled function: (keys [D, L], units [D, L, 1, ...], y [D, L, 1, S]) -> each lane's draws and stats,
     D devices by L lanes."""
     init_kernel, sample_kernel = hmc(potential_fn_gen=_unit_potential, algo="NUTS")
@@ -93,7 +94,7 @@ def _lane_runner(warmup: int, draws: int, thin: int, depth: int):
             return sample_kernel(st, model_args=(unit, y)), None
 
         def keep(st, _):
-            st, _ = jax.lax.scan(warm, st, None, length=thin)
+            st = sample_kernel(st, model_args=(unit, y))
             return st, (st.z["xi"][0], st.diverging, st.num_steps, st.energy)
 
         state, _ = jax.lax.scan(warm, state, None, length=warmup)
@@ -128,6 +129,8 @@ def sample_units(units: WhitenedUnits, y: np.ndarray, keys: np.ndarray, warmup: 
 
     Lanes run SHARD_LANES at a time on each host device: every call compiles to the same program whatever the
     number of units or devices, so a unit's draws are the same bits on 1 device or 16 (on one machine).
+    With `thin` > 1 the chains run draws x thin iterations and every thin-th draw is kept; divergences, steps and
+    E-BFMI are counted over every iteration.
 
     Parameters
     ----------
@@ -152,7 +155,7 @@ def sample_units(units: WhitenedUnits, y: np.ndarray, keys: np.ndarray, warmup: 
     total = -(-need // per_call) * per_call
     take = np.concatenate([np.repeat(np.arange(n), chains), np.zeros(total - need, int)])
     chain_of = np.concatenate([np.tile(np.arange(chains), n), np.zeros(total - need, int)])
-    run = _lane_runner(warmup, draws, thin, depth)
+    run = _lane_runner(warmup, draws * thin, depth)
     parts = []
     for lo in range(0, total, per_call):
         idx, ch = take[lo:lo + per_call], chain_of[lo:lo + per_call]
@@ -163,8 +166,8 @@ def sample_units(units: WhitenedUnits, y: np.ndarray, keys: np.ndarray, warmup: 
         parts.append(jax.tree_util.tree_map(lambda a: np.asarray(a).reshape((per_call,) + a.shape[2:]), out))
     (xi, div, steps, energy), step = jax.tree_util.tree_map(lambda *a: np.concatenate(a)[:need], *parts)
     per_unit = lambda a: a.reshape((n, chains) + a.shape[1:])  # noqa: E731
-    xi = np.moveaxis(per_unit(xi), 0, 2)                                   # [chain, draw, n, d]
-    div, steps, energy = per_unit(div), per_unit(steps), per_unit(energy)
+    xi = np.moveaxis(per_unit(xi), 0, 2)[:, thin - 1::thin]                # [chain, draw, n, d], thinned
+    div, steps, energy = per_unit(div), per_unit(steps), per_unit(energy)    # every iteration
     return UnitSample(xi=xi, diverging=div.sum((1, 2)), saturated=(steps >= 2 ** depth - 1).sum((1, 2)),
                       mean_steps=steps.mean((1, 2)), step_size=per_unit(step), bfmi=bfmi(energy),
                       tree_depth=np.full(n, depth))
@@ -187,12 +190,13 @@ def unit_health(sample: UnitSample) -> UnitHealth:
 def overall_health(health: UnitHealth, chains: int, draws: int, d: int) -> Health:
     """The run's Health (``inference.health``) from every unit's own figures."""
     n = len(health.rhat)
+    fails = lambda a: np.nan_to_num(np.asarray(a, float), nan=0.0)  # noqa: E731  (a NaN figure fails its check)
     return Health(n_params=n * d, max_rhat=float(np.max(health.rhat)) if n else float("nan"),
                   n_rhat_over=int(np.sum(health.rhat_over)),
-                  min_ess_bulk=float(np.min(health.ess_bulk, initial=np.inf)),
-                  min_ess_tail=float(np.min(health.ess_tail, initial=np.inf)),
-                  divergences=int(np.sum(health.divergences)), min_bfmi=float(np.min(health.bfmi, initial=np.inf)),
-                  chains=chains, draws=draws)
+                  min_ess_bulk=float(np.min(fails(health.ess_bulk), initial=np.inf)),
+                  min_ess_tail=float(np.min(fails(health.ess_tail), initial=np.inf)),
+                  divergences=int(np.sum(health.divergences)),
+                  min_bfmi=float(np.min(fails(health.bfmi), initial=np.inf)), chains=chains, draws=draws)
 
 
 def replace_units(first: UnitSample, again: UnitSample, which: np.ndarray) -> UnitSample:

@@ -14,7 +14,7 @@ posterior, and r_uk comes from an importance-sampling estimate of p(y_u | k)
 - Each unit is sampled as theta = m + L xi with (m, L L^T) its batch-Laplace posterior,
   an exact affine change of variables (``inference.unit_model``).
 - Components whose Laplace posterior weight for a user is below `prune` (default 1e-3)
-  are not sampled for that user; the largest pruned Laplace mass is recorded.
+  are not sampled for that user; each user's pruned Laplace mass is recorded.
 - Every unit has chains of its own, with its own step size, mass matrix and trees
   (``inference.unit_nuts``), sampled a chunk of whole users at a time: the chunk's draws are
   mixed into each user's posterior draws (float32) and summarised (mean, covariance, health)
@@ -114,6 +114,10 @@ def plan_units(z, y, prior: MixturePrior, prune: float = DEFAULT_PRUNE, users_at
         r = np.exp(logw - logsumexp(logw, axis=1, keepdims=True))
         keep = ((r >= prune) | (r == r.max(1, keepdims=True))) & (w[b] > 0)
         uu, kk = np.nonzero(keep)
+        none = np.setdiff1d(np.arange(n), uu)
+        if len(none):
+            raise InputError(f"user {lo + int(none[0])}: no component of its prior has a finite Laplace evidence "
+                             f"({len(none)} such user(s)); its clicks or prior hold values the model cannot take")
         sel = uu * K + kk
         parts.append((uu + lo, kk, mode[sel], np.linalg.cholesky(cov[sel]), lap_ev[sel], r[uu, kk],
                       np.where(keep, 0.0, r).sum(1)))
@@ -163,7 +167,7 @@ def _component_weights(theta, plan: UnitPlan, sl: slice, prior: MixturePrior, z,
     if prior.weights.shape[1] > 1:
         flat = theta.reshape(-1, theta.shape[2], theta.shape[3])
         log_ev, khat = importance_log_evidence(np.moveaxis(flat, 0, 1), prior.means[uu, kk], prior.covs[uu, kk],
-                                               z[uu], y[uu], n=is_draws, seed=seed)
+                                               z[uu], y[uu], n=is_draws, seed=seed, unit_seeds=np.stack([uu, kk], 1))
     else:
         log_ev, khat = plan.log_evidence[sl], np.zeros(len(uu))
     lw = np.log(prior.weights[uu, kk]) + log_ev
@@ -240,9 +244,9 @@ def fit_users(z, y, prior: MixturePrior, seed: int = 0, chains: int = DEFAULT_CH
                                          "saturated", "mean_steps", "tree_depth")}
     means, covs, steps = np.empty((n, d)), np.empty((n, d, d)), np.empty((n, chains))
     t0 = time.perf_counter()
-    for i, sl in enumerate(chunks):
+    for sl in chunks:
         theta, sample, health, _ = _sample_chunk(plan, sl, z, y, prior, seed, chains, warmup, draws)
-        post_w = _component_weights(theta, plan, sl, prior, z, y, is_draws, seed + i, per_unit)
+        post_w = _component_weights(theta, plan, sl, prior, z, y, is_draws, seed, per_unit)
         _mix_users(theta, plan, sl, post_w, seed, out)
         flat = theta.reshape(-1, theta.shape[2], d)
         means[sl] = flat.mean(0)

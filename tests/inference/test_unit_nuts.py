@@ -31,6 +31,19 @@ def test_a_users_draws_do_not_depend_on_the_chunk(clicks):
     assert not np.array_equal(all_.posterior.theta.values[:, :, 0], all_.posterior.theta.values[:, :, 1])
 
 
+def test_under_a_mixture_a_users_draws_and_weights_do_not_depend_on_the_chunk(clicks):
+    z, y, _ = clicks
+    prior = MixturePrior(np.array([0.5, 0.5]), np.array([np.full(7, 0.3), np.full(7, -0.3)]),
+                         np.stack([np.eye(7), np.eye(7)]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitHealthWarning)
+        one = fit_users(z[:3], y[:3], prior, chains=2, warmup=150, draws=100, chunk=1)
+        all_ = fit_users(z, y, prior, chains=2, warmup=150, draws=100, chunk=64)
+    n = one["units"].sizes["unit"]
+    np.testing.assert_array_equal(one["units"].posterior_weight.values, all_["units"].posterior_weight.values[:n])
+    np.testing.assert_array_equal(one.posterior.theta.values, all_.posterior.theta.values[:, :, :3])
+
+
 def test_a_unit_that_misses_a_threshold_is_sampled_again_deeper(clicks):
     z, y, prior = clicks
     with warnings.catch_warnings():
@@ -74,6 +87,7 @@ def test_chunks_hold_whole_users(users, chunk, want):
     assert [(s.start, s.stop) for s in user_chunks(np.array(users), chunk)] == want
 
 
+@pytest.mark.slow
 def test_a_mixture_reference_weights_each_users_components(clicks):
     z, y, _ = clicks
     prior = MixturePrior(np.array([0.5, 0.5]), np.array([np.full(7, 1.0), np.full(7, -1.0)]),
