@@ -11,6 +11,8 @@ Only the last part grows with the run's users.
 """
 from __future__ import annotations
 
+import math
+import os
 from typing import NamedTuple
 
 from tdmodels.errors import InputError
@@ -39,7 +41,8 @@ def reference_memory(users: int, components: int, chains: int, draws: int, chunk
     """The estimate for a reference of `users` users under priors of `components` components, `chunk` units at a
     time (a user's units are never split, so a chunk holds up to max(chunk, components) units)."""
     units = max(chunk, components)
-    lanes = units * chains
+    per_call = max(os.cpu_count() or 1, chains) * 64     # lanes run 64 to a device, one device a core (configure_jax)
+    lanes = -(-units * chains // per_call) * per_call
     sampler = 3 * lanes * draws * (dim + 3) * 8            # device buffers, host copies, per-unit reshapes
     theta = 3 * lanes * draws * dim * 8                    # theta, its flat view's copy, deviations
     evidence = 4 * units * is_draws * (rounds + 2 * dim) * 8
@@ -52,6 +55,9 @@ def reference_memory(users: int, components: int, chains: int, draws: int, chunk
 def check_reference_memory(estimate: MemoryEstimate, limit_gib: float | None, available: int | None) -> None:
     """One InputError, before any work, when the estimate exceeds `limit_gib` (``--max-memory``) or the memory
     available to the process."""
+    if limit_gib is not None and (isinstance(limit_gib, bool) or not isinstance(limit_gib, (int, float))
+                                  or not math.isfinite(limit_gib) or limit_gib <= 0):
+        raise InputError(f"--max-memory {limit_gib!r}: a positive number of GiB")
     if limit_gib is not None and estimate.total > limit_gib * GIB:
         raise InputError(f"the reference needs {estimate.line()}; over --max-memory {limit_gib:g} GiB: fit fewer "
                          f"users (--users), fewer draws (--draws, --chains) or fewer units at a time (--chunk)")

@@ -85,6 +85,21 @@ def _records_problem(world, row: dict, log: ClickLog) -> str | None:
     return why
 
 
+FIT_RANGES = {"chains": (2, 64), "warmup": (1, MAX_DRAWS), "draws": (1, MAX_DRAWS), "seed": (0, MAX_SEED),
+              "thin": (1, 10_000), "jobs": (1, MAX_JOBS), "chunk": (1, 100_000)}
+
+
+def check_fit_ranges(**settings) -> None:
+    """One InputError naming the first of `settings` (names of FIT_RANGES) that is not an integer in its range;
+    None stands for the default and passes."""
+    for what, v in settings.items():
+        lo, hi = FIT_RANGES[what]
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
+            raise InputError(f"--{what} {v!r}: must be an integer in [{lo:,}, {hi:,}]")
+
+
 def check_users(users: int | None, n: int) -> None:
     """A `--users` count: None (all) or 1..n."""
     if users is None:
@@ -132,12 +147,9 @@ def fit_cell(world, seed: int, spec: str, model: str, store: RunStore, prior: st
         raise InputError(f"unknown model {model!r}; choose from {', '.join(MODELS)}")
     if prior not in PRIORS:
         raise InputError(f"unknown prior {prior!r}; choose from {', '.join(PRIORS)}")
-    for what, v, lo, hi in (("chains", chains, 2, 64), ("warmup", warmup, 1, MAX_DRAWS), ("draws", draws, 1, MAX_DRAWS),
-                            ("seed", seed, 0, MAX_SEED), ("thin", thin, 1, 10_000), ("jobs", jobs, 1, MAX_JOBS)):
-        if v is None and what in ("warmup", "draws"):
-            continue
-        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-            raise InputError(f"--{what} {v!r}: must be an integer in [{lo:,}, {hi:,}]")
+    check_fit_ranges(chains=chains, warmup=warmup, draws=draws, seed=seed, thin=thin, jobs=jobs)
+    if model != "users" and (chunk is not None or max_memory is not None):
+        raise InputError("--chunk and --max-memory apply to --model users only")
     if model != "population" and (sampler != "gibbs" or thin != 1):
         raise InputError("--sampler and --thin apply to --model population only")
     if sampler not in ("gibbs", "nuts"):
@@ -203,9 +215,7 @@ def check_users_memory(users: int, components: int, chains: int, draws: int, chu
     from inference.memory_estimate import check_reference_memory, reference_memory
     from tdmodels.memory import memory_available
 
-    if max_memory is not None and (isinstance(max_memory, bool) or not isinstance(max_memory, (int, float))
-                                   or not np.isfinite(max_memory) or max_memory <= 0):
-        raise InputError(f"--max-memory {max_memory!r}: a positive number of GiB")
+    check_fit_ranges(chains=chains, draws=draws, chunk=chunk)
     est = reference_memory(users, components, chains, draws, chunk, rounds, dim, validate=validate)
     check_reference_memory(est, max_memory, memory_available())
 

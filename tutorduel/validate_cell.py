@@ -22,7 +22,8 @@ from diagnostics.click_reliability import reliability, reliability_table
 from diagnostics.posterior_checks import (PosteriorCheck, UserChecks, beliefs_at_round, btl_log_posterior,
                                           check_logged_users, check_posterior, exact_component_weights,
                                           sample_mixture, weights_distance)
-from tutorduel.cell_fit import cell_click_log, check_users, check_users_memory, fit_cell, unit_progress
+from tutorduel.cell_fit import (cell_click_log, check_fit_ranges, check_users, check_users_memory, fit_cell,
+                                unit_progress)
 from inference.health import stored_health
 from inference.nuts import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_WARMUP
 from inference.user_reference import DEFAULT_CHUNK
@@ -58,7 +59,8 @@ def click_reliability(log, bins: int = 10) -> xr.Dataset:
     return xr.Dataset(data, coords={"bin": 0.5 * (rel.edges[1:] + rel.edges[:-1])}, attrs=attrs)
 
 
-def checks_at_round(log, n_users: int, t: int, chains: int, warmup: int, draws: int, seed: int = 0) -> UserChecks:
+def checks_at_round(log, n_users: int, t: int, chains: int, warmup: int, draws: int, seed: int = 0,
+                    chunk: int = DEFAULT_CHUNK) -> UserChecks:
     """The first n_users users' online beliefs after t clicks against NUTS on those t clicks."""
     from inference.user_reference import fit_users, user_draws
     from tdmodels.priors import MixturePrior
@@ -66,8 +68,8 @@ def checks_at_round(log, n_users: int, t: int, chains: int, warmup: int, draws: 
     users = np.arange(n_users)
     z, y = log.recalibrated_design(users)
     prior = MixturePrior(*(a[users] for a in log.priors))
-    ref = user_draws(fit_users(z[:, :t], y[:, :t], prior, seed=seed, chains=chains, warmup=warmup, draws=draws),
-                     seed=seed)
+    ref = user_draws(fit_users(z[:, :t], y[:, :t], prior, seed=seed, chains=chains, warmup=warmup, draws=draws,
+                               chunk=chunk), seed=seed)
     pooled = ref.values.reshape(-1, n_users, ref.sizes["dim"])
     online = beliefs_at_round(log, users, t)
     rng = np.random.default_rng(seed)
@@ -203,7 +205,7 @@ def compute_validation(log, seed: int, spec: str, users: int | None = None, chai
                                              exact_weights=(("user", "component"), exact_w))
     figures.attrs.update({"weights_tv_median": float(np.median(tv)), "weights_tv_max": float(np.max(tv))})
     at_rounds = {f"checks_round_{int(t)}": _checks_dataset(checks_at_round(log, U, int(t), chains, warmup, draws,
-                                                                         check_seed)) for t in rounds}
+                                                                         check_seed, chunk)) for t in rounds}
     idata = az.InferenceData(posterior=ref.astype(np.float32).to_dataset(name="theta"))
     groups = {"online": xr.Dataset({"theta": (("draw", "user", "dim"), online.astype(np.float32))}), "checks": figures,
               "reliability": click_reliability(log), **at_rounds}
@@ -252,6 +254,7 @@ def validate_users(world, seed: int, spec: str, store: RunStore, users: int | No
     if population_reference and not holdout:
         raise InputError("--population-reference compares fits on held-out users: give --holdout N as well")
     chunk = DEFAULT_CHUNK if chunk is None else chunk
+    check_fit_ranges(chains=chains, warmup=warmup, draws=draws, seed=seed, chunk=chunk, jobs=jobs)
     key = run_key(world, seed, spec, arrivals)
     for what in ("users", "validate"):
         check_output_path(store.fit_path(key, what))      # before the sampler runs, not after

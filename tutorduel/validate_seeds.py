@@ -53,7 +53,8 @@ def validation_task(job: dict) -> dict:
     checks, ref, (idata, _) = compute_validation(job["log"], job["seed"], job["spec"], s["users"], s["chains"],
                                                  s["warmup"], s["draws"], s["check_seed"], tuple(s["rounds"]),
                                                  s["holdout"], tuple(s["beliefs"]), s["chunk"])
-    idata.posterior.attrs[SETTINGS_ATTR] = job["settings_text"]
+    for made in (ref, idata):
+        made.posterior.attrs[SETTINGS_ATTR] = job["settings_text"]
     # InferenceData, not netCDF bytes: inside a Dask worker xarray writes through a cluster-wide lock named after
     # the file, which a BytesIO cannot be; the command's process serialises what it writes.
     return {"users": ref, "validate": idata}
@@ -77,7 +78,8 @@ def seed_figures(path: Path) -> dict:
 
 
 def _finished(path: Path, settings_text: str) -> bool:
-    """A validation file already there, made with these settings (read back whole: a damaged one is redone)."""
+    """A validation's file (reference or checks) already there, made with these settings (read back whole: a
+    damaged one is redone; a reference another command wrote since is foreign)."""
     if not path.is_file():
         return False
     try:
@@ -101,8 +103,14 @@ def validate_seeds(world, seeds: list[int], spec: str, store: RunStore, jobs: in
     from tdmodels.netcdf_file import inference_data_bytes, save_netcdf
     from tutorduel.validate_cell import _log_with_beliefs, check_validation_settings
 
+    from tutorduel.cell_fit import check_fit_ranges
+
     if not seeds or len(seeds) > MAX_VALIDATE_SEEDS:
         raise InputError(f"--seeds: give 1 to {MAX_VALIDATE_SEEDS} seeds (got {len(seeds)})")
+    if scheduler is not None and (not isinstance(scheduler, str) or not scheduler.strip()):
+        raise InputError(f"--scheduler {scheduler!r}: give the scheduler's address, e.g. tcp://HOST:PORT")
+    check_fit_ranges(chains=settings["chains"], warmup=settings["warmup"], draws=settings["draws"],
+                     chunk=settings["chunk"], jobs=jobs, **({"seed": max(seeds)} if seeds else {}))
     spec = canonical_spec(spec)
     settings_text = json.dumps({**settings, "policy": spec, "arrivals": arrivals, "code": _validation_code()},
                                sort_keys=True)
@@ -111,7 +119,7 @@ def validate_seeds(world, seeds: list[int], spec: str, store: RunStore, jobs: in
     for pair in paths.values():
         for p in pair:
             check_output_path(p)
-    todo = [s for s in seeds if not _finished(paths[s][1], settings_text)]
+    todo = [s for s in seeds if not all(_finished(p, settings_text) for p in paths[s])]
     for s in seeds:
         if s not in todo and progress:
             progress(f"seed {s}: validated before with the same settings ({paths[s][1]}); read, not recomputed")
@@ -121,7 +129,7 @@ def validate_seeds(world, seeds: list[int], spec: str, store: RunStore, jobs: in
         check_validation_settings(log, settings["users"], tuple(settings["rounds"]), settings["holdout"],
                                   tuple(settings["beliefs"]))            # here, before any worker starts
         jobs_by_seed[s] = {"log": log, "seed": s, "spec": spec, "settings": settings, "settings_text": settings_text}
-    if jobs_by_seed and scheduler is None and dask_workers is None:
+    if jobs_by_seed and scheduler is None:          # the workers are on this machine (a LocalCluster's too)
         from inference.memory_estimate import check_reference_memory, reference_memory
         from tdmodels.memory import memory_available
 
@@ -129,7 +137,7 @@ def validate_seeds(world, seeds: list[int], spec: str, store: RunStore, jobs: in
         est = reference_memory(settings["users"] or log.n_users, log.priors.weights.shape[1], settings["chains"],
                                settings["draws"], settings["chunk"], log.outcome.shape[1], log.phi_first.shape[-1],
                                validate=True)
-        at_once = min(jobs, len(jobs_by_seed))
+        at_once = min(dask_workers or jobs, len(jobs_by_seed))
         check_reference_memory(est._replace(fixed=est.fixed * at_once, chunk=est.chunk * at_once,
                                             users=est.users * at_once), max_memory, memory_available())
 
