@@ -12,6 +12,13 @@ from inference.user_reference import fit_users, user_chunks
 from tdmodels.priors import MixturePrior, isotropic_prior
 
 
+def quiet_fit(*args, **kw):
+    """fit_users with its health warnings silenced (short chains on purpose)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitHealthWarning)
+        return fit_users(*args, **kw)
+
+
 @pytest.fixture(scope="module")
 def clicks(dev_world):
     rng = np.random.default_rng(3)
@@ -23,10 +30,8 @@ def clicks(dev_world):
 
 def test_a_users_draws_do_not_depend_on_the_chunk(clicks):
     z, y, prior = clicks
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FitHealthWarning)
-        one = fit_users(z[:3], y[:3], prior, chains=2, warmup=150, draws=100, chunk=1)
-        all_ = fit_users(z, y, prior, chains=2, warmup=150, draws=100, chunk=64)
+    one = quiet_fit(z[:3], y[:3], prior, chains=2, warmup=150, draws=100, chunk=1)
+    all_ = quiet_fit(z, y, prior, chains=2, warmup=150, draws=100, chunk=64)
     np.testing.assert_array_equal(one.posterior.theta.values, all_.posterior.theta.values[:, :, :3])
     assert not np.array_equal(all_.posterior.theta.values[:, :, 0], all_.posterior.theta.values[:, :, 1])
 
@@ -35,10 +40,8 @@ def test_under_a_mixture_a_users_draws_and_weights_do_not_depend_on_the_chunk(cl
     z, y, _ = clicks
     prior = MixturePrior(np.array([0.5, 0.5]), np.array([np.full(7, 0.3), np.full(7, -0.3)]),
                          np.stack([np.eye(7), np.eye(7)]))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FitHealthWarning)
-        one = fit_users(z[:3], y[:3], prior, chains=2, warmup=150, draws=100, chunk=1)
-        all_ = fit_users(z, y, prior, chains=2, warmup=150, draws=100, chunk=64)
+    one = quiet_fit(z[:3], y[:3], prior, chains=2, warmup=150, draws=100, chunk=1)
+    all_ = quiet_fit(z, y, prior, chains=2, warmup=150, draws=100, chunk=64)
     n = one["units"].sizes["unit"]
     np.testing.assert_array_equal(one["units"].posterior_weight.values, all_["units"].posterior_weight.values[:n])
     np.testing.assert_array_equal(one.posterior.theta.values, all_.posterior.theta.values[:, :, :3])
@@ -46,9 +49,7 @@ def test_under_a_mixture_a_users_draws_and_weights_do_not_depend_on_the_chunk(cl
 
 def test_a_unit_that_misses_a_threshold_is_sampled_again_deeper(clicks):
     z, y, prior = clicks
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FitHealthWarning)
-        idata = fit_users(z, y, prior, chains=2, warmup=5, draws=30)       # too short: ESS under 200
+    idata = quiet_fit(z, y, prior, chains=2, warmup=5, draws=30)       # too short: ESS under 200
     units = idata["units"]
     assert np.all(units.tree_depth.values == RETRY_TREE_DEPTH)
     assert stored_health(idata).min_ess_bulk == pytest.approx(float(units.ess_bulk.min()))
@@ -92,9 +93,7 @@ def test_a_mixture_reference_weights_each_users_components(clicks):
     z, y, _ = clicks
     prior = MixturePrior(np.array([0.5, 0.5]), np.array([np.full(7, 1.0), np.full(7, -1.0)]),
                          np.stack([np.eye(7), np.eye(7)]))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FitHealthWarning)
-        idata = fit_users(z, y, prior, chains=2, warmup=150, draws=100)     # the sampler compiled above
+    idata = quiet_fit(z, y, prior, chains=2, warmup=150, draws=100)     # the sampler compiled above
     u = idata["units"]
     for user in range(6):
         w = u.posterior_weight.values[u.unit_user.values == user]
