@@ -18,7 +18,8 @@ from tutorduel.cell_fit import fit_cell, fit_summary
 from tutorduel.validate_cell import validate_users
 
 
-def _progress(msg: str) -> None:
+def progress_line(msg: str) -> None:
+    """A progress message of a fit or validation, indented on standard error."""
     print(f"  {msg}", file=sys.stderr, flush=True)
 
 
@@ -26,7 +27,7 @@ def fit_and_report(world, seed: int, policy: str, model: str, store: RunStore, s
     """Fit `model` to the clicks of the stored run (world, seed, policy), write it beside the row and print its
     summary and health. Returns 1 when `strict` and a health threshold is missed, else 0."""
     try:
-        idata, path = fit_cell(world, seed, policy, model, store, strict=strict, progress=_progress, **fit_options)
+        idata, path = fit_cell(world, seed, policy, model, store, strict=strict, progress=progress_line, **fit_options)
     except FitHealthError as exc:
         print(f"tutorduel: fit failed its health checks (--strict): {exc}", file=sys.stderr)
         return 1
@@ -87,7 +88,7 @@ def validate_and_report(world, seed: int, policy: str, store: RunStore, rounds: 
                         **validate_options) -> int:
     """Check each user's online belief of the stored run against NUTS references on the same clicks; print the
     table and summaries, write the report and the netCDF beside the row."""
-    checks, idata, path = validate_users(world, seed, policy, store, rounds=rounds, progress=_progress,
+    checks, idata, path = validate_users(world, seed, policy, store, rounds=rounds, progress=progress_line,
                                          **validate_options)
     _print_user_table(checks, idata)
     _print_summary(checks, idata)

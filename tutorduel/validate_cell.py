@@ -36,7 +36,9 @@ from tdmodels.errors import InputError, check_flag
 from tdmodels.netcdf_file import inference_data_bytes, save_netcdf
 
 
-def _log_with_beliefs(world, seed, spec, store, arrivals, warn=None):
+def log_with_beliefs(world, seed, spec, store, arrivals, warn=None):
+    """The cell's click log (``tutorduel.cell_fit.cell_click_log``), or InputError when its policy records no
+    online beliefs (nothing to validate)."""
     log = cell_click_log(world, seed, spec, store, arrivals, warn)     # older log formats are recomputed there
     if log.beliefs is None:
         raise InputError(f"policy {canonical_spec(spec)!r} does not record its online beliefs; "
@@ -258,7 +260,7 @@ def validate_users(world, seed: int, spec: str, store: RunStore, users: int | No
     key = run_key(world, seed, spec, arrivals)
     for what in ("users", "validate"):
         check_output_path(store.fit_path(key, what))      # before the sampler runs, not after
-    log = _log_with_beliefs(world, seed, spec, store, arrivals, progress)
+    log = log_with_beliefs(world, seed, spec, store, arrivals, progress)
     check_users_memory(users or log.n_users, log.priors.weights.shape[1], chains,
                        DEFAULT_DRAWS if draws is None else draws, chunk, max_memory, log.outcome.shape[1],
                        log.phi_first.shape[-1], validate=True)

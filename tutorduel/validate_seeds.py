@@ -101,7 +101,7 @@ def validate_seeds(world, seeds: list[int], spec: str, store: RunStore, jobs: in
     """
     from tdmodels.atomic_file import check_output_path
     from tdmodels.netcdf_file import inference_data_bytes, save_netcdf
-    from tutorduel.validate_cell import _log_with_beliefs, check_validation_settings
+    from tutorduel.validate_cell import log_with_beliefs, check_validation_settings
 
     from tutorduel.cell_fit import check_fit_ranges
 
@@ -125,7 +125,7 @@ def validate_seeds(world, seeds: list[int], spec: str, store: RunStore, jobs: in
             progress(f"seed {s}: validated before with the same settings ({paths[s][1]}); read, not recomputed")
     jobs_by_seed = {}
     for s in todo:                       # logs first, here: the store's only writer
-        log = _log_with_beliefs(world, s, spec, store, arrivals, progress)
+        log = log_with_beliefs(world, s, spec, store, arrivals, progress)
         check_validation_settings(log, settings["users"], tuple(settings["rounds"]), settings["holdout"],
                                   tuple(settings["beliefs"]))            # here, before any worker starts
         jobs_by_seed[s] = {"log": log, "seed": s, "spec": spec, "settings": settings, "settings_text": settings_text}

@@ -54,14 +54,14 @@ def _validate_seeds(a, world, rounds, beliefs) -> int:
     from inference.user_reference import DEFAULT_CHUNK
     from online.store import RunStore
     from online.sweep import parse_seeds
-    from tutorduel.fit_report import _progress
+    from tutorduel.fit_report import progress_line
     from tutorduel.validate_seeds import MAX_VALIDATE_SEEDS, print_seed_table, validate_seeds
 
     if a.population_reference:
         raise InputError("--population-reference runs one seed at a time: give --seed, not --seeds")
     seeds = parse_seeds(a.seeds, MAX_VALIDATE_SEEDS, "in one validation")
     figures = validate_seeds(world, seeds, a.policy, RunStore(a.store), jobs=a.jobs, scheduler=a.scheduler,
-                             dask_workers=a.dask_workers, arrivals=a.arrivals, progress=_progress,
+                             dask_workers=a.dask_workers, arrivals=a.arrivals, progress=progress_line,
                              max_memory=a.max_memory, users=a.users, chains=a.chains,
                              warmup=DEFAULT_WARMUP if a.warmup is None else a.warmup,
                              draws=DEFAULT_DRAWS if a.draws is None else a.draws, check_seed=0, rounds=list(rounds),
