@@ -14,6 +14,8 @@ from diagnostics.stats import mean_se, t_interval
 from online.scoring import benchmark_score
 
 AFTER_SWITCH = 5             # arrivals after a switch scored apart
+# A block's parts: its first arrival (whom no learned prior can protect), arrivals 2-5, and arrivals 6 on
+BLOCK_PARTS = (("first arrival", 0, 1), ("arrivals 2-5", 1, 5), ("arrivals 6 on", 5, None))
 
 
 def arrival_segments(world, n_arrivals: int) -> np.ndarray | None:
@@ -135,11 +137,101 @@ def segment_report(rows: list[dict], world, against: str | None = None,
     return switch_starts(segments), format_segment_table(segment_table(by, segments, against, first), first)
 
 
+def block_part_masks(segments: np.ndarray) -> list[tuple[int, list[np.ndarray]]]:
+    """Per segment (block), the first one included: (its first arrival, one mask [arrivals] per part of
+    `BLOCK_PARTS`; a part beyond the block's end is empty)."""
+    n = len(segments)
+    starts = [0] + switch_starts(segments)
+    out = []
+    for k, a in enumerate(starts):
+        end = starts[k + 1] if k + 1 < len(starts) else n
+        parts = []
+        for _, lo, hi in BLOCK_PARTS:
+            m = np.zeros(n, dtype=bool)
+            m[a + lo:end if hi is None else min(a + hi, end)] = True
+            parts.append(m)
+        out.append((a, parts))
+    return out
+
+
+def block_table(by_policy: dict, segments: np.ndarray, against: str) -> list[dict]:
+    """Per policy other than `against`: its score minus `against`'s, paired over their common seeds, on each part
+    of each block (`BLOCK_PARTS`): {"name", "against", "n_common", "blocks": [{"arrival", "parts": [(mean,
+    95% t half-width, seeds with a defined score) per part]}]}. Empty where `against` has no rows."""
+    if against not in by_policy:
+        return []
+    base, blocks, lines = by_policy[against], block_part_masks(segments), []
+    for spec, seeds in sorted(by_policy.items()):
+        common = sorted(set(seeds) & set(base))
+        if spec == against or not common:
+            continue
+        out = []
+        for a, masks in blocks:
+            parts = []
+            for m in masks:
+                d = np.array([masked_score(seeds[s], m) - masked_score(base[s], m) for s in common]) if m.any() \
+                    else np.array([])
+                d = d[np.isfinite(d)]
+                parts.append((*t_interval(d), len(d)) if len(d) else (float("nan"), float("nan"), 0))
+            out.append({"arrival": a, "parts": parts})
+        lines.append({"name": spec, "against": against, "n_common": len(common), "blocks": out})
+    return lines
+
+
+def recovery_failures(line: dict, floors: tuple = (None, -10.0, -2.0)) -> list[str]:
+    """The parts of the blocks of one `block_table` line whose mean difference is below its floor (None: no
+    floor; by default arrivals 2-5 at least -10, arrivals 6 on at least -2), as text; [] where every block
+    holds."""
+    bad = []
+    for b in line["blocks"]:
+        for (label, _, _), (m, _, k), floor in zip(BLOCK_PARTS, b["parts"], floors):
+            if floor is not None and k and m < floor:
+                bad.append(f"block at {b['arrival']}, {label}: {m:+.1f} < {floor:g}")
+    return bad
+
+
+def format_block_table(lines: list[dict]) -> str:
+    """Markdown: per policy, a row per block with its paired difference on each part (95% intervals)."""
+    out = []
+    for ln in lines:
+        out += ["" if out else None, f"{ln['name']} minus {ln['against']}, paired over {ln['n_common']} seed(s), 95% "
+                f"intervals:", "", "| block (arrival) | " + " | ".join(p[0] for p in BLOCK_PARTS) + " |",
+                "|---" * (len(BLOCK_PARTS) + 1) + "|"]
+        for b in ln["blocks"]:
+            out.append(f"| {b['arrival']} | " + " | ".join(_diff(m, h) if k else "-" for m, h, k in b["parts"]) + " |")
+    return "\n".join(x for x in out if x is not None)
+
+
+def block_lines(rows: list[dict], world, against: str) -> list[dict]:
+    """`block_table` of stored rows of one world and truncation against the policy `against`; [] where the world
+    has no segments, the runs end before its first switch, or `against` has no rows."""
+    segments = arrival_segments(world, int(rows[0]["arrivals"])) if rows else None
+    if segments is None or not switch_starts(segments):
+        return []
+    by: dict = {}
+    for r in rows:
+        by.setdefault(r["policy"], {})[int(r["seed"])] = r
+    return block_table(by, segments, against)
+
+
+def block_report(rows: list[dict], world, against: str) -> str | None:
+    """`format_block_table` of `block_lines`, with a line per policy saying whether every block's arrivals 2-5 and
+    6 on hold the recovery floors of `recovery_failures`; None where there are no lines."""
+    lines = block_lines(rows, world, against)
+    if not lines:
+        return None
+    verdicts = [f"- {ln['name']}: " + ("every block within the floors" if not recovery_failures(ln) else
+                                        "; ".join(recovery_failures(ln))) for ln in lines]
+    return (format_block_table(lines) + f"\n\nagainst {against}, arrivals 2-5 at least -10 and arrivals 6 on at "
+            "least -2 (mean over seeds), block by block:\n" + "\n".join(verdicts))
+
+
 def _diff(m: float, h: float) -> str:
     if not np.isfinite(m):
         return "undefined (no random excess)"
     return f"{m:+.1f}" + (f" [{m - h:+.1f}, {m + h:+.1f}]" if np.isfinite(h) else "")
 
 
-__all__ = ["AFTER_SWITCH", "arrival_segments", "switch_starts", "switch_masks", "masked_score", "segment_table",
+__all__ = ["AFTER_SWITCH", "BLOCK_PARTS", "block_part_masks", "block_table", "recovery_failures", "format_block_table",
+           "block_lines", "block_report", "arrival_segments", "switch_starts", "switch_masks", "masked_score", "segment_table",
            "format_segment_table", "segment_report"]

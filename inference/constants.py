@@ -16,6 +16,12 @@ COV_RIDGE = 1e-2             # added to every learned component's covariance (ke
 RESP_FLOOR = 1e-12           # responsibilities below this are set to 0 and the unit's covariance is not stored
 MIN_SUPPORT = 0.5
 
+# The change-point view of the population (``inference.change_point``): the sessions it looks back over, and the
+# widths (variance per coordinate, logits^2) a new type's users may have about its mean (sd 0.32, 0.63, 1.26).
+CHANGE_WINDOW = 50
+CHANGE_WIDTHS = (0.1, 0.4, 1.6)
+CHANGE_MIN_SESSIONS = 2      # users who must agree before the recent ones count as a new type
+
 # The lookahead pair rule (``online.lookahead_reference`` and ``inference.kernels.belief``).
 PRUNE_NATS = 20.0            # components under exp(-20) of the heaviest are left out
 LOOKAHEAD_RTOL = 1e-6        # only means after a hypothetical click are needed

@@ -29,13 +29,14 @@ class StressKnobs(NamedTuple):
     unstructured: float = 0.0
     rater: float = 0.5
     noise: float = 0.3
+    closeness: float = 0.0           # drift: 0 fresh types; towards 1, lookalikes of the last block's types
 
     def check(self) -> "StressKnobs":
         """These knobs as exact Python numbers, or InputError naming the first one out of range."""
         ints = {"arrivals": (1, MAX_STRESS_ARRIVALS), "types": (1, 64), "block_length": (0, MAX_ARRIVALS)}
         floats = {"tightness": (0.0, 4.0), "polarisation": (0.0, 1.0), "shift_at": (0.0, 1.0),
                   "shift_strength": (0.0, 1.0), "unstructured": (0.0, 1.0), "rater": (-4.0, 4.0),
-                  "noise": (0.0, 3.0)}
+                  "noise": (0.0, 3.0), "closeness": (0.0, 1.0)}
         out = {}
         for name, value in self._asdict().items():
             if name in ints:
@@ -54,6 +55,9 @@ class StressKnobs(NamedTuple):
         if knobs.block_length and knobs.shift_at:
             raise InputError("stress knobs block_length and shift_at: a world drifts in blocks or shifts once, "
                              "not both")
+        if knobs.closeness and not knobs.block_length:
+            raise InputError(f"stress knob closeness = {knobs.closeness}: a block's types copy the last block's, so it "
+                             f"needs drift (block_length > 0)")
         if knobs.block_length and knobs.block_length >= knobs.arrivals:
             raise InputError(f"stress knob block_length = {knobs.block_length}: with {knobs.arrivals} arrivals there "
                              f"would be one block and no drift; give fewer than the arrivals (0: no drift)")
@@ -73,6 +77,9 @@ STRESS_PRESETS = {
                          "two camps with opposed tastes and a useless rater: the population mean serves no one"),
     "stress-drift": (StressKnobs(types=3, tightness=0.2, block_length=35),
                      "every 35 arrivals three fresh tight types that never recur"),
+    "stress-lookalike": (StressKnobs(arrivals=300, types=1, tightness=0.2, block_length=25, closeness=0.8),
+                         "every 25 arrivals one fresh tight type that ranks the last block's two favourite personas as "
+                         "it did and the rest the other way round: a prior that is confidently wrong"),
     "stress-shift": (StressKnobs(types=3, tightness=0.25, shift_at=0.5, shift_strength=0.8),
                      "three types, then from mid-run students whose tastes run against them"),
     "stress-unstructured": (StressKnobs(unstructured=1.0, rater=0.0),
@@ -87,6 +94,15 @@ def preset_knobs(name: str) -> StressKnobs:
     if name not in STRESS_PRESETS:
         raise InputError(f"unknown stress preset {name!r}; the presets: {', '.join(STRESS_PRESETS)}")
     return STRESS_PRESETS[name][0]
+
+
+def knobs_record(knobs: StressKnobs) -> dict:
+    """The knobs a world file records: all of them but `closeness` at 0 (the knob came later, and a world built
+    without it keeps the bytes, and digest, it was published with)."""
+    record = knobs._asdict()
+    if not record["closeness"]:
+        del record["closeness"]
+    return record
 
 
 def segment_starts(knobs: StressKnobs) -> list[int]:

@@ -304,6 +304,9 @@ def test_the_leaderboard_stress_section_has_segments_and_the_robustness_rule(env
     assert "| policy | tiny-drift (seeds) | tiny-steady (seeds) |" in stress
     assert "### tiny-drift: per segment (2 switches)" in stress and "tiny-steady: per segment" not in stress
     assert "paired against no-transfer" in stress
+    assert "Per block, against no-transfer:" in stress and "coduel minus no-transfer, paired over 3 seed(s)" in stress
+    assert "Per block, against coduel:" in stress and "| 16 |" in stress          # the third block, 8 arrivals
+    assert "arrivals 2-5 at least -10 and arrivals 6 on at least -2" in stress
     rule = stress.split("### The robustness rule")[1]
     assert "| no-transfer | 3 |" in rule                   # judged on dev and both stress worlds
     page = (out_dir / "leaderboard.html").read_text()

@@ -25,6 +25,7 @@ EXAMPLES = {
     "challenger_diagnostic.py": ["--seeds", "2", "--arrivals", "40"],
     "where_the_gain_sits.py": ["--world", "dev", "--arrivals", "20", "--store", "{tmp}/runs"],
     "gate_around_a_switch.py": ["--world", "dev", "--seeds", "2", "--arrivals", "30"],
+    "recovery_after_switch.py": ["--world", "stress-lookalike", "--seeds", "2", "--arrivals", "60"],
     "which_learner_predicted.py": ["--seeds", "1", "--arrivals", "30"],
     "trace_user.py": ["--world", "dev", "--arrival", "30", "--seeds", "2", "--arrivals", "40"],
     "calibrate_simulator.py": ["--simulations", "10", "--wave-size", "3", "--jobs", "1"],

@@ -16,7 +16,7 @@ from diagnostics.learning_curves import learning_curve, per_user_excess, plot_le
 from diagnostics.paper_agreement import published_column
 from diagnostics.published_curves import CURVES_FILE, load_curves, our_plateau
 from diagnostics.robustness import MARGIN, format_robustness, robustness
-from diagnostics.segments import segment_report
+from diagnostics.segments import block_report, segment_report
 from diagnostics.stats import leaderboard
 from online.registry import canonical_spec
 from online.store import RunStore
@@ -220,6 +220,10 @@ def stress_section(lines_by_world: dict, rows_by_world: dict, worlds: dict, rost
         report = segment_report(rows, worlds[name], "no-transfer")
         if report is not None:
             md += ["", f"### {name}: per segment ({len(report[0])} switches)", "", report[1]]
+            for base in ("no-transfer", "coduel"):
+                blocks = block_report(rows, worlds[name], base)
+                if blocks:
+                    md += ["", f"Per block, against {base}:", "", blocks]
     verdicts = robustness({**roster_rows, **rows_by_world})
     if verdicts:
         md += ["", "### The robustness rule", "", f"A policy is a default only if, on every stress world and every "

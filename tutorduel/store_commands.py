@@ -10,7 +10,7 @@ import numpy as np
 
 from diagnostics.learning_curves import final_quarter_table, learning_curve, plot_learning_curves
 from diagnostics.profile_breakdown import MAX_PROFILES, format_profile_table, profile_count, profile_table
-from diagnostics.segments import segment_report
+from diagnostics.segments import block_report, segment_report
 from diagnostics.stats import format_table, leaderboard, paired_gain, t_interval
 from online.registry import canonical_spec, policy_spec
 from online.replay import arrivals_limit
@@ -133,6 +133,11 @@ def _print_segments(rows, world, against=None) -> None:
         starts, table = report
         print(f"\nper segment ({len(starts)} switches, at arrivals {', '.join(map(str, starts))}), score:")
         print(table)
+        for base in dict.fromkeys(x for x in (against, "no-transfer", "coduel") if x):
+            blocks = block_report(rows, world, base)
+            if blocks:
+                print(f"\nper block, against {base}:\n")
+                print(blocks)
 
 
 def _print_profiles(rows, world, against=None) -> None:

@@ -52,6 +52,7 @@ from online import append_only
 from online import gate as gt
 from online.learner import Context, Learner
 from online.policies.coduel_pairs import challenged_pair, informative_pair
+from online.policies.coduel_prior import belief_from, broad_belief, broad_floor, floored, unfloored_broad
 from online.setting_range import Range, ranged
 from tdmodels.population_hyper import ALPHA, N_LEARNED, RIDGE, recalibrated_design
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior
@@ -87,6 +88,9 @@ class Settings(NamedTuple):
     broad_memory: int = 0               # ... and at least its mean weight at the end of the last this many sessions
                                         # (0 for each of them before the first session)
     challenger: float = 0.0             # pairs: the no-transfer learner's favourite as second at this confidence
+    change_hazard: float = 0.0          # a session's belief adds the new type the last sessions may share
+                                        # (``inference.change_point``), this the prior chance of a change a session
+    change_weight_max: float = 0.25     # ... with at most this weight: the rest keeps the population's hedge
 
 
 class Rounds(NamedTuple):
@@ -122,6 +126,8 @@ class CODuelState(NamedTuple):
     done: Completed
     session_z: np.ndarray        # [S, d] this session's click designs as read (rows [:t]; kept by belief="laplace-is")
     recent_broad: np.ndarray     # [broad_memory] the broad component's weight in the belief at the last sessions' ends
+    active: np.ndarray           # [C'] the belief's live slots: the population's (C' = C), and with change_hazard
+                                 # the recent type's before the broad one (C' = C + 1; ``online.policies.coduel_prior``)
 
 
 class Predictions(NamedTuple):
@@ -161,48 +167,6 @@ def _recalibrated(Phi, A):
     return kn.recalibrated(_float(Phi), A)
 
 
-def _floored(weights: np.ndarray, floor: float) -> np.ndarray:
-    """Mixture weights [C] (broad last) with the broad weight raised to `floor` if below it, the others scaled
-    down in proportion."""
-    if floor <= weights[-1]:
-        return weights
-    w = weights * ((1.0 - floor) / (1.0 - weights[-1]))
-    w[-1] = floor
-    return w
-
-
-def _belief_from(pop: Population, floor: float = 0.0) -> MixtureBelief:
-    with np.errstate(divide="ignore"):
-        log_w = np.where(pop.active, np.log(_floored(pop.weights, floor)), -np.inf)
-    return MixtureBelief(log_w, pop.means.copy(), pop.covs.copy())
-
-
-BROAD_FLOOR_MAX = 0.99   # recent sessions raise the floor at most to this: the learned components keep weight
-
-
-def _broad_floor(state: CODuelState, s: Settings) -> float:
-    """The least weight of the broad component in a session's starting belief (`session_broad_weight`, and the
-    mean of `recent_broad` up to BROAD_FLOOR_MAX)."""
-    recent = min(float(state.recent_broad.mean()), BROAD_FLOOR_MAX) if len(state.recent_broad) else 0.0
-    return max(s.session_broad_weight, recent)
-
-
-def _unfloored_broad(state: CODuelState, s: Settings) -> float:
-    """The broad component's weight in the session's final belief re-weighted from the floored prior the session
-    started under to the population's own: the posterior probability that the user fits no learned type, as
-    CODuel's prior would have it (so that the floor does not feed on itself)."""
-    pop, a = state.pop, state.pop.active
-    w0 = pop.weights[a]
-    wf = _floored(pop.weights, _broad_floor(state, s))[a]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lp = np.where(w0 > 0, state.belief.log_w[a] + np.log(w0) - np.log(wf), -np.inf)
-    return float(np.exp(lp[-1] - np.logaddexp.reduce(lp)))
-
-
-def _broad(pop: Population) -> MixtureBelief:
-    return MixtureBelief(np.zeros(1), pop.means[-1:].copy(), pop.covs[-1:].copy())
-
-
 def _appended(done: Completed, session: Rounds, z: np.ndarray) -> Completed:
     """The completed sessions with one more: row n of the shared buffers (copied first if another state
     has written there)."""
@@ -231,9 +195,10 @@ def init(context: Context, settings: Settings = Settings()) -> CODuelState:
     B = settings.bank_size if settings.bank_size is not None else context.b
     pop = init_population(d, settings.prior_var, settings.max_learned)
     done = Completed(_empty_rounds((N, S), K), np.zeros((N, S, d)), 0, append_only.new_mark())
-    return CODuelState(pop, np.eye(K), np.r_[1.0, np.zeros(K * K)], gt.GateState(), False, _belief_from(pop),
-                       _broad(pop), np.zeros((B, K, d)), np.zeros((B, K, d)), 0, 0, _empty_rounds((S,), K), done,
-                       np.zeros((S, d)), np.zeros(settings.broad_memory))
+    belief, active = belief_from(pop, 0.0, settings.change_hazard)
+    return CODuelState(pop, np.eye(K), np.r_[1.0, np.zeros(K * K)], gt.GateState(), False, belief,
+                       broad_belief(pop), np.zeros((B, K, d)), np.zeros((B, K, d)), 0, 0, _empty_rounds((S,), K), done,
+                       np.zeros((S, d)), np.zeros(settings.broad_memory), active)
 
 
 def start_session(state: CODuelState, settings: Settings = Settings()) -> CODuelState:
@@ -243,8 +208,9 @@ def start_session(state: CODuelState, settings: Settings = Settings()) -> CODuel
         raise InputError(f"CODuel: a state made with broad_memory={len(state.recent_broad)} given settings with "
                          f"broad_memory={s.broad_memory}")
     transfer = (not s.gate and state.pop.n > 0) or gt.transfer_on(state.gate, s.gate_z, s.gate_min)
-    return state._replace(belief=_belief_from(state.pop, _broad_floor(state, s)), alone=_broad(state.pop),
-                          transfer=transfer, t=0,
+    belief, active = belief_from(state.pop, broad_floor(state.recent_broad, s.session_broad_weight), s.change_hazard,
+                                 s.change_weight_max)
+    return state._replace(belief=belief, active=active, alone=broad_belief(state.pop), transfer=transfer, t=0,
                           session=Rounds(*(np.zeros_like(x) for x in state.session)))
 
 
@@ -260,8 +226,12 @@ class ArrivalInfo(NamedTuple):
 def arrival(state: CODuelState, settings: Settings = Settings()) -> tuple[CODuelState, ArrivalInfo]:
     """The state after `start_session`, with what the user arrives under (the population prior with the
     broad weight raised to the session's floor, if any: the prior the session's belief starts from)."""
-    pop, a = state.pop, state.pop.active
-    prior = MixturePrior(_floored(pop.weights, _broad_floor(state, settings))[a], pop.means[a], pop.covs[a])
+    b, a = state.belief, state.active
+    if settings.change_hazard:
+        prior = MixturePrior(np.exp(b.log_w[a]), b.means[a], b.covs[a])
+    else:
+        w = floored(state.pop.weights, broad_floor(state.recent_broad, settings.session_broad_weight))
+        prior = MixturePrior(w[a], b.means[a], b.covs[a])
     return state, ArrivalInfo(prior, state.A, state.transfer, state.gate.mean, gt.standard_error(state.gate))
 
 
@@ -274,7 +244,7 @@ def select(state: CODuelState, Phi: np.ndarray, settings: Settings = Settings(),
     rules of ``online.policies.coduel_pairs``; the challenger applies to the pair of any rule."""
     s = settings
     b = state.belief if state.transfer else state.alone
-    active = state.pop.active if state.transfer else _ONE
+    active = state.active if state.transfer else _ONE
     if s.component_thompson and state.transfer:
         if rng is None:
             raise InputError("CODuel with component_thompson draws a component: select needs its rng")
@@ -307,11 +277,12 @@ def update(state: CODuelState, Phi: np.ndarray, pair: tuple[int, int], y: int,
     pop, kind = state.pop, BELIEFS.index(settings.belief)
     if kind == 0:
         P, z, w1, m1, S1, lp_pop, w2, m2, S2, lp_alone = kn.coduel_click(
-            b.log_w, b.means, b.covs, pop.active, a.log_w, a.means, a.covs, Phi, state.A, i, j, int(y))
+            b.log_w, b.means, b.covs, state.active, a.log_w, a.means, a.covs, Phi, state.A, i, j, int(y))
     else:
-        prior = _belief_from(pop, _broad_floor(state, settings)) if kind == 2 else b   # read by "laplace-is" only
+        floor = broad_floor(state.recent_broad, settings.session_broad_weight)
+        prior = belief_from(pop, floor, settings.change_hazard, settings.change_weight_max)[0] if kind == 2 else b
         P, z, w1, m1, S1, lp_pop, w2, m2, S2, lp_alone = kn.coduel_click_belief(
-            b.log_w, b.means, b.covs, pop.active, a.log_w, a.means, a.covs, Phi, state.A, i, j, int(y), kind,
+            b.log_w, b.means, b.covs, state.active, a.log_w, a.means, a.covs, Phi, state.A, i, j, int(y), kind,
             prior.log_w, prior.means, prior.covs, state.session_z, state.session.y, state.t,
             base_draws(Phi.shape[1]))
     belief, alone = MixtureBelief(w1, m1, S1), MixtureBelief(w2, m2, S2)
@@ -364,7 +335,7 @@ def end_session(state: CODuelState, settings: Settings = Settings()) -> tuple[CO
     n = state.done.n
     if n == len(state.done.Z):
         raise InputError(f"CODuel: more sessions than the {n} arrivals the run was started for (context N)")
-    b, active = state.belief, state.pop.active
+    b, active = state.belief, state.active
     final = MixturePrior(np.exp(b.log_w[active]), b.means[active], b.covs[active])
     new = state.session
     z_new = recalibrated_design(state.A, new.first[None], new.second[None], new.rater[None])[0]
@@ -391,7 +362,8 @@ def end_session(state: CODuelState, settings: Settings = Settings()) -> tuple[CO
         pop = pop._replace(n=n)
     recent = state.recent_broad
     if len(recent) and state.pop.n_learned > 0:     # with no learned type the broad weight is 1 by construction
-        recent = np.r_[recent[1:], _unfloored_broad(state, s)]
+        recent = np.r_[recent[1:], unfloored_broad(state.pop, b.log_w, broad_floor(recent, s.session_broad_weight),
+                                                   s.change_hazard, s.change_weight_max)]
     state = state._replace(pop=pop, A=A, recal_w=recal_w, bank_P=bank_P, gate=gt.end_session(state.gate), done=done,
                            recent_broad=recent)
     return state, SessionInfo(final, bool(recalibrated), int(pop.active.sum()))
@@ -416,6 +388,11 @@ def check_settings(settings: Settings) -> Settings:
         raise InputError(f"challenger must be a number in [0, 1), got {s.challenger!r}")
     if 0 < s.challenger < 0.5:    # the favourite's probability of beating the first is never below 0.5
         raise InputError(f"challenger must be 0 (off) or in [0.5, 1): below 0.5 it acts as 0.5, got {s.challenger!r}")
+    if isinstance(s.change_hazard, bool) or not isinstance(s.change_hazard, numbers.Real) \
+            or not 0 <= s.change_hazard <= 0.5:
+        raise InputError(f"change_hazard must be a number in [0, 0.5], got {s.change_hazard!r}")
+    if s.change_hazard and not s.population:
+        raise InputError("change_hazard reads the population's per-session fits: it needs population=True")
     if s.belief not in BELIEFS:
         raise InputError(f"belief must be one of {', '.join(BELIEFS)}, got {s.belief!r}")
     if s.bank_size is not None and int(s.bank_size) < 1:
@@ -446,7 +423,9 @@ def coduel(population: bool = True, recalibration: bool = True, lookahead: bool 
            component_information: Annotated[float, Range(0, 100)] = 0.0,
            session_broad_weight: Annotated[float, Range(0, 1, hi_open=True)] = 0.0,
            broad_memory: Annotated[int, Range(0, 1000)] = 0,
-           challenger: Annotated[float, Range(0, 1, hi_open=True)] = 0.0) -> Learner:
+           challenger: Annotated[float, Range(0, 1, hi_open=True)] = 0.0,
+           change_hazard: Annotated[float, Range(0, 0.5)] = 0.0,
+           change_weight_max: Annotated[float, Range(0, 1)] = 0.25) -> Learner:
     """CODuel with the reference settings; ablations by setting (``coduel[population=false]``) or by name
     (``coduel-no-population``).
 
@@ -474,6 +453,14 @@ def coduel(population: bool = True, recalibration: bool = True, lookahead: bool 
         0, or in [0.5, 1) (the favourite's probability is never below 0.5): while transfer is on, the second persona of the pair is replaced by the no-transfer learner's
         favourite when that learner gives it at least this probability of beating the pair's first
         (``online.policies.coduel_pairs.challenged_pair``; ``coduel-challenger`` is 0.7); 0 is the paper's CODuel.
+    change_hazard : float
+        In [0, 0.5]: each session's belief also holds the new type the last sessions may share, weighted by the
+        probability that the population changed and the next user is of it, under this prior probability of a
+        change at each session (``inference.change_point``; ``coduel-change-point`` is 0.05); 0 is the paper's
+        CODuel.
+    change_weight_max : float
+        In [0, 1]: the most weight the recent type takes in a session's starting belief; the rest keeps the
+        population prior, so that a user who is not of the recent type is still served by it.
     belief : {"laplace", "adf", "laplace-is"}
         The per-user online belief, in both the population and the no-transfer learner
         (``inference.online_beliefs``): the paper's one-click Laplace step, assumed-density filtering,
@@ -490,7 +477,8 @@ def coduel(population: bool = True, recalibration: bool = True, lookahead: bool 
                                    component_thompson=bool(component_thompson), belief=str(belief),
                                    component_information=float(component_information),
                                    session_broad_weight=float(session_broad_weight), broad_memory=int(broad_memory),
-                                   challenger=float(challenger)))
+                                   challenger=float(challenger), change_hazard=float(change_hazard),
+                                   change_weight_max=float(change_weight_max)))
 
 
 __all__ = ["coduel", "coduel_learner", "CODuelState", "Settings", "Rounds", "Completed", "ArrivalInfo", "Predictions",

@@ -55,6 +55,8 @@ def test_stats_prints_segments_for_a_world_that_has_them_only(env_dirs, capsys):
     assert main(["stats", "--world", "drifting", "--against", "no-transfer"]) == 0
     out = capsys.readouterr().out
     assert "per segment (2 switches, at arrivals 8, 16)" in out and "paired against no-transfer" in out
+    assert "per block, against no-transfer:" in out and "| block (arrival) | first arrival | arrivals 2-5 |" in out
+    assert "per block, against coduel:" in out and "no-transfer minus coduel, paired over 2 seed(s)" in out
     assert main(["stats", "--world", "steady"]) == 0
     assert "per segment" not in capsys.readouterr().out
     assert arrival_segments(build_stress_world(StressKnobs(arrivals=5), 0, "s"), 5).tolist() == [0] * 5
@@ -69,3 +71,31 @@ def test_a_segment_score_without_random_excess_reads_undefined_not_nan():
             "worst_switch_diff": {"arrival": 4, "mean": float("nan"), "spread": float("nan")}}
     text = format_segment_table([line])
     assert "nan" not in text and text.count("undefined (no random excess)") == 4
+
+
+def test_block_parts_cover_each_blocks_first_arrival_the_next_four_and_the_rest():
+    from diagnostics.segments import block_part_masks
+
+    seg = np.array([0] * 7 + [1] * 3 + [2] * 8)
+    parts = [(a, [np.flatnonzero(m).tolist() for m in ms]) for a, ms in block_part_masks(seg)]
+    assert parts == [(0, [[0], [1, 2, 3, 4], [5, 6]]), (7, [[7], [8, 9], []]),
+                     (10, [[10], [11, 12, 13, 14], [15, 16, 17]])]
+
+
+def test_block_table_pairs_each_part_and_names_the_blocks_below_the_floors():
+    from diagnostics.segments import block_table, format_block_table, recovery_failures
+
+    seg = np.array([0] * 6 + [1] * 6)
+    base = _row([1] * 12, [0] * 12, [2] * 12)                          # score 50 on every part
+    worse = [1] * 6 + [1, 1.2, 1.2, 1.2, 1.2, 1.05]                     # block 2: 2-5 at 40, 6 on at 47.5
+    lines = block_table({"nt": {0: base, 1: base}, "p": {0: _row(worse, [0] * 12, [2] * 12), 1: base}}, seg, "nt")
+    (line,) = lines
+    assert line["n_common"] == 2 and [b["arrival"] for b in line["blocks"]] == [0, 6]
+    first, early, late = line["blocks"][1]["parts"]
+    assert first[0] == pytest.approx(0.0) and early[0] == pytest.approx(-5.0) and late[0] == pytest.approx(-1.25)
+    assert recovery_failures(line) == []
+    assert recovery_failures(line, (None, -4.0, -1.0)) == ["block at 6, arrivals 2-5: -5.0 < -4",
+                                                            "block at 6, arrivals 6 on: -1.2 < -1"]
+    text = format_block_table(lines)
+    assert "p minus nt, paired over 2 seed(s)" in text and "| 6 | +0.0 [+0.0, +0.0] | -5.0 [" in text
+    assert block_table({"p": {0: base}}, seg, "nt") == []

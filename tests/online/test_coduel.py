@@ -3,8 +3,9 @@ import pytest
 
 from online.learner import Context
 from online.policies import coduel as cd
+from online.policies.coduel_prior import BROAD_FLOOR_MAX, belief_from
 from online.registry import make_learner
-from online.replay import replay, replay_logged
+from online.replay import play, prepare_run, replay, replay_logged
 from online.schedule import make_schedule
 from tests.online.driving import play_sessions
 
@@ -200,7 +201,7 @@ def test_component_thompson_shows_the_greedy_pair_of_a_component_drawn_by_weight
     log_w = np.full(len(means), -np.inf)
     log_w[[0, -1]] = np.log([0.7, 0.3])
     pop = state.pop._replace(active=active)
-    state = state._replace(pop=pop, transfer=True, belief=MixtureBelief(log_w, means, state.belief.covs))
+    state = state._replace(pop=pop, active=active, transfer=True, belief=MixtureBelief(log_w, means, state.belief.covs))
     Phi = np.concatenate([np.eye(6), np.zeros((6, 1))], 1)
     rng = np.random.default_rng(3)
     pairs = [cd.select(state, Phi, s, rng) for _ in range(2000)]
@@ -271,7 +272,7 @@ def test_a_sessions_belief_starts_with_the_broad_weight_at_least_the_floor():
     pop = cd.init_population(3)._replace(weights=np.array([0.6, 0.3, 0.0, 0.1]),
                                           active=np.array([True, True, False, True]))
     for floor, want in ((0.0, 0.1), (0.05, 0.1), (0.4, 0.4)):
-        w = np.exp(cd._belief_from(pop, floor).log_w)
+        w = np.exp(belief_from(pop, floor)[0].log_w)
         assert w[-1] == pytest.approx(want) and w.sum() == pytest.approx(1.0) and w[2] == 0.0
         assert w[0] / w[1] == pytest.approx(2.0)                  # the learned components keep their ratios
 
@@ -291,9 +292,9 @@ def test_recent_broad_holds_the_last_sessions_unfloored_end_weights_and_sets_the
         state, info = learner.start_session(state, rng)
         active = state.pop.active
         np.testing.assert_allclose(np.exp(state.belief.log_w[active]), info.prior.weights, rtol=1e-12)
-        floor = min(before.mean(), cd.BROAD_FLOOR_MAX)
+        floor = min(before.mean(), BROAD_FLOOR_MAX)
         assert info.prior.weights[-1] >= floor - 1e-12
-        plain = cd._belief_from(state.pop)
+        plain = belief_from(state.pop)[0]
         log_w, means, covs = plain.log_w, plain.means, plain.covs
         for _ in range(4):
             Phi = feats[rng.integers(len(feats))]
@@ -337,3 +338,52 @@ def test_a_state_and_settings_of_different_broad_memories_are_one_clear_error():
     state = cd.init(Context(6, 7, 4, 1.0, 16, 9), cd.Settings(broad_memory=3))
     with pytest.raises(InputError, match="broad_memory=3"):
         cd.start_session(state, cd.Settings(broad_memory=5))
+
+
+def test_with_a_change_hazard_the_belief_holds_the_recent_type_before_the_broad_component():
+    """coduel-change-point: one slot more than the population's, just before the broad one, inactive until two
+    sessions are done, then at most change_weight_max of the arrival prior; the population never sees it."""
+    from tdmodels.stress_knobs import StressKnobs
+    from tdmodels.stress_worlds import build_stress_world
+
+    w = build_stress_world(StressKnobs(arrivals=30, types=1, tightness=0.1, block_length=15), 0, "one-type")
+    run = prepare_run(w, 0, "coduel-change-point", None)
+    priors, slots = [], []
+
+    def observe(kind, a, t, info):
+        if kind == "start_session":
+            priors.append(info.prior)
+
+    play(run, observe=observe)
+    state = run.learner.init(run.ctx)
+    C = len(state.pop.weights)
+    assert state.pop.active.shape == (C,) and state.belief.log_w.shape == (C + 1,) and not state.active[C - 1] and state.active[C]
+    assert len(priors[0].weights) == 1 and len(priors[1].weights) == 2      # the broad, then one learned too
+    state = run.learner.init(run.ctx)
+    recent = []
+    for a in range(30):                           # the recent slot's own weight, read off the state
+        state, _ = run.learner.start_session(state, np.random.default_rng(a))
+        recent.append(np.exp(state.belief.log_w[C - 1]) if state.active[C - 1] else 0.0)
+        for t in range(run.sched.question.shape[1]):
+            q = run.sched.question[a, t]
+            pair, _ = run.learner.select(state, run.feats[q], np.random.default_rng(t))
+            y = int(run.probs[run.sched.student[a], q, pair[0], pair[1]] > 0.5)    # the students' likelier click
+            state, _ = run.learner.update(state, run.feats[q], pair, y)
+        state, _ = run.learner.end_session(state)
+    assert recent[0] == recent[1] == 0.0 < recent[2]                          # two sessions agree before a type
+    assert max(recent) <= 0.25 + 1e-12 and max(recent[17:]) > 0.2            # a new type after the switch, capped
+    for p in priors:
+        assert p.weights.sum() == pytest.approx(1.0) and np.all(p.weights >= 0)
+    _, log = replay_logged(w, 0, "coduel-change-point")
+    assert log.priors.weights.shape[1] >= 3 and np.isfinite(log.beliefs.weights).all()
+
+
+@pytest.mark.parametrize("spec, match", [("coduel[change_hazard=0.6]", "change_hazard"),
+                                         ("coduel[change_hazard=-0.1]", "change_hazard"),
+                                         ("coduel[change_hazard=0.1,population=false]", "needs population=True")])
+def test_change_hazard_out_of_range_or_without_a_population_is_one_clear_error(spec, match):
+    from online.registry import PolicySpecError
+    from tdmodels.errors import InputError
+
+    with pytest.raises((InputError, PolicySpecError), match=match):
+        make_learner(spec)

@@ -196,3 +196,61 @@ def test_a_block_as_long_as_the_run_is_refused_as_no_drift():
         with pytest.raises(InputError, match="one block and no drift"):
             StressKnobs(arrivals=arrivals, block_length=block).check()
     assert StressKnobs(arrivals=5, block_length=4).check().block_length == 4
+
+
+def test_a_lookalike_keeps_the_two_favourites_and_puts_every_other_persona_above_them():
+    from tdmodels.stress_worlds import lookalike_means
+
+    mu = np.array([[3.0, 2.0, 1.0, 0.0, -1.0, -2.5], [0.0, -1.0, 4.0, 1.0, 2.0, 0.5]])
+    like = lookalike_means(mu)
+    for m, lk in zip(mu, like):
+        top = np.argsort(-m)[:2]
+        assert np.array_equal(lk[top], m[top])                          # the clicks between the favourites stay
+        rest = np.setdiff1d(np.arange(6), top)
+        assert np.all(lk[rest] > m[top].max())                          # every other persona above both
+        assert np.argmax(lk) == np.argmin(m)                            # the least favourite is the new favourite
+
+
+def test_closeness_needs_drift_and_zero_keeps_the_world_without_the_knob():
+    with pytest.raises(InputError, match="closeness = 0.5: .* needs drift"):
+        StressKnobs(closeness=0.5).check()
+    with pytest.raises(InputError, match="stress knob closeness = "):
+        StressKnobs(block_length=10, closeness=1.5).check()
+    plain = build_stress_world(SMALL._replace(block_length=10), 0, "s")
+    assert "closeness" not in stress_knobs_of(plain)._asdict() or stress_knobs_of(plain).closeness == 0.0
+    assert "closeness" not in str(plain.attrs["stress_knobs"])          # the record of a world built before it
+    near = build_stress_world(SMALL._replace(block_length=10, closeness=0.8), 0, "s")
+    assert stress_knobs_of(near).closeness == 0.8 and world_digest(near) != world_digest(plain)
+
+
+def test_a_lookalike_blocks_types_favour_what_the_earlier_types_ranked_last():
+    """With closeness 1 every later block's type is the lookalike of the earlier types' mean taste: the two
+    personas that mean favours are the block's two least favourite, and its least favourite is the block's
+    favourite."""
+    from tdmodels.stress_worlds import world_type_means
+
+    knobs = StressKnobs(arrivals=60, types=1, tightness=0.1, block_length=15, closeness=1.0)
+    w = build_stress_world(knobs, 2, "s")
+    centre = world_type_means(w)
+    types = centre[::15]                                                  # one type a block
+    for g in range(1, len(types)):
+        m = types[:g].mean(0)
+        assert set(np.argsort(types[g])[:2]) == set(np.argsort(-m)[:2])
+        assert np.argmax(types[g]) == np.argmin(m)
+    theta_mean_gap = np.abs(np.mean(_student_theta(knobs, 2) - centre, axis=0))
+    assert np.all(theta_mean_gap < 0.1)                                   # students spread about their type
+
+
+def _student_theta(knobs, seed):
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 0x57E55]))
+    rng.standard_normal((96, 6))
+    return student_tastes(knobs.check(), rng, 6)[0]
+
+
+def test_type_means_are_refused_for_a_world_that_is_not_a_stress_world():
+    from tdmodels.stress_worlds import world_type_means
+
+    w = build_stress_world(SMALL, 0, "s")
+    del w.attrs["stress_knobs"]
+    with pytest.raises(InputError, match="not a stress world"):
+        world_type_means(w)

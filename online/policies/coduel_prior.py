@@ -1,0 +1,96 @@
+"""The prior a CODuel session starts from: the population prior, its broad weight floored, and (with a change
+hazard) the new type the last sessions may share.
+
+CODuel's belief over a user lives on the population's component slots, learned ones first and the broad one
+last. With `change_hazard` > 0 the belief has one slot more, just before the broad one: the recent type of
+``inference.change_point``, weighted by the probability that the next user is of it, the population's slots
+scaled down by the rest. The population itself (its refit, its slots) never sees that slot.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from inference.change_point import RecentType, recent_type
+from inference.constants import CHANGE_WINDOW
+from inference.mixture_belief import MixtureBelief
+from inference.population import Population
+
+BROAD_FLOOR_MAX = 0.99   # recent sessions raise the floor at most to this: the learned components keep weight
+
+
+def floored(weights: np.ndarray, floor: float) -> np.ndarray:
+    """Mixture weights [C] (broad last) with the broad weight raised to `floor` if below it, the others scaled
+    down in proportion."""
+    if floor <= weights[-1]:
+        return weights
+    w = weights * ((1.0 - floor) / (1.0 - weights[-1]))
+    w[-1] = floor
+    return w
+
+
+def broad_floor(recent_broad: np.ndarray, session_broad_weight: float) -> float:
+    """The least weight of the broad component in a session's starting belief (`session_broad_weight`, and the
+    mean of `recent_broad` up to BROAD_FLOOR_MAX)."""
+    recent = min(float(recent_broad.mean()), BROAD_FLOOR_MAX) if len(recent_broad) else 0.0
+    return max(session_broad_weight, recent)
+
+
+def recent_type_of(pop: Population, hazard: float) -> RecentType:
+    """``inference.change_point.recent_type`` over the population's last CHANGE_WINDOW sessions and its prior."""
+    if pop.n == 0:
+        d = pop.means.shape[1]
+        return RecentType(0.0, np.zeros(d), np.eye(d), 0.0)
+    lo = max(0, pop.n - CHANGE_WINDOW)
+    a = pop.active
+    return recent_type(pop.lik_prec[lo:pop.n], pop.lik_lin[lo:pop.n], pop.lik_const[lo:pop.n], pop.weights[a],
+                       pop.means[a], pop.covs[a], hazard, float(pop.covs[-1, 0, 0]))
+
+
+def session_prior(pop: Population, floor: float = 0.0, recent: RecentType | None = None,
+                  cap: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """(weights [C'], active [C']) of a session's starting belief: C' = C slots, or C + 1 with a `recent` type (its
+    slot before the broad one, its weight at most `cap`, inactive where its weight is 0)."""
+    w = floored(pop.weights, floor)
+    if recent is None:
+        return w, pop.active
+    rho = min(recent.weight, cap)
+    return (np.concatenate([(1.0 - rho) * w[:-1], [rho], (1.0 - rho) * w[-1:]]),
+            np.concatenate([pop.active[:-1], [rho > 0.0], pop.active[-1:]]))
+
+
+def belief_from(pop: Population, floor: float = 0.0, hazard: float = 0.0,
+                cap: float = 1.0) -> tuple[MixtureBelief, np.ndarray]:
+    """(the belief a session starts from, its active slots): `session_prior`'s weights on the population's
+    components, and with `hazard` > 0 on the recent type's (``recent_type_of``, its weight at most `cap`) too."""
+    recent = recent_type_of(pop, hazard) if hazard else None
+    w, active = session_prior(pop, floor, recent, cap)
+    with np.errstate(divide="ignore"):
+        log_w = np.where(active, np.log(w), -np.inf)
+    if recent is None:
+        return MixtureBelief(log_w, pop.means.copy(), pop.covs.copy()), active
+    return (MixtureBelief(log_w, np.concatenate([pop.means[:-1], recent.mean[None], pop.means[-1:]]),
+                          np.concatenate([pop.covs[:-1], recent.cov[None], pop.covs[-1:]])), active)
+
+
+def unfloored_broad(pop: Population, final_log_w: np.ndarray, floor: float, hazard: float = 0.0,
+                    cap: float = 1.0) -> float:
+    """The broad component's weight in a session's final belief (log weights `final_log_w` over its slots)
+    re-weighted from the prior the session started under to the unfloored one: the posterior probability that
+    the user fits no learned type (nor the recent type, with `hazard`), as the prior without a floor would have
+    it (so that a floor does not feed on itself)."""
+    recent = recent_type_of(pop, hazard) if hazard else None
+    wf, active = session_prior(pop, floor, recent, cap)
+    w0 = session_prior(pop, 0.0, recent, cap)[0]
+    w0, wf = w0[active], wf[active]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lp = np.where(w0 > 0, final_log_w[active] + np.log(w0) - np.log(wf), -np.inf)
+    return float(np.exp(lp[-1] - np.logaddexp.reduce(lp)))
+
+
+def broad_belief(pop: Population) -> MixtureBelief:
+    """The no-transfer learner's belief: the broad prior alone."""
+    return MixtureBelief(np.zeros(1), pop.means[-1:].copy(), pop.covs[-1:].copy())
+
+
+__all__ = ["BROAD_FLOOR_MAX", "floored", "broad_floor", "recent_type_of", "session_prior", "belief_from",
+           "unfloored_broad", "broad_belief"]

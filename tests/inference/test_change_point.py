@@ -1,0 +1,90 @@
+"""The change-point view of the population: its closed forms against direct formulas and the population's own
+surrogate evidence, and what it concludes from sessions of one new type, of the population, or none."""
+import numpy as np
+import pytest
+
+from inference.change_point import WIDTHS, population_log_evidence, recent_type, type_terms
+from inference.population import surrogate_units
+
+
+def _surrogates(rng, B, d, singular=False):
+    A = rng.standard_normal((B, d, d))
+    lam = np.einsum("bij,bkj->bik", A, A) + 0.1 * np.eye(d)
+    if singular:                                   # no likelihood along the all-ones direction, as clicks leave it
+        P = np.eye(d) - np.ones((d, d)) / d
+        lam = np.einsum("ij,bjk,kl->bil", P, lam, P)
+    return lam, rng.standard_normal((B, d)), rng.standard_normal(B)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_type_terms_are_the_marginal_likelihood_of_the_type_mean(seed):
+    """With Lam_u invertible, p(y_u | m) = exp(c_u + h' Lam^-1 h / 2) |2 pi Lam^-1|^1/2 N(Lam^-1 h; m, W + Lam^-1)."""
+    rng = np.random.default_rng(seed)
+    d, width = 3, WIDTHS[seed % len(WIDTHS)]
+    lam, h, c = _surrogates(rng, 4, d)
+    J, k, e = type_terms(lam, h, c, width)
+    m = rng.standard_normal(d)
+    for b in range(4):
+        inv = np.linalg.inv(lam[b])
+        x, S = inv @ h[b], width * np.eye(d) + inv
+        want = (c[b] + 0.5 * h[b] @ inv @ h[b] - 0.5 * np.linalg.slogdet(lam[b])[1]
+                - 0.5 * np.linalg.slogdet(S)[1] - 0.5 * (x - m) @ np.linalg.solve(S, x - m))
+        assert e[b] - 0.5 * m @ J[b] @ m + k[b] @ m == pytest.approx(want, abs=1e-9)
+
+
+def test_population_evidence_is_the_populations_own_surrogate_evidence():
+    rng = np.random.default_rng(1)
+    d = 4
+    lam, h, c = _surrogates(rng, 6, d, singular=True)
+    w, means = np.array([0.2, 0.5, 0.3]), rng.standard_normal((3, d))
+    covs = np.stack([0.3 * np.eye(d), np.eye(d), 4.0 * np.eye(d)])
+    users, comps = np.repeat(np.arange(6), 3), np.tile(np.arange(3), 6)
+    ev = surrogate_units(users, comps, lam, h, c, means, covs)[2].reshape(6, 3)
+    want = np.logaddexp.reduce(np.log(w)[None] + ev, axis=1)
+    np.testing.assert_allclose(population_log_evidence(lam, h, c, w, means, covs), want, atol=1e-10)
+
+
+def _clicks_surrogate(theta, rng, n=60, scale=2.0):
+    """A Gaussian likelihood of theta as many informative clicks would give: Lam = X'X / 4 (persona contrasts),
+    centred on the user's theta (up to the all-ones direction, which contrasts never see)."""
+    d = len(theta)
+    X = rng.standard_normal((n, d))
+    X -= X.mean(1, keepdims=True)
+    lam = scale * X.T @ X / 4
+    return lam, lam @ theta, 0.0
+
+
+def _sessions(thetas, rng):
+    parts = [_clicks_surrogate(t, rng) for t in thetas]
+    return (np.array([p[0] for p in parts]), np.array([p[1] for p in parts]), np.array([p[2] for p in parts]))
+
+
+def test_users_of_one_new_type_after_the_populations_own_make_it_the_likely_next_one():
+    rng = np.random.default_rng(2)
+    d = 5
+    means = np.array([[2.0, -1, 0, 0, 0], [-1.0, 2, 0, 0, 0], [0.0, 0, 0, 0, 0]])
+    covs = np.stack([0.1 * np.eye(d), 0.1 * np.eye(d), 4.0 * np.eye(d)])
+    w = np.array([0.45, 0.45, 0.1])
+    old = [means[rng.integers(2)] + 0.3 * rng.standard_normal(d) for _ in range(20)]
+    new_type = np.array([0.0, 0, -2, 2.5, 0])
+    new = [new_type + 0.3 * rng.standard_normal(d) for _ in range(6)]
+    before = recent_type(*_sessions(old, rng), w, means, covs, 0.02, 4.0)
+    after = recent_type(*_sessions(old + new, rng), w, means, covs, 0.02, 4.0)
+    assert before.weight < 0.05
+    assert after.weight > 0.9 and 5 <= after.sessions <= 7.5
+    c = lambda v: v - v.mean()                     # noqa: E731  (contrasts only: the all-ones direction is unseen)
+    assert np.sqrt(np.mean((c(after.mean) - c(new_type)) ** 2)) < 0.3
+    assert np.all(np.linalg.eigvalsh(after.cov) > 0)
+
+
+def test_no_session_says_nothing_and_the_hazard_bounds_the_weight():
+    d = 3
+    w, means, covs = np.array([1.0]), np.zeros((1, d)), 4.0 * np.eye(d)[None]
+    none = recent_type(np.zeros((0, d, d)), np.zeros((0, d)), np.zeros(0), w, means, covs, 0.1, 4.0)
+    assert none.weight == 0.0 and none.sessions == 0.0
+    rng = np.random.default_rng(3)
+    same = [np.array([3.0, -3.0, 0.0]) + 0.1 * rng.standard_normal(d) for _ in range(10)]
+    r = recent_type(*_sessions(same, rng), w, means, covs, 0.3, 4.0)
+    assert 0.6 < r.weight <= 0.7 + 1e-12                # at most 1 - hazard: the next user may start a change
+    lam, h, c = _surrogates(rng, 8, d, singular=True)
+    assert np.isfinite(recent_type(lam, h, c, w, means, covs, 0.02, 4.0).weight)
