@@ -10,6 +10,8 @@ _EXPORTS = {
     "t_interval": ".stats",
     "leaderboard": ".stats",
     "mean_se": ".stats",
+    "block_table": ".segments",
+    "recovery_failures": ".segments",
     "reference_regrets": ".references",
     "check_posterior": ".posterior_checks",
     "check_logged_users": ".posterior_checks",

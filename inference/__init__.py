@@ -18,6 +18,8 @@ _EXPORTS = {
     "Population": ".population",
     "init_population": ".population",
     "refit_population": ".population",
+    "recent_type": ".change_point",
+    "RecentType": ".change_point",
     "fit_mixture_em": ".mixture_em",
     "GaussianPopulation": ".gaussian_population",
     "fit_gaussian_population": ".gaussian_population",

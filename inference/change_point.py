@@ -2,24 +2,23 @@
 
 After each completed session u, the population keeps a Gaussian surrogate of that user's click likelihood,
 log L_u(theta) ~= c_u - theta' Lam_u theta / 2 + h_u' theta (``inference.population.likelihood_surrogate``).
-Over the last `window` sessions this module weighs, in the manner of Bayesian online change-point detection
-(Adams & MacKay 2007), the hypotheses
+Over the last sessions this module runs Bayesian online change-point detection (Adams & MacKay 2007) with two
+kinds of run: in a population run each user comes from the population prior (the learned mixture and its
+broad component) on their own; in a type run the run's users share a new type, theta_u ~ N(m, W I) with
+m ~ N(0, broad_var I), for W in a grid of type widths `WIDTHS`. At each session a run continues with
+probability 1 - hazard or a new one starts, of the population (half) or of a new type of each width (the
+other half, evenly). A session's predictive is its evidence under the population in a population run, and
+the increase of its run's evidence in a type run; every evidence is closed-form under the surrogates (no
+Newton, no draws), and a session with no likelihood in some direction (Lam_u singular, as along the
+persona-sum direction every click leaves unseen) is handled in information form, without inverting Lam_u.
+Because earlier runs are summed over, not compared against the population, a new type shows after its first
+users even when the run before it was of a type the population lacked too.
 
-- H_0: every one of them came from the population prior (the learned mixture and its broad component);
-- H_(r, W): the population changed r sessions ago (r = 1 .. window): the last r users share a new type,
-  theta_u ~ N(m, W) with m ~ N(0, broad_var I), for W in a grid of type widths `WIDTHS` (times I); the
-  sessions before them came from the population,
-
-with prior P(H_(r, .)) = hazard (1 - hazard)^(r - 1), spread evenly over the widths, and P(H_0) the rest.
-Every evidence is closed-form under the surrogates (no Newton, no draws). A session with no likelihood in
-some direction (Lam_u singular, as along the persona-sum direction every click leaves unseen) is handled in
-information form, without inverting Lam_u.
-
-The next user continues the new type with probability 1 - hazard under H_(r, W); the type's predictive is
-N(J^-1 k, J^-1 + W), J, k the posterior precision and linear term of m. A type is only a type once at least
-`MIN_SESSIONS` users agree on it: one user who fits no learned type is as often on their own (the broad
-component's business) as the first of a new kind, so `recent_type` returns the probability that the next user
-is of a new type shared by at least that many of the last users, and those hypotheses' predictives
+The next user continues the newest session's run with probability 1 - hazard; in a type run of r sessions
+its predictive is N(J^-1 k, J^-1 + W), J, k the posterior precision and linear term of m. A type is only a
+type once at least `MIN_SESSIONS` users agree on it: one user who fits no learned type is as often on their
+own (the broad component's business) as the first of a new kind. `recent_type` returns the probability that
+the next user continues a type run of at least that many sessions, and those runs' predictives
 moment-matched into one Gaussian: the component a session's belief can add to the population prior
 (``online.policies.coduel``'s `change_hazard`).
 """
@@ -39,7 +38,7 @@ class RecentType(NamedTuple):
     weight: float            # P(the next user is of the new type the last sessions share)
     mean: np.ndarray         # [d] the type's predictive mean for the next user
     cov: np.ndarray          # [d, d] and covariance
-    sessions: float          # the posterior mean of r given a change shared by >= MIN_SESSIONS users (0: none)
+    sessions: float          # the posterior mean length of that type run (0: none)
 
 
 def _spd(mats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -108,40 +107,67 @@ def recent_type(lik_prec, lik_lin, lik_const, weights, means, covs, hazard: floa
     Returns
     -------
     RecentType
-        Weight 0 (and the broad prior as its predictive) where no session is given.
+        Weight 0 (and the broad prior as its predictive) where fewer than MIN_SESSIONS sessions are given.
     """
     R, d = lik_lin.shape if len(lik_lin) else (0, len(means[0]))
     if R < MIN_SESSIONS:
         return RecentType(0.0, np.zeros(d), broad_var * np.eye(d), 0.0)
-    base = population_log_evidence(lik_prec, lik_lin, lik_const, weights, means, covs)[::-1]   # newest first
-    log_prior_r = np.log(hazard) + np.arange(R) * np.log1p(-hazard) - np.log(len(WIDTHS))
-    log_post, pred_mean, pred_cov = [], [], []
+    base = population_log_evidence(lik_prec, lik_lin, lik_const, weights, means, covs)
+    starts, ends = np.triu_indices(R + 1, 1)                 # the runs of sessions starts[i] .. ends[i] - 1
+    log_ev, post_mean, post_cov = [], [], []
     for width in WIDTHS:
-        J_u, k_u, e_u = (x[::-1] for x in type_terms(lik_prec, lik_lin, lik_const, width))
-        J = np.eye(d)[None] / broad_var + np.cumsum(J_u, axis=0)          # [R, d, d]: the last r = 1 .. R sessions
-        k, e = np.cumsum(k_u, axis=0), np.cumsum(e_u)
-        Jinv, logdetJ = _spd(J)
-        mean = np.einsum("rij,rj->ri", Jinv, k)
-        log_ev = e - 0.5 * d * np.log(broad_var) - 0.5 * logdetJ + 0.5 * np.einsum("ri,ri->r", k, mean)
-        log_post.append(log_prior_r + log_ev - np.cumsum(base))             # against H_0, per r
-        pred_mean.append(mean)
-        pred_cov.append(Jinv + width * np.eye(d)[None])
-    log_post = np.array(log_post)                                            # [widths, R]
-    log_h0 = R * np.log1p(-hazard)
-    top = max(float(log_post.max()), log_h0)
-    p = np.exp(log_post - top)
-    shared = p[:, MIN_SESSIONS - 1:]                                          # r >= MIN_SESSIONS
-    p_change = float(shared.sum() / (p.sum() + np.exp(log_h0 - top)))
-    if not shared.sum() > 0:
+        J_u, k_u, e_u = type_terms(lik_prec, lik_lin, lik_const, width)
+        CJ = np.concatenate([np.zeros((1, d, d)), np.cumsum(J_u, axis=0)])
+        Ck, Ce = np.concatenate([np.zeros((1, d)), np.cumsum(k_u, axis=0)]), np.r_[0.0, np.cumsum(e_u)]
+        J = np.eye(d)[None] / broad_var + CJ[ends] - CJ[starts]
+        k = Ck[ends] - Ck[starts]
+        logdetJ, quad = kernels.spd_logdet_quad(np.ascontiguousarray(J), np.ascontiguousarray(k))
+        if not np.isfinite(logdetJ).all():
+            raise FloatingPointError("change point: a matrix that should be positive definite is not")
+        ev = np.zeros((R + 1, R + 1))                         # ev[s, t]: sessions s .. t - 1 as one type (0: none)
+        ev[starts, ends] = Ce[ends] - Ce[starts] - 0.5 * d * np.log(broad_var) - 0.5 * logdetJ + 0.5 * quad
+        log_ev.append(ev)
+        last = np.flatnonzero(ends == R)                      # runs that end with the newest session, by start
+        Jinv, _ = _spd(J[last])
+        post_mean.append(np.einsum("pij,pj->pi", Jinv, k[last]))
+        post_cov.append(Jinv + width * np.eye(d)[None])
+    log_ev = np.array(log_ev)                                 # [widths, R + 1, R + 1]
+    runs = _run_posterior(base, log_ev, hazard)               # [1 + widths, R]: by kind (population first), start
+    typed = runs[1:, :R - MIN_SESSIONS + 1]                   # type runs of at least MIN_SESSIONS sessions
+    shared = float(typed.sum())
+    if not shared > 0:
         return RecentType(0.0, np.zeros(d), broad_var * np.eye(d), 0.0)
-    q = (shared / shared.sum()).ravel()
-    m = np.concatenate([x[MIN_SESSIONS - 1:] for x in pred_mean])
+    q = (typed / shared).ravel()
+    m = np.concatenate([x[:R - MIN_SESSIONS + 1] for x in post_mean])
     mean = np.einsum("h,hi->i", q, m)
     dev = m - mean[None]
-    cov = (np.einsum("h,hij->ij", q, np.concatenate([x[MIN_SESSIONS - 1:] for x in pred_cov]))
+    cov = (np.einsum("h,hij->ij", q, np.concatenate([x[:R - MIN_SESSIONS + 1] for x in post_cov]))
            + np.einsum("h,hi,hj->ij", q, dev, dev))
-    r = np.tile(np.arange(MIN_SESSIONS, R + 1), len(WIDTHS))
-    return RecentType((1.0 - hazard) * p_change, mean, 0.5 * (cov + cov.T), float(np.dot(q, r)))
+    r = np.tile(R - np.arange(R - MIN_SESSIONS + 1), len(WIDTHS))
+    return RecentType((1.0 - hazard) * shared, mean, 0.5 * (cov + cov.T), float(np.dot(q, r)))
+
+
+def _run_posterior(base: np.ndarray, log_ev: np.ndarray, hazard: float) -> np.ndarray:
+    """P(the run the newest session is in started at session s, and is of kind c) [1 + widths, R], by Bayesian
+    online change-point detection's recursion over the sessions, oldest first: a run either continues (1 -
+    hazard) or a new one starts (hazard), of the population (half) or of a new type of each width (the other
+    half, evenly); a session's predictive is its population evidence `base` [R] in a population run, and the
+    increase of its run's evidence `log_ev` [widths, R + 1, R + 1] in a type run."""
+    W, R = log_ev.shape[0], len(base)
+    log_kind = np.log(np.r_[0.5, np.full(W, 0.5 / W)])
+    log_run = np.full((1 + W, R), -np.inf)
+    s = np.arange(R)
+    for t in range(R):
+        if t:
+            total = np.logaddexp.reduce(log_run[:, :t], axis=None)
+            log_run[:, :t] += np.log1p(-hazard)
+            log_run[:, t] = total + np.log(hazard) + log_kind
+        else:
+            log_run[:, 0] = log_kind
+        log_run[0, :t + 1] += base[t]
+        log_run[1:, :t + 1] += log_ev[:, s[:t + 1], t + 1] - log_ev[:, s[:t + 1], t]
+        log_run -= np.logaddexp.reduce(log_run[:, :t + 1], axis=None)
+    return np.exp(log_run)
 
 
 __all__ = ["RecentType", "MIN_SESSIONS", "WIDTHS", "type_terms", "population_log_evidence", "recent_type"]

@@ -80,6 +80,31 @@ def spd_factors(mats):
 
 
 @njit(cache=CACHE)
+def spd_logdet_quad(mats, vecs):
+    """Log determinants [B] of symmetric positive definite mats [B, d, d] and the quadratic forms v' M^-1 v [B] of
+    vecs [B, d] (NaN where a matrix is not positive definite): one Cholesky each, no inverse."""
+    B, d, _ = mats.shape
+    logdet, quad = np.empty(B), np.empty(B)
+    L, z = np.empty((d, d)), np.empty(d)
+    for b in range(B):
+        if not _cholesky(mats[b], L):
+            logdet[b] = np.nan
+            quad[b] = np.nan
+            continue
+        acc_det, acc_quad = 0.0, 0.0
+        for i in range(d):
+            acc = vecs[b, i]
+            for k in range(i):
+                acc -= L[i, k] * z[k]
+            z[i] = acc / L[i, i]
+            acc_det += math.log(L[i, i])
+            acc_quad += z[i] * z[i]
+        logdet[b] = 2.0 * acc_det
+        quad[b] = acc_quad
+    return logdet, quad
+
+
+@njit(cache=CACHE)
 def whitened_sq_norm(L, x, loc, w):
     """||L^-1 (x - loc)||^2, the squared Mahalanobis distance under L L' (L lower triangular [d, d]);
     writes w = L^-1 (x - loc) [d]."""

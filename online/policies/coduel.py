@@ -90,7 +90,7 @@ class Settings(NamedTuple):
     challenger: float = 0.0             # pairs: the no-transfer learner's favourite as second at this confidence
     change_hazard: float = 0.0          # a session's belief adds the new type the last sessions may share
                                         # (``inference.change_point``), this the prior chance of a change a session
-    change_weight_max: float = 0.25     # ... with at most this weight: the rest keeps the population's hedge
+    change_weight_max: float = 0.5      # ... with at most this weight: the rest keeps the population's hedge
 
 
 class Rounds(NamedTuple):
@@ -128,6 +128,7 @@ class CODuelState(NamedTuple):
     recent_broad: np.ndarray     # [broad_memory] the broad component's weight in the belief at the last sessions' ends
     active: np.ndarray           # [C'] the belief's live slots: the population's (C' = C), and with change_hazard
                                  # the recent type's before the broad one (C' = C + 1; ``online.policies.coduel_prior``)
+    recent_weight: float = 0.0   # the recent type's weight in this session's starting belief (0 without change_hazard)
 
 
 class Predictions(NamedTuple):
@@ -195,7 +196,7 @@ def init(context: Context, settings: Settings = Settings()) -> CODuelState:
     B = settings.bank_size if settings.bank_size is not None else context.b
     pop = init_population(d, settings.prior_var, settings.max_learned)
     done = Completed(_empty_rounds((N, S), K), np.zeros((N, S, d)), 0, append_only.new_mark())
-    belief, active = belief_from(pop, 0.0, settings.change_hazard)
+    belief, active, _ = belief_from(pop, 0.0, settings.change_hazard)
     return CODuelState(pop, np.eye(K), np.r_[1.0, np.zeros(K * K)], gt.GateState(), False, belief,
                        broad_belief(pop), np.zeros((B, K, d)), np.zeros((B, K, d)), 0, 0, _empty_rounds((S,), K), done,
                        np.zeros((S, d)), np.zeros(settings.broad_memory), active)
@@ -208,9 +209,10 @@ def start_session(state: CODuelState, settings: Settings = Settings()) -> CODuel
         raise InputError(f"CODuel: a state made with broad_memory={len(state.recent_broad)} given settings with "
                          f"broad_memory={s.broad_memory}")
     transfer = (not s.gate and state.pop.n > 0) or gt.transfer_on(state.gate, s.gate_z, s.gate_min)
-    belief, active = belief_from(state.pop, broad_floor(state.recent_broad, s.session_broad_weight), s.change_hazard,
-                                 s.change_weight_max)
-    return state._replace(belief=belief, active=active, alone=broad_belief(state.pop), transfer=transfer, t=0,
+    belief, active, rho = belief_from(state.pop, broad_floor(state.recent_broad, s.session_broad_weight),
+                                      s.change_hazard, s.change_weight_max)
+    return state._replace(belief=belief, active=active, recent_weight=rho, alone=broad_belief(state.pop),
+                          transfer=transfer, t=0,
                           session=Rounds(*(np.zeros_like(x) for x in state.session)))
 
 
@@ -363,7 +365,7 @@ def end_session(state: CODuelState, settings: Settings = Settings()) -> tuple[CO
     recent = state.recent_broad
     if len(recent) and state.pop.n_learned > 0:     # with no learned type the broad weight is 1 by construction
         recent = np.r_[recent[1:], unfloored_broad(state.pop, b.log_w, broad_floor(recent, s.session_broad_weight),
-                                                   s.change_hazard, s.change_weight_max)]
+                                                   state.recent_weight if s.change_hazard else None)]
     state = state._replace(pop=pop, A=A, recal_w=recal_w, bank_P=bank_P, gate=gt.end_session(state.gate), done=done,
                            recent_broad=recent)
     return state, SessionInfo(final, bool(recalibrated), int(pop.active.sum()))
@@ -425,7 +427,7 @@ def coduel(population: bool = True, recalibration: bool = True, lookahead: bool 
            broad_memory: Annotated[int, Range(0, 1000)] = 0,
            challenger: Annotated[float, Range(0, 1, hi_open=True)] = 0.0,
            change_hazard: Annotated[float, Range(0, 0.5)] = 0.0,
-           change_weight_max: Annotated[float, Range(0, 1)] = 0.25) -> Learner:
+           change_weight_max: Annotated[float, Range(0, 1)] = 0.5) -> Learner:
     """CODuel with the reference settings; ablations by setting (``coduel[population=false]``) or by name
     (``coduel-no-population``).
 

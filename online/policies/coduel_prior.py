@@ -46,41 +46,39 @@ def recent_type_of(pop: Population, hazard: float) -> RecentType:
                        pop.means[a], pop.covs[a], hazard, float(pop.covs[-1, 0, 0]))
 
 
-def session_prior(pop: Population, floor: float = 0.0, recent: RecentType | None = None,
-                  cap: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-    """(weights [C'], active [C']) of a session's starting belief: C' = C slots, or C + 1 with a `recent` type (its
-    slot before the broad one, its weight at most `cap`, inactive where its weight is 0)."""
+def session_prior(pop: Population, floor: float = 0.0, rho: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(weights [C'], active [C']) of a session's starting belief: C' = C slots, or C + 1 with a recent type of
+    weight `rho` (its slot before the broad one, inactive where `rho` is 0)."""
     w = floored(pop.weights, floor)
-    if recent is None:
+    if rho is None:
         return w, pop.active
-    rho = min(recent.weight, cap)
     return (np.concatenate([(1.0 - rho) * w[:-1], [rho], (1.0 - rho) * w[-1:]]),
             np.concatenate([pop.active[:-1], [rho > 0.0], pop.active[-1:]]))
 
 
 def belief_from(pop: Population, floor: float = 0.0, hazard: float = 0.0,
-                cap: float = 1.0) -> tuple[MixtureBelief, np.ndarray]:
-    """(the belief a session starts from, its active slots): `session_prior`'s weights on the population's
-    components, and with `hazard` > 0 on the recent type's (``recent_type_of``, its weight at most `cap`) too."""
+                cap: float = 1.0) -> tuple[MixtureBelief, np.ndarray, float]:
+    """(the belief a session starts from, its active slots, the recent type's weight in it): `session_prior`'s
+    weights on the population's components, and with `hazard` > 0 on the recent type's too (``recent_type_of``,
+    its weight at most `cap`; 0 without a hazard)."""
     recent = recent_type_of(pop, hazard) if hazard else None
-    w, active = session_prior(pop, floor, recent, cap)
+    rho = min(recent.weight, cap) if recent is not None else None
+    w, active = session_prior(pop, floor, rho)
     with np.errstate(divide="ignore"):
         log_w = np.where(active, np.log(w), -np.inf)
     if recent is None:
-        return MixtureBelief(log_w, pop.means.copy(), pop.covs.copy()), active
+        return MixtureBelief(log_w, pop.means.copy(), pop.covs.copy()), active, 0.0
     return (MixtureBelief(log_w, np.concatenate([pop.means[:-1], recent.mean[None], pop.means[-1:]]),
-                          np.concatenate([pop.covs[:-1], recent.cov[None], pop.covs[-1:]])), active)
+                          np.concatenate([pop.covs[:-1], recent.cov[None], pop.covs[-1:]])), active, rho)
 
 
-def unfloored_broad(pop: Population, final_log_w: np.ndarray, floor: float, hazard: float = 0.0,
-                    cap: float = 1.0) -> float:
+def unfloored_broad(pop: Population, final_log_w: np.ndarray, floor: float, rho: float | None = None) -> float:
     """The broad component's weight in a session's final belief (log weights `final_log_w` over its slots)
     re-weighted from the prior the session started under to the unfloored one: the posterior probability that
-    the user fits no learned type (nor the recent type, with `hazard`), as the prior without a floor would have
-    it (so that a floor does not feed on itself)."""
-    recent = recent_type_of(pop, hazard) if hazard else None
-    wf, active = session_prior(pop, floor, recent, cap)
-    w0 = session_prior(pop, 0.0, recent, cap)[0]
+    the user fits no learned type (nor the recent type, of weight `rho` in that prior, where there is one), as
+    the prior without a floor would have it (so that a floor does not feed on itself)."""
+    wf, active = session_prior(pop, floor, rho)
+    w0 = session_prior(pop, 0.0, rho)[0]
     w0, wf = w0[active], wf[active]
     with np.errstate(divide="ignore", invalid="ignore"):
         lp = np.where(w0 > 0, final_log_w[active] + np.log(w0) - np.log(wf), -np.inf)

@@ -88,3 +88,33 @@ def test_no_session_says_nothing_and_the_hazard_bounds_the_weight():
     assert 0.6 < r.weight <= 0.7 + 1e-12                # at most 1 - hazard: the next user may start a change
     lam, h, c = _surrogates(rng, 8, d, singular=True)
     assert np.isfinite(recent_type(lam, h, c, w, means, covs, 0.02, 4.0).weight)
+
+
+def test_a_new_type_shows_after_two_users_even_after_a_run_of_another_new_type():
+    """A run of 20 users of type A, which the population lacks, then two of type B: the recent type is B's (the
+    run before is summed over, not held against the population: the first version held it, and kept A's)."""
+    rng = np.random.default_rng(4)
+    d = 5
+    means, covs, w = np.zeros((1, d)), 4.0 * np.eye(d)[None], np.array([1.0])
+    A, B = np.array([2.5, -2.0, 0, 0, 0]), np.array([-2.0, 0, 2.5, 0, 0])
+    users = [A + 0.3 * rng.standard_normal(d) for _ in range(20)] + [B + 0.3 * rng.standard_normal(d) for _ in range(2)]
+    r = recent_type(*_sessions(users, rng), w, means, covs, 0.05, 4.0)
+    c = lambda v: v - v.mean()                     # noqa: E731
+    assert r.weight > 0.5 and r.sessions == pytest.approx(2.0, abs=0.3)
+    assert np.sqrt(np.mean((c(r.mean) - c(B)) ** 2)) < 0.6 < np.sqrt(np.mean((c(r.mean) - c(A)) ** 2))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_logdet_and_quadratic_form_without_an_inverse(seed):
+    from inference.kernels import spd_logdet_quad
+
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((6, 7, 7))
+    M = np.einsum("bij,bkj->bik", A, A) + 0.5 * np.eye(7)
+    v = rng.standard_normal((6, 7))
+    logdet, quad = spd_logdet_quad(M, v)
+    np.testing.assert_allclose(logdet, np.linalg.slogdet(M)[1], rtol=1e-10)
+    np.testing.assert_allclose(quad, np.einsum("bi,bi->b", v, np.linalg.solve(M, v[..., None])[..., 0]), rtol=1e-9)
+    bad = M.copy()
+    bad[0] = -np.eye(7)
+    assert np.isnan(spd_logdet_quad(bad, v)[0][0])
