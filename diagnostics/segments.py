@@ -155,9 +155,24 @@ def block_part_masks(segments: np.ndarray) -> list[tuple[int, list[np.ndarray]]]
 
 
 def block_table(by_policy: dict, segments: np.ndarray, against: str) -> list[dict]:
-    """Per policy other than `against`: its score minus `against`'s, paired over their common seeds, on each part
-    of each block (`BLOCK_PARTS`): {"name", "against", "n_common", "blocks": [{"arrival", "parts": [(mean,
-    95% t half-width, seeds with a defined score) per part]}]}. Empty where `against` has no rows."""
+    """Each policy's score minus `against`'s, paired over their common seeds, on each part of each block.
+
+    Parameters
+    ----------
+    by_policy : dict
+        {policy: {seed: row}} of one world and truncation.
+    segments : array [arrivals]
+        `arrival_segments` of that world.
+    against : str
+        The policy to pair against.
+
+    Returns
+    -------
+    list of dict
+        Per policy other than `against` with common seeds: {"name", "against", "n_common", "blocks": [{"arrival":
+        the block's first arrival, "parts": [(mean difference, 95% t half-width, seeds with a defined score) per
+        part of `BLOCK_PARTS`]}]}; empty where `against` has no rows.
+    """
     if against not in by_policy:
         return []
     base, blocks, lines = by_policy[against], block_part_masks(segments), []
@@ -179,9 +194,21 @@ def block_table(by_policy: dict, segments: np.ndarray, against: str) -> list[dic
 
 
 def recovery_failures(line: dict, floors: tuple = (None, -10.0, -2.0)) -> list[str]:
-    """The parts of the blocks of one `block_table` line whose mean difference is below its floor (None: no
-    floor; by default arrivals 2-5 at least -10, arrivals 6 on at least -2), as text; [] where every block
-    holds."""
+    """The parts of the blocks of one `block_table` line whose mean difference is below its floor.
+
+    Parameters
+    ----------
+    line : dict
+        One line of `block_table`.
+    floors : tuple
+        One floor per part of `BLOCK_PARTS` (None: no floor); by default none for the first arrival, -10 for
+        arrivals 2-5 and -2 for arrivals 6 on (issue 50's recovery floors).
+
+    Returns
+    -------
+    list of str
+        "block at A, PART: MEAN < FLOOR" per part below its floor; [] where every block holds.
+    """
     bad = []
     for b in line["blocks"]:
         for (label, _, _), (m, _, k), floor in zip(BLOCK_PARTS, b["parts"], floors):
@@ -233,5 +260,6 @@ def _diff(m: float, h: float) -> str:
 
 
 __all__ = ["AFTER_SWITCH", "BLOCK_PARTS", "block_part_masks", "block_table", "recovery_failures", "format_block_table",
-           "block_lines", "block_report", "arrival_segments", "switch_starts", "switch_masks", "masked_score", "segment_table",
+           "block_lines", "block_report", "arrival_segments", "switch_starts", "switch_masks", "masked_score",
+           "segment_table",
            "format_segment_table", "segment_report"]

@@ -1,8 +1,8 @@
 """After each switch of a drifting stress world: how many sessions until the prior CODuel's users arrive under
 holds a component near the new students' type, and what its gate and broad weight saw meanwhile.
 
-The diagnostic behind "Recovery after a change" in docs/results/stress.md. The students' true tastes are
-rebuilt from the world's knobs and seed (``tdmodels.stress_worlds.student_tastes``). For every arrival it
+The diagnostic behind docs/results/recovery.md. The students' type means are rebuilt from the world's knobs
+and seed (``tdmodels.stress_worlds.world_type_means``). For every arrival it
 reads, from the prior the user arrives under (``ArrivalInfo``), the component nearest the user's type (a
 learned one, or with `coduel-change-point` also the recent type; never the broad one): the correlation, over
 the personas, of the two mean tastes (each centred, since only differences between personas matter; a
@@ -31,8 +31,9 @@ from tdmodels.stress_worlds import stress_knobs_of, world_type_means
 
 
 def trace(world, seed, policy, type_mean, arrivals=None):
-    """Per arrival [N]: the nearest component's correlation with the user's type and its weight, broad weight on arrival, transfer,
-    final log-likelihood ratio, final broad weight, excess regret (the first five NaN for other policies)."""
+    """Per arrival [N]: the nearest component's correlation with the user's type and its weight, broad weight on
+    arrival, transfer, final log-likelihood ratio, final broad weight, excess regret (NaN but the last for a policy
+    that is not CODuel's)."""
     run = prepare_run(world, seed, policy, arrivals)
     N = run.sched.question.shape[0]
     K = type_mean.shape[1]

@@ -90,7 +90,8 @@ def population_log_evidence(lik_prec, lik_lin, lik_const, weights, means, covs) 
     return np.logaddexp.reduce(np.array(out), axis=0)
 
 
-def recent_type(lik_prec, lik_lin, lik_const, weights, means, covs, hazard: float, broad_var: float) -> RecentType:
+def recent_type(lik_prec, lik_lin, lik_const, weights, means, covs, hazard: float, broad_var: float,
+                base: np.ndarray | None = None) -> RecentType:
     """The new type the last sessions may share (see the module docstring).
 
     Parameters
@@ -103,16 +104,26 @@ def recent_type(lik_prec, lik_lin, lik_const, weights, means, covs, hazard: floa
         In (0, 1): the prior probability that the population changes at a given session.
     broad_var : float
         The prior variance of a new type's mean, per coordinate.
+    base : array [R], optional
+        Each session's log evidence under the population prior it arrived under: a population run's predictive.
+        Without it, the evidences under the given prior, which was refitted on those very sessions (a component
+        born from a session explains it well, so population runs are favoured).
 
     Returns
     -------
     RecentType
         Weight 0 (and the broad prior as its predictive) where fewer than MIN_SESSIONS sessions are given.
     """
+    if not (0.0 < hazard < 1.0 and 0.0 < broad_var < np.inf):
+        raise ValueError(f"recent_type: hazard in (0, 1) and a finite broad_var > 0, got {hazard!r}, {broad_var!r}")
     R, d = lik_lin.shape if len(lik_lin) else (0, len(means[0]))
     if R < MIN_SESSIONS:
         return RecentType(0.0, np.zeros(d), broad_var * np.eye(d), 0.0)
-    base = population_log_evidence(lik_prec, lik_lin, lik_const, weights, means, covs)
+    if base is None:
+        base = population_log_evidence(lik_prec, lik_lin, lik_const, weights, means, covs)
+    base = np.asarray(base, dtype=float)
+    if base.shape != (R,) or not np.isfinite(base).all():
+        raise FloatingPointError(f"change point: the sessions' population evidences are not {R} finite numbers")
     starts, ends = np.triu_indices(R + 1, 1)                 # the runs of sessions starts[i] .. ends[i] - 1
     log_ev, post_mean, post_cov = [], [], []
     for width in WIDTHS:
@@ -122,7 +133,7 @@ def recent_type(lik_prec, lik_lin, lik_const, weights, means, covs, hazard: floa
         J = np.eye(d)[None] / broad_var + CJ[ends] - CJ[starts]
         k = Ck[ends] - Ck[starts]
         logdetJ, quad = kernels.spd_logdet_quad(np.ascontiguousarray(J), np.ascontiguousarray(k))
-        if not np.isfinite(logdetJ).all():
+        if not (np.isfinite(logdetJ).all() and np.isfinite(quad).all() and np.isfinite(Ce).all()):
             raise FloatingPointError("change point: a matrix that should be positive definite is not")
         ev = np.zeros((R + 1, R + 1))                         # ev[s, t]: sessions s .. t - 1 as one type (0: none)
         ev[starts, ends] = Ce[ends] - Ce[starts] - 0.5 * d * np.log(broad_var) - 0.5 * logdetJ + 0.5 * quad

@@ -42,7 +42,7 @@ ROSTER_DIGESTS = {
         "stress-loose": "a37c3c9fc6623217",
         "stress-polarised": "e2c546fe9b9ff46f",
         "stress-drift": "19bc411cb2f5f5ed",
-        "stress-lookalike": "bfda3abfa01e057f",
+        "stress-lookalike": "f0182d637b73acdb",
         "stress-shift": "edd7898138f76828",
         "stress-unstructured": "2704021cadc0b2e5",
         "stress-rater": "d4760793864265a0",

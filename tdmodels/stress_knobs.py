@@ -29,7 +29,7 @@ class StressKnobs(NamedTuple):
     unstructured: float = 0.0
     rater: float = 0.5
     noise: float = 0.3
-    closeness: float = 0.0           # drift: 0 fresh types; towards 1, lookalikes of the last block's types
+    closeness: float = 0.0           # drift: 0 fresh types; towards 1, lookalikes of every earlier type's mean taste
 
     def check(self) -> "StressKnobs":
         """These knobs as exact Python numbers, or InputError naming the first one out of range."""
@@ -56,7 +56,7 @@ class StressKnobs(NamedTuple):
             raise InputError("stress knobs block_length and shift_at: a world drifts in blocks or shifts once, "
                              "not both")
         if knobs.closeness and not knobs.block_length:
-            raise InputError(f"stress knob closeness = {knobs.closeness}: a block's types copy the last block's, so it "
+            raise InputError(f"stress knob closeness = {knobs.closeness}: a block's types copy the earlier blocks', so it "
                              f"needs drift (block_length > 0)")
         if knobs.block_length and knobs.block_length >= knobs.arrivals:
             raise InputError(f"stress knob block_length = {knobs.block_length}: with {knobs.arrivals} arrivals there "
@@ -78,8 +78,8 @@ STRESS_PRESETS = {
     "stress-drift": (StressKnobs(types=3, tightness=0.2, block_length=35),
                      "every 35 arrivals three fresh tight types that never recur"),
     "stress-lookalike": (StressKnobs(arrivals=300, types=1, tightness=0.2, block_length=25, closeness=0.8),
-                         "every 25 arrivals one fresh tight type that ranks the last block's two favourite personas as "
-                         "it did and the rest the other way round: a prior that is confidently wrong"),
+                         "every 25 arrivals a fresh tight type that keeps the earlier types' two favourite personas and "
+                         "prefers every other persona to both: a prior that is confidently wrong"),
     "stress-shift": (StressKnobs(types=3, tightness=0.25, shift_at=0.5, shift_strength=0.8),
                      "three types, then from mid-run students whose tastes run against them"),
     "stress-unstructured": (StressKnobs(unstructured=1.0, rater=0.0),

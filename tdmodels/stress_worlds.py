@@ -113,7 +113,12 @@ def _at_spread(m: np.ndarray) -> np.ndarray:
     """A mean taste [K] centred and scaled to a type's spread (SPREAD per persona): an average of types keeps
     their favourites, not their contrast."""
     c = m - total(m) / len(m)
-    return c * (SPREAD / math.sqrt(float(total(c * c)) / len(m)))
+    ss = float(total(c * c))
+    if not ss > 0.0:
+        raise InputError("stress knob closeness: the earlier types' mean taste is the same for every persona (two "
+                         "polarised camps of as many types each cancel out), so it has no lookalike; use less "
+                         "polarisation, an odd number of types or closeness 0")
+    return c * (SPREAD / math.sqrt(ss / len(m)))
 
 
 def _world_rng(seed: int) -> np.random.Generator:
@@ -171,7 +176,8 @@ def build_stress_world(knobs: StressKnobs = StressKnobs(), seed: int = 0, name: 
              "rater_available": 1, "beta": beta, "bank_size": 16, "format_version": FORMAT_VERSION,
              "generator": GENERATOR, "seed": int(seed), "click_model": f"btl beta={beta!r} clip={DEFAULT_CLIP}",
              "stress_knobs": json.dumps(knobs_record(knobs), sort_keys=True),
-             "description": description or "stress world " + ", ".join(f"{k}={v}" for k, v in knobs_record(knobs).items())}
+             "description": description or "stress world " + ", ".join(f"{k}={v}"
+                                                                       for k, v in knobs_record(knobs).items())}
     ds = _world_dataset(U, P, g, list(PERSONA_SHORT), attrs)
     ds["student_profile"] = ("student", np.array(labels))
     ds["student_segment"] = ("student", segment)

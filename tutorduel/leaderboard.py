@@ -210,7 +210,8 @@ def write_reports(out: Path, lines_by_roster: dict, stress_md: list[str], codes:
 
 def stress_section(lines_by_world: dict, rows_by_world: dict, worlds: dict, roster_rows: dict) -> list[str]:
     """The leaderboard's stress section as markdown lines: the stress worlds' table, each segmented world's
-    per-segment table against no-transfer, and the robustness rule against CODuel over the stress worlds and
+    per-segment table against no-transfer and its per-block tables against no-transfer and CODuel
+    (``diagnostics.segments.block_report``), and the robustness rule against CODuel over the stress worlds and
     the rosters in `roster_rows` (the non-held-out ones run)."""
     if not lines_by_world:
         return []

@@ -52,7 +52,8 @@ from online import append_only
 from online import gate as gt
 from online.learner import Context, Learner
 from online.policies.coduel_pairs import challenged_pair, informative_pair
-from online.policies.coduel_prior import belief_from, broad_belief, broad_floor, floored, unfloored_broad
+from online.policies.coduel_prior import (arrival_log_evidence, belief_from, broad_belief, broad_floor, floored,
+                                          unfloored_broad)
 from online.setting_range import Range, ranged
 from tdmodels.population_hyper import ALPHA, N_LEARNED, RIDGE, recalibrated_design
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior
@@ -129,6 +130,8 @@ class CODuelState(NamedTuple):
     active: np.ndarray           # [C'] the belief's live slots: the population's (C' = C), and with change_hazard
                                  # the recent type's before the broad one (C' = C + 1; ``online.policies.coduel_prior``)
     recent_weight: float = 0.0   # the recent type's weight in this session's starting belief (0 without change_hazard)
+    arrival_evidence: np.ndarray = np.zeros(0)  # [N] with change_hazard: each completed session's log evidence
+                                                # under the population prior its user arrived under
 
 
 class Predictions(NamedTuple):
@@ -199,7 +202,8 @@ def init(context: Context, settings: Settings = Settings()) -> CODuelState:
     belief, active, _ = belief_from(pop, 0.0, settings.change_hazard)
     return CODuelState(pop, np.eye(K), np.r_[1.0, np.zeros(K * K)], gt.GateState(), False, belief,
                        broad_belief(pop), np.zeros((B, K, d)), np.zeros((B, K, d)), 0, 0, _empty_rounds((S,), K), done,
-                       np.zeros((S, d)), np.zeros(settings.broad_memory), active)
+                       np.zeros((S, d)), np.zeros(settings.broad_memory), active, 0.0,
+                       np.zeros(N if settings.change_hazard else 0))
 
 
 def start_session(state: CODuelState, settings: Settings = Settings()) -> CODuelState:
@@ -210,7 +214,7 @@ def start_session(state: CODuelState, settings: Settings = Settings()) -> CODuel
                          f"broad_memory={s.broad_memory}")
     transfer = (not s.gate and state.pop.n > 0) or gt.transfer_on(state.gate, s.gate_z, s.gate_min)
     belief, active, rho = belief_from(state.pop, broad_floor(state.recent_broad, s.session_broad_weight),
-                                      s.change_hazard, s.change_weight_max)
+                                      s.change_hazard, s.change_weight_max, state.arrival_evidence)
     return state._replace(belief=belief, active=active, recent_weight=rho, alone=broad_belief(state.pop),
                           transfer=transfer, t=0,
                           session=Rounds(*(np.zeros_like(x) for x in state.session)))
@@ -218,7 +222,7 @@ def start_session(state: CODuelState, settings: Settings = Settings()) -> CODuel
 
 class ArrivalInfo(NamedTuple):
     """What a user arrives under (the info of `start_session`)."""
-    prior: MixturePrior      # the population prior, its active components (broad weight floored as the session's belief)
+    prior: MixturePrior      # the session's starting belief's active components (``arrival``), the broad one last
     A: np.ndarray            # [K, K] the rater recalibration the user's clicks are read with
     transfer: bool           # whether the population learner selects this session's pairs
     gate_mean: float         # the gate's mean log-likelihood ratio over completed sessions
@@ -226,8 +230,9 @@ class ArrivalInfo(NamedTuple):
 
 
 def arrival(state: CODuelState, settings: Settings = Settings()) -> tuple[CODuelState, ArrivalInfo]:
-    """The state after `start_session`, with what the user arrives under (the population prior with the
-    broad weight raised to the session's floor, if any: the prior the session's belief starts from)."""
+    """The state after `start_session`, with what the user arrives under: the prior the session's belief starts
+    from (the population prior with the broad weight raised to the session's floor, if any, and with
+    change_hazard the recent type's component just before the broad one)."""
     b, a = state.belief, state.active
     if settings.change_hazard:
         prior = MixturePrior(np.exp(b.log_w[a]), b.means[a], b.covs[a])
@@ -282,7 +287,8 @@ def update(state: CODuelState, Phi: np.ndarray, pair: tuple[int, int], y: int,
             b.log_w, b.means, b.covs, state.active, a.log_w, a.means, a.covs, Phi, state.A, i, j, int(y))
     else:
         floor = broad_floor(state.recent_broad, settings.session_broad_weight)
-        prior = belief_from(pop, floor, settings.change_hazard, settings.change_weight_max)[0] if kind == 2 else b
+        prior = (belief_from(pop, floor, settings.change_hazard, settings.change_weight_max, state.arrival_evidence)[0]
+                 if kind == 2 else b)
         P, z, w1, m1, S1, lp_pop, w2, m2, S2, lp_alone = kn.coduel_click_belief(
             b.log_w, b.means, b.covs, state.active, a.log_w, a.means, a.covs, Phi, state.A, i, j, int(y), kind,
             prior.log_w, prior.means, prior.covs, state.session_z, state.session.y, state.t,
@@ -366,8 +372,12 @@ def end_session(state: CODuelState, settings: Settings = Settings()) -> tuple[CO
     if len(recent) and state.pop.n_learned > 0:     # with no learned type the broad weight is 1 by construction
         recent = np.r_[recent[1:], unfloored_broad(state.pop, b.log_w, broad_floor(recent, s.session_broad_weight),
                                                    state.recent_weight if s.change_hazard else None)]
+    evidence = state.arrival_evidence
+    if s.change_hazard and s.population:
+        evidence = evidence.copy()
+        evidence[n - 1] = arrival_log_evidence(state.pop, pop)
     state = state._replace(pop=pop, A=A, recal_w=recal_w, bank_P=bank_P, gate=gt.end_session(state.gate), done=done,
-                           recent_broad=recent)
+                           recent_broad=recent, arrival_evidence=evidence)
     return state, SessionInfo(final, bool(recalibrated), int(pop.active.sum()))
 
 
@@ -390,9 +400,10 @@ def check_settings(settings: Settings) -> Settings:
         raise InputError(f"challenger must be a number in [0, 1), got {s.challenger!r}")
     if 0 < s.challenger < 0.5:    # the favourite's probability of beating the first is never below 0.5
         raise InputError(f"challenger must be 0 (off) or in [0.5, 1): below 0.5 it acts as 0.5, got {s.challenger!r}")
-    if isinstance(s.change_hazard, bool) or not isinstance(s.change_hazard, numbers.Real) \
-            or not 0 <= s.change_hazard <= 0.5:
-        raise InputError(f"change_hazard must be a number in [0, 0.5], got {s.change_hazard!r}")
+    for name, hi in (("change_hazard", 0.5), ("change_weight_max", 1.0)):
+        v = getattr(s, name)
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 <= v <= hi:
+            raise InputError(f"{name} must be a number in [0, {hi:g}], got {v!r}")
     if s.change_hazard and not s.population:
         raise InputError("change_hazard reads the population's per-session fits: it needs population=True")
     if s.belief not in BELIEFS:

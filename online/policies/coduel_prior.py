@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from inference.change_point import RecentType, recent_type
+from inference.change_point import RecentType, population_log_evidence, recent_type
 from inference.constants import CHANGE_WINDOW
 from inference.mixture_belief import MixtureBelief
 from inference.population import Population
@@ -35,33 +35,45 @@ def broad_floor(recent_broad: np.ndarray, session_broad_weight: float) -> float:
     return max(session_broad_weight, recent)
 
 
-def recent_type_of(pop: Population, hazard: float) -> RecentType:
-    """``inference.change_point.recent_type`` over the population's last CHANGE_WINDOW sessions and its prior."""
+def recent_type_of(pop: Population, hazard: float, evidence: np.ndarray) -> RecentType:
+    """``inference.change_point.recent_type`` over the population's last CHANGE_WINDOW sessions, their
+    population evidences on arrival `evidence` [>= n] (``arrival_log_evidence``) and the prior now."""
+    broad_var = float(pop.covs[-1, 0, 0])
     if pop.n == 0:
         d = pop.means.shape[1]
-        return RecentType(0.0, np.zeros(d), np.eye(d), 0.0)
+        return RecentType(0.0, np.zeros(d), broad_var * np.eye(d), 0.0)
     lo = max(0, pop.n - CHANGE_WINDOW)
     a = pop.active
     return recent_type(pop.lik_prec[lo:pop.n], pop.lik_lin[lo:pop.n], pop.lik_const[lo:pop.n], pop.weights[a],
-                       pop.means[a], pop.covs[a], hazard, float(pop.covs[-1, 0, 0]))
+                       pop.means[a], pop.covs[a], hazard, broad_var, base=evidence[lo:pop.n])
+
+
+def arrival_log_evidence(before: Population, after: Population) -> float:
+    """The newest session's log evidence under the population prior its user arrived under (`before`, the prior
+    before the refit that added the session; its likelihood surrogate from `after`): a population run's
+    predictive in the change-point view, which the refitted prior (with a component born from the session)
+    would overstate."""
+    u, a = after.n - 1, before.active
+    return float(population_log_evidence(after.lik_prec[u:u + 1], after.lik_lin[u:u + 1], after.lik_const[u:u + 1],
+                                         before.weights[a], before.means[a], before.covs[a])[0])
 
 
 def session_prior(pop: Population, floor: float = 0.0, rho: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(weights [C'], active [C']) of a session's starting belief: C' = C slots, or C + 1 with a recent type of
-    weight `rho` (its slot before the broad one, inactive where `rho` is 0)."""
-    w = floored(pop.weights, floor)
+    weight `rho` (its slot before the broad one, inactive where `rho` is 0); the broad weight at least `floor`
+    either way (the other slots scaled down in proportion)."""
     if rho is None:
-        return w, pop.active
-    return (np.concatenate([(1.0 - rho) * w[:-1], [rho], (1.0 - rho) * w[-1:]]),
-            np.concatenate([pop.active[:-1], [rho > 0.0], pop.active[-1:]]))
+        return floored(pop.weights, floor), pop.active
+    mixed = np.concatenate([(1.0 - rho) * pop.weights[:-1], [rho], (1.0 - rho) * pop.weights[-1:]])
+    return floored(mixed, floor), np.concatenate([pop.active[:-1], [rho > 0.0], pop.active[-1:]])
 
 
-def belief_from(pop: Population, floor: float = 0.0, hazard: float = 0.0,
-                cap: float = 1.0) -> tuple[MixtureBelief, np.ndarray, float]:
+def belief_from(pop: Population, floor: float = 0.0, hazard: float = 0.0, cap: float = 1.0,
+                evidence: np.ndarray | None = None) -> tuple[MixtureBelief, np.ndarray, float]:
     """(the belief a session starts from, its active slots, the recent type's weight in it): `session_prior`'s
-    weights on the population's components, and with `hazard` > 0 on the recent type's too (``recent_type_of``,
-    its weight at most `cap`; 0 without a hazard)."""
-    recent = recent_type_of(pop, hazard) if hazard else None
+    weights on the population's components, and with `hazard` > 0 on the recent type's too (``recent_type_of``
+    with the sessions' arrival `evidence`, its weight at most `cap`; 0 without a hazard)."""
+    recent = recent_type_of(pop, hazard, evidence) if hazard else None
     rho = min(recent.weight, cap) if recent is not None else None
     w, active = session_prior(pop, floor, rho)
     with np.errstate(divide="ignore"):
@@ -90,5 +102,6 @@ def broad_belief(pop: Population) -> MixtureBelief:
     return MixtureBelief(np.zeros(1), pop.means[-1:].copy(), pop.covs[-1:].copy())
 
 
-__all__ = ["BROAD_FLOOR_MAX", "floored", "broad_floor", "recent_type_of", "session_prior", "belief_from",
+__all__ = ["BROAD_FLOOR_MAX", "floored", "broad_floor", "recent_type_of", "arrival_log_evidence", "session_prior",
+           "belief_from",
            "unfloored_broad", "broad_belief"]

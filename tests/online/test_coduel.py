@@ -357,7 +357,8 @@ def test_with_a_change_hazard_the_belief_holds_the_recent_type_before_the_broad_
     play(run, observe=observe)
     state = run.learner.init(run.ctx)
     C = len(state.pop.weights)
-    assert state.pop.active.shape == (C,) and state.belief.log_w.shape == (C + 1,) and not state.active[C - 1] and state.active[C]
+    assert state.pop.active.shape == (C,) and state.belief.log_w.shape == (C + 1,)
+    assert not state.active[C - 1] and state.active[C]
     assert len(priors[0].weights) == 1 and len(priors[1].weights) == 2      # the broad, then one learned too
     state = run.learner.init(run.ctx)
     recent = []

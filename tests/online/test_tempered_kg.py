@@ -49,7 +49,8 @@ def _population_state(learner, means, cov_scale, weights=None):
     m[:C], S[:C] = means, cov_scale * np.eye(d)
     active = np.zeros(slots, bool)
     active[:C] = True
-    return st._replace(pop=st.pop._replace(active=active), active=active, belief=MixtureBelief(log_w, m, S), transfer=True)
+    return st._replace(pop=st.pop._replace(active=active), active=active, belief=MixtureBelief(log_w, m, S),
+                       transfer=True)
 
 
 def _questions(world, n, rng):

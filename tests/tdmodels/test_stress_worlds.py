@@ -166,7 +166,7 @@ def test_bad_stress_commands_are_one_clear_error(env_dirs, capsys, argv, words):
 
 
 @pytest.mark.parametrize("argv", [["--types", "0"], ["--tightness", "nan"], ["--polarisation", "2"],
-                                  ["--arrivals", "-3"]])
+                                  ["--arrivals", "-3"], ["--closeness", "nan"], ["--closeness", "1.5"]])
 def test_knobs_out_of_range_at_the_command_line_are_usage_errors(env_dirs, capsys, argv):
     with pytest.raises(SystemExit) as e:
         main(["worlds", "stress", "--name", "x", *argv])
@@ -211,6 +211,13 @@ def test_a_lookalike_keeps_the_two_favourites_and_puts_every_other_persona_above
         assert np.argmax(lk) == np.argmin(m)                            # the least favourite is the new favourite
 
 
+def test_closeness_without_drift_at_the_command_line_is_one_clear_error(env_dirs, capsys):
+    assert main(["worlds", "stress", "--name", "x", "--closeness", "0.5"]) == 2
+    err = capsys.readouterr().err
+    assert "closeness = 0.5" in err and "needs drift" in err and "Traceback" not in err
+    assert not list((env_dirs / "worlds").glob("*.nc"))
+
+
 def test_closeness_needs_drift_and_zero_keeps_the_world_without_the_knob():
     with pytest.raises(InputError, match="closeness = 0.5: .* needs drift"):
         StressKnobs(closeness=0.5).check()
@@ -245,6 +252,13 @@ def _student_theta(knobs, seed):
     rng = np.random.default_rng(np.random.SeedSequence([seed, 0x57E55]))
     rng.standard_normal((96, 6))
     return student_tastes(knobs.check(), rng, 6)[0]
+
+
+def test_a_lookalike_of_a_flat_mean_taste_is_one_clear_error():
+    """Two polarised camps of one type each cancel out: their mean taste is flat and has no favourite persona."""
+    knobs = StressKnobs(arrivals=60, types=2, polarisation=1.0, block_length=20, closeness=0.5)
+    with pytest.raises(InputError, match="closeness: the earlier types' mean taste is the same for every persona"):
+        build_stress_world(knobs, 0, "s")
 
 
 def test_type_means_are_refused_for_a_world_that_is_not_a_stress_world():

@@ -91,9 +91,9 @@ STRESS_KNOB_OPTIONS = {   # option -> (knob, type, help)
     "--unstructured": ("unstructured", float_in(0, 1), "share of students with no type at all (default 0)"),
     "--rater": ("rater", float_in(-4, 4), "every student's weight on the rater score, logits per sd (default 0.5)"),
     "--noise": ("noise", float_in(0, 3), "sd of the logit noise no linear model explains (default 0.3)"),
-    "--closeness": ("closeness", float_in(0, 1), "drift: 0 to 1, each block's types moved towards lookalikes of the "
-                                                 "last block's, agreeing on its two favourite personas and reversing "
-                                                 "the rest (default 0)"),
+    "--closeness": ("closeness", float_in(0, 1), "drift: 0 to 1, each block's types moved towards a lookalike of every "
+                                                 "earlier type's mean taste: its two favourite personas kept, every "
+                                                 "other persona put above both (default 0)"),
 }
 
 
