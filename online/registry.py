@@ -66,7 +66,7 @@ ALIASES = {
     "coduel-component-info": ("coduel", {"component_information": 4.0}),
     "coduel-recent-broad": ("coduel", {"broad_memory": 5}),
     "coduel-challenger": ("coduel", {"challenger": 0.7}),
-    "coduel-change-point": ("coduel", {"change_hazard": 0.05}),
+    "coduel-change-point": ("coduel", {"change_hazard": 0.05, "change_weight_max": 0.25}),
     "coldb-lr": ("coldb", {"estimator": "least-squares"}),
     "tempered-kg-greedy": ("tempered-kg", {"gamma": 0.0}),
     "tempered-kg-recalibrated": ("tempered-kg", {"recalibration": True}),
