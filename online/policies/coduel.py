@@ -473,7 +473,8 @@ def coduel(population: bool = True, recalibration: bool = True, lookahead: bool 
         CODuel.
     change_weight_max : float
         In [0, 1]: the most weight the recent type takes in a session's starting belief; the rest keeps the
-        population prior, so that a user who is not of the recent type is still served by it.
+        population prior, so that a user who is not of the recent type is still served by it
+        (``coduel-change-point`` is 0.25).
     belief : {"laplace", "adf", "laplace-is"}
         The per-user online belief, in both the population and the no-transfer learner
         (``inference.online_beliefs``): the paper's one-click Laplace step, assumed-density filtering,
