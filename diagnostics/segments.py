@@ -130,9 +130,7 @@ def segment_report(rows: list[dict], world, against: str | None = None,
     segments = arrival_segments(world, int(rows[0]["arrivals"])) if rows else None
     if segments is None or not switch_starts(segments):
         return None
-    by: dict = {}
-    for r in rows:
-        by.setdefault(r["policy"], {})[int(r["seed"])] = r
+    by = _by_policy(rows)
     against = against if against in by else None
     return switch_starts(segments), format_segment_table(segment_table(by, segments, against, first), first)
 
@@ -235,10 +233,7 @@ def block_lines(rows: list[dict], world, against: str) -> list[dict]:
     segments = arrival_segments(world, int(rows[0]["arrivals"])) if rows else None
     if segments is None or not switch_starts(segments):
         return []
-    by: dict = {}
-    for r in rows:
-        by.setdefault(r["policy"], {})[int(r["seed"])] = r
-    return block_table(by, segments, against)
+    return block_table(_by_policy(rows), segments, against)
 
 
 def block_report(rows: list[dict], world, against: str) -> str | None:
@@ -251,6 +246,14 @@ def block_report(rows: list[dict], world, against: str) -> str | None:
                                         "; ".join(recovery_failures(ln))) for ln in lines]
     return (format_block_table(lines) + f"\n\nagainst {against}, arrivals 2-5 at least -10 and arrivals 6 on at "
             "least -2 (mean over seeds), block by block:\n" + "\n".join(verdicts))
+
+
+def _by_policy(rows: list[dict]) -> dict:
+    """{policy: {seed: row}} of stored rows."""
+    by: dict = {}
+    for r in rows:
+        by.setdefault(r["policy"], {})[int(r["seed"])] = r
+    return by
 
 
 def _diff(m: float, h: float) -> str:
