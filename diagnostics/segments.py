@@ -16,6 +16,8 @@ from online.scoring import benchmark_score
 AFTER_SWITCH = 5             # arrivals after a switch scored apart
 # A block's parts: its first arrival (whom no learned prior can protect), arrivals 2-5, and arrivals 6 on
 BLOCK_PARTS = (("first arrival", 0, 1), ("arrivals 2-5", 1, 5), ("arrivals 6 on", 5, None))
+SHOWN_BLOCKS = 40            # a block table longer than this shows its first and last halves of it
+SHOWN_FAILURES = 12          # a verdict names at most this many blocks below a floor, then counts the rest
 
 
 def arrival_segments(world, n_arrivals: int) -> np.ndarray | None:
@@ -222,7 +224,12 @@ def format_block_table(lines: list[dict]) -> str:
         out += ["" if out else None, f"{ln['name']} minus {ln['against']}, paired over {ln['n_common']} seed(s), 95% "
                 f"intervals:", "", "| block (arrival) | " + " | ".join(p[0] for p in BLOCK_PARTS) + " |",
                 "|---" * (len(BLOCK_PARTS) + 1) + "|"]
-        for b in ln["blocks"]:
+        blocks = ln["blocks"]
+        for i, b in enumerate(blocks):
+            if len(blocks) > SHOWN_BLOCKS and SHOWN_BLOCKS // 2 <= i < len(blocks) - SHOWN_BLOCKS // 2:
+                if i == SHOWN_BLOCKS // 2:
+                    out.append(f"| ... {len(blocks) - SHOWN_BLOCKS} more blocks | | | |")
+                continue
             out.append(f"| {b['arrival']} | " + " | ".join(_diff(m, h) if k else "-" for m, h, k in b["parts"]) + " |")
     return "\n".join(x for x in out if x is not None)
 
@@ -242,10 +249,16 @@ def block_report(rows: list[dict], world, against: str) -> str | None:
     lines = block_lines(rows, world, against)
     if not lines:
         return None
-    verdicts = [f"- {ln['name']}: " + ("every block within the floors" if not recovery_failures(ln) else
-                                        "; ".join(recovery_failures(ln))) for ln in lines]
+    verdicts = [f"- {ln['name']}: " + _verdict(recovery_failures(ln)) for ln in lines]
     return (format_block_table(lines) + f"\n\nagainst {against}, arrivals 2-5 at least -10 and arrivals 6 on at "
             "least -2 (mean over seeds), block by block:\n" + "\n".join(verdicts))
+
+
+def _verdict(failures: list[str]) -> str:
+    if not failures:
+        return "every block within the floors"
+    more = len(failures) - SHOWN_FAILURES
+    return "; ".join(failures[:SHOWN_FAILURES]) + (f"; and {more} more" if more > 0 else "")
 
 
 def _by_policy(rows: list[dict]) -> dict:

@@ -82,6 +82,20 @@ def test_block_parts_cover_each_blocks_first_arrival_the_next_four_and_the_rest(
                      (10, [[10], [11, 12, 13, 14], [15, 16, 17]])]
 
 
+def test_a_long_block_table_shows_its_ends_and_a_verdict_counts_what_it_does_not_name():
+    from diagnostics.segments import SHOWN_BLOCKS, SHOWN_FAILURES, _verdict, block_table, format_block_table
+
+    seg = np.repeat(np.arange(100), 2)                                 # 100 blocks of 2 arrivals
+    base = _row([1] * 200, [0] * 200, [2] * 200)
+    worse = _row([1, 1.5] * 100, [0] * 200, [2] * 200)                 # every block's arrival 2 at 25
+    text = format_block_table(block_table({"nt": {0: base}, "p": {0: worse}}, seg, "nt"))
+    rows = [r for r in text.splitlines() if r.startswith("| ") and not r.startswith("| block")]
+    assert len(rows) == SHOWN_BLOCKS + 1 and f"| ... {100 - SHOWN_BLOCKS} more blocks" in text
+    assert rows[0].startswith("| 0 |") and rows[-1].startswith("| 198 |")
+    fails = [f"block at {i}, arrivals 2-5: -25.0 < -10" for i in range(100)]
+    assert _verdict(fails).endswith(f"; and {100 - SHOWN_FAILURES} more") and _verdict([]).startswith("every")
+
+
 def test_block_table_pairs_each_part_and_names_the_blocks_below_the_floors():
     from diagnostics.segments import block_table, format_block_table, recovery_failures
 
