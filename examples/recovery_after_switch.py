@@ -32,15 +32,15 @@ from tdmodels.stress_worlds import stress_knobs_of, world_type_means
 
 def trace(world, seed, policy, type_mean, arrivals=None):
     """Per arrival [N]: the nearest component's correlation with the user's type and its weight, broad weight on
-    arrival, transfer, final log-likelihood ratio, final broad weight, excess regret (NaN but the last for a policy
-    that is not CODuel's)."""
+    arrival, transfer, final log-likelihood ratio, final broad weight, excess regret (NaN where the policy's infos
+    do not carry them: only CODuel's do)."""
     run = prepare_run(world, seed, policy, arrivals)
     N = run.sched.question.shape[0]
     K = type_mean.shape[1]
     out = {k: np.full(N, np.nan) for k in ("similarity", "weight", "broad_in", "transfer", "llr", "broad_out")}
 
     def observe(kind, a, t, info):
-        if kind == "start_session":
+        if kind == "start_session" and hasattr(info, "prior"):      # CODuel's infos; other learners' carry less
             p = info.prior
             learned = np.asarray(p.means)[:-1, :K]
             out["broad_in"][a], out["transfer"][a] = p.weights[-1], info.transfer
@@ -50,12 +50,12 @@ def trace(world, seed, policy, type_mean, arrivals=None):
                 r = c @ t / np.maximum(np.linalg.norm(c, axis=1) * np.linalg.norm(t), 1e-12)
                 k = int(np.argmax(r))
                 out["similarity"][a], out["weight"][a] = r[k], p.weights[k]
-        elif kind == "update":
+        elif kind == "update" and hasattr(info, "gate_llr"):
             out["llr"][a] = info.gate_llr
-        elif kind == "end_session":
+        elif kind == "end_session" and hasattr(info, "belief"):
             out["broad_out"][a] = info.belief.weights[-1]
 
-    played = play(run, observe=observe if policy.startswith("coduel") else None)
+    played = play(run, observe=observe)
     u = score_played(world, seed, arrivals, played.pairs, played.clicks, run.sched)["per_user"]
     out["excess"] = np.subtract(u["regret"], u["floor"])
     return out
@@ -63,6 +63,8 @@ def trace(world, seed, policy, type_mean, arrivals=None):
 
 def main(args):
     world = open_world(args.world, allow_test=args.allow_test)
+    if args.seeds < 1 or (args.arrivals is not None and args.arrivals < 1):
+        raise SystemExit(f"--seeds {args.seeds} and --arrivals {args.arrivals}: at least 1 each")
     if stress_knobs_of(world) is None:
         raise SystemExit(f"{args.world}: not a stress world (its students' tastes cannot be rebuilt)")
     means = world_type_means(world)
