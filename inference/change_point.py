@@ -2,25 +2,28 @@
 
 After each completed session u, the population keeps a Gaussian surrogate of that user's click likelihood,
 log L_u(theta) ~= c_u - theta' Lam_u theta / 2 + h_u' theta (``inference.population.likelihood_surrogate``).
-Over the last sessions this module runs Bayesian online change-point detection (Adams & MacKay 2007) with two
+Over the last sessions this module runs Bayesian online change-point detection (Adams & MacKay 2007) with three
 kinds of run: in a population run each user comes from the population prior (the learned mixture and its
 broad component) on their own; in a type run the run's users share a new type, theta_u ~ N(m, W I) with
-m ~ N(0, broad_var I), for W in a grid of type widths `WIDTHS`. At each session a run continues with
-probability 1 - hazard or a new one starts, of the population (half) or of a new type of each width (the
-other half, evenly). A session's predictive is its evidence under the population in a population run, and
-the increase of its run's evidence in a type run; every evidence is closed-form under the surrogates (no
-Newton, no draws), and a session with no likelihood in some direction (Lam_u singular, as along the
-persona-sum direction every click leaves unseen) is handled in information form, without inverting Lam_u.
-Because earlier runs are summed over, not compared against the population, a new type shows after its first
-users even when the run before it was of a type the population lacked too.
+m ~ N(0, broad_var I), for W in a grid of type widths `WIDTHS`; in a broad run each user comes from the broad
+component alone (the learned types have stopped applying, and the new users share nothing either). At each
+session a run continues with probability 1 - hazard or a new one starts, of the population (half) or of one of
+the other kinds (the other half, evenly). A session's predictive is its evidence under the population in a
+population run, under the broad component in a broad run, and the increase of its run's evidence in a type run;
+every evidence is closed-form under the surrogates (no Newton, no draws), and a session with no likelihood in
+some direction (Lam_u singular, as along the persona-sum direction every click leaves unseen) is handled in
+information form, without inverting Lam_u. Because earlier runs are summed over, not compared against the
+population, a new type shows after its first users even when the run before it was of a type the population
+lacked too.
 
 The next user continues the newest session's run with probability 1 - hazard; in a type run of r sessions
 its predictive is N(J^-1 k, J^-1 + W), J, k the posterior precision and linear term of m. A type is only a
 type once at least `MIN_SESSIONS` users agree on it: one user who fits no learned type is as often on their
-own (the broad component's business) as the first of a new kind. `recent_type` returns the probability that
-the next user continues a type run of at least that many sessions, and those runs' predictives
-moment-matched into one Gaussian: the component a session's belief can add to the population prior
-(``online.policies.coduel``'s `change_hazard`).
+own as the first of a new kind, and that is what a broad run says, from its first user on. `recent_type`
+returns the probability that the next user continues a type run of at least that many sessions, and those
+runs' predictives moment-matched into one Gaussian: the component a session's belief can add to the population
+prior (``online.policies.coduel``'s `change_hazard`); and the probability that the next user continues a broad
+run: the least weight the session's belief gives the broad component.
 """
 from __future__ import annotations
 
@@ -39,6 +42,7 @@ class RecentType(NamedTuple):
     mean: np.ndarray         # [d] the type's predictive mean for the next user
     cov: np.ndarray          # [d, d] and covariance
     sessions: float          # the posterior mean length of that type run (0: none)
+    broad: float = 0.0       # P(the next user continues a broad run: the learned types no longer apply)
 
 
 def _spd(mats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -91,7 +95,7 @@ def population_log_evidence(lik_prec, lik_lin, lik_const, weights, means, covs) 
 
 
 def recent_type(lik_prec, lik_lin, lik_const, weights, means, covs, hazard: float, broad_var: float,
-                base: np.ndarray | None = None) -> RecentType:
+                gain: np.ndarray | None = None) -> RecentType:
     """The new type the last sessions may share (see the module docstring).
 
     Parameters
@@ -104,26 +108,33 @@ def recent_type(lik_prec, lik_lin, lik_const, weights, means, covs, hazard: floa
         In (0, 1): the prior probability that the population changes at a given session.
     broad_var : float
         The prior variance of a new type's mean, per coordinate.
-    base : array [R], optional
-        Each session's log evidence under the population prior it arrived under: a population run's predictive.
-        Without it, the evidences under the given prior, which was refitted on those very sessions (a component
-        born from a session explains it well, so population runs are favoured).
+    gain : array [R], optional
+        Each session's log evidence under the population prior its user arrived under minus its log evidence
+        under the broad component, both read off the surrogate the session had then; a population run's
+        predictive is the session's broad evidence under the surrogate given here plus its gain. The surrogates
+        are redone whenever the recalibration is refitted, which moves every evidence: the gain is what an
+        arrival's evidence leaves that stays comparable with the type runs' evidences, read off today's surrogates.
+        Without it, the gains under the given prior, which was refitted on those very sessions (a component born
+        from a session explains it well, so population runs are favoured).
 
     Returns
     -------
     RecentType
-        Weight 0 (and the broad prior as its predictive) where fewer than MIN_SESSIONS sessions are given.
+        Weight 0 (and the broad prior as its predictive) where fewer than MIN_SESSIONS sessions are given; a
+        broad weight from the first session on. The broad component is the last of the given prior's.
     """
     if not (0.0 < hazard < 1.0 and 0.0 < broad_var < np.inf):
         raise ValueError(f"recent_type: hazard in (0, 1) and a finite broad_var > 0, got {hazard!r}, {broad_var!r}")
     R, d = lik_lin.shape if len(lik_lin) else (0, len(means[0]))
-    if R < MIN_SESSIONS:
+    if R == 0:
         return RecentType(0.0, np.zeros(d), broad_var * np.eye(d), 0.0)
-    if base is None:
-        base = population_log_evidence(lik_prec, lik_lin, lik_const, weights, means, covs)
-    base = np.asarray(base, dtype=float)
-    if base.shape != (R,) or not np.isfinite(base).all():
-        raise FloatingPointError(f"change point: the sessions' population evidences are not {R} finite numbers")
+    alone = population_log_evidence(lik_prec, lik_lin, lik_const, np.ones(1), means[-1:], covs[-1:])
+    if gain is None:
+        gain = population_log_evidence(lik_prec, lik_lin, lik_const, weights, means, covs) - alone
+    gain = np.asarray(gain, dtype=float)
+    if gain.shape != (R,) or not np.isfinite(gain).all():
+        raise FloatingPointError(f"change point: the sessions' population evidence gains are not {R} finite numbers")
+    base = alone + gain
     starts, ends = np.triu_indices(R + 1, 1)                 # the runs of sessions starts[i] .. ends[i] - 1
     log_ev, post_mean, post_cov = [], [], []
     for width in WIDTHS:
@@ -143,11 +154,12 @@ def recent_type(lik_prec, lik_lin, lik_const, weights, means, covs, hazard: floa
         post_mean.append(np.einsum("pij,pj->pi", Jinv, k[last]))
         post_cov.append(Jinv + width * np.eye(d)[None])
     log_ev = np.array(log_ev)                                 # [widths, R + 1, R + 1]
-    runs = _run_posterior(base, log_ev, hazard)               # [1 + widths, R]: by kind (population first), start
-    typed = runs[1:, :R - MIN_SESSIONS + 1]                   # type runs of at least MIN_SESSIONS sessions
+    runs = _run_posterior(base, alone, log_ev, hazard)        # [2 + widths, R]: by kind (population, broad, types)
+    on_broad = (1.0 - hazard) * float(runs[1].sum())
+    typed = runs[2:, :max(R - MIN_SESSIONS + 1, 0)]           # type runs of at least MIN_SESSIONS sessions
     shared = float(typed.sum())
     if not shared > 0:
-        return RecentType(0.0, np.zeros(d), broad_var * np.eye(d), 0.0)
+        return RecentType(0.0, np.zeros(d), broad_var * np.eye(d), 0.0, on_broad)
     q = (typed / shared).ravel()
     m = np.concatenate([x[:R - MIN_SESSIONS + 1] for x in post_mean])
     mean = np.einsum("h,hi->i", q, m)
@@ -155,18 +167,19 @@ def recent_type(lik_prec, lik_lin, lik_const, weights, means, covs, hazard: floa
     cov = (np.einsum("h,hij->ij", q, np.concatenate([x[:R - MIN_SESSIONS + 1] for x in post_cov]))
            + np.einsum("h,hi,hj->ij", q, dev, dev))
     r = np.tile(R - np.arange(R - MIN_SESSIONS + 1), len(WIDTHS))
-    return RecentType((1.0 - hazard) * shared, mean, 0.5 * (cov + cov.T), float(np.dot(q, r)))
+    return RecentType((1.0 - hazard) * shared, mean, 0.5 * (cov + cov.T), float(np.dot(q, r)), on_broad)
 
 
-def _run_posterior(base: np.ndarray, log_ev: np.ndarray, hazard: float) -> np.ndarray:
-    """P(the run the newest session is in started at session s, and is of kind c) [1 + widths, R], by Bayesian
+def _run_posterior(base: np.ndarray, alone: np.ndarray, log_ev: np.ndarray, hazard: float) -> np.ndarray:
+    """P(the run the newest session is in started at session s, and is of kind c) [2 + widths, R], by Bayesian
     online change-point detection's recursion over the sessions, oldest first: a run either continues (1 -
-    hazard) or a new one starts (hazard), of the population (half) or of a new type of each width (the other
-    half, evenly); a session's predictive is its population evidence `base` [R] in a population run, and the
-    increase of its run's evidence `log_ev` [widths, R + 1, R + 1] in a type run."""
+    hazard) or a new one starts (hazard), of the population (half) or of one of the other kinds (the other half,
+    evenly); a session's predictive is its population evidence `base` [R] in a population run, its evidence under
+    the broad component `alone` [R] in a broad run, and the increase of its run's evidence `log_ev`
+    [widths, R + 1, R + 1] in a type run."""
     W, R = log_ev.shape[0], len(base)
-    log_kind = np.log(np.r_[0.5, np.full(W, 0.5 / W)])
-    log_run = np.full((1 + W, R), -np.inf)
+    log_kind = np.log(np.r_[0.5, np.full(W + 1, 0.5 / (W + 1))])
+    log_run = np.full((2 + W, R), -np.inf)
     s = np.arange(R)
     for t in range(R):
         if t:
@@ -176,7 +189,8 @@ def _run_posterior(base: np.ndarray, log_ev: np.ndarray, hazard: float) -> np.nd
         else:
             log_run[:, 0] = log_kind
         log_run[0, :t + 1] += base[t]
-        log_run[1:, :t + 1] += log_ev[:, s[:t + 1], t + 1] - log_ev[:, s[:t + 1], t]
+        log_run[1, :t + 1] += alone[t]
+        log_run[2:, :t + 1] += log_ev[:, s[:t + 1], t + 1] - log_ev[:, s[:t + 1], t]
         log_run -= np.logaddexp.reduce(log_run[:, :t + 1], axis=None)
     return np.exp(log_run)
 

@@ -52,7 +52,7 @@ from online import append_only
 from online import gate as gt
 from online.learner import Context, Learner
 from online.policies.coduel_pairs import challenged_pair, informative_pair
-from online.policies.coduel_prior import (arrival_log_evidence, belief_from, broad_belief, broad_floor, floored,
+from online.policies.coduel_prior import (arrival_log_gain, belief_from, broad_belief, broad_floor, floored,
                                           unfloored_broad)
 from online.setting_range import Range, ranged
 from tdmodels.population_hyper import ALPHA, N_LEARNED, RIDGE, recalibrated_design
@@ -130,8 +130,9 @@ class CODuelState(NamedTuple):
     active: np.ndarray           # [C'] the belief's live slots: the population's (C' = C), and with change_hazard
                                  # the recent type's before the broad one (C' = C + 1; ``online.policies.coduel_prior``)
     recent_weight: float = 0.0   # the recent type's weight in this session's starting belief (0 without change_hazard)
-    arrival_evidence: np.ndarray = np.zeros(0)  # [N] with change_hazard: each completed session's log evidence
-                                                # under the population prior its user arrived under
+    arrival_gain: np.ndarray = np.zeros(0)  # [N] with change_hazard: each completed session's log evidence under the
+                                            # population prior its user arrived under, over the broad component's
+    floor: float = 0.0           # the least broad weight in this session's starting belief (``belief_from``)
 
 
 class Predictions(NamedTuple):
@@ -199,7 +200,7 @@ def init(context: Context, settings: Settings = Settings()) -> CODuelState:
     B = settings.bank_size if settings.bank_size is not None else context.b
     pop = init_population(d, settings.prior_var, settings.max_learned)
     done = Completed(_empty_rounds((N, S), K), np.zeros((N, S, d)), 0, append_only.new_mark())
-    belief, active, _ = belief_from(pop, 0.0, settings.change_hazard)
+    belief, active, _, _ = belief_from(pop, 0.0, settings.change_hazard)
     return CODuelState(pop, np.eye(K), np.r_[1.0, np.zeros(K * K)], gt.GateState(), False, belief,
                        broad_belief(pop), np.zeros((B, K, d)), np.zeros((B, K, d)), 0, 0, _empty_rounds((S,), K), done,
                        np.zeros((S, d)), np.zeros(settings.broad_memory), active, 0.0,
@@ -213,9 +214,9 @@ def start_session(state: CODuelState, settings: Settings = Settings()) -> CODuel
         raise InputError(f"CODuel: a state made with broad_memory={len(state.recent_broad)} given settings with "
                          f"broad_memory={s.broad_memory}")
     transfer = (not s.gate and state.pop.n > 0) or gt.transfer_on(state.gate, s.gate_z, s.gate_min)
-    belief, active, rho = belief_from(state.pop, broad_floor(state.recent_broad, s.session_broad_weight),
-                                      s.change_hazard, s.change_weight_max, state.arrival_evidence)
-    return state._replace(belief=belief, active=active, recent_weight=rho, alone=broad_belief(state.pop),
+    belief, active, rho, floor = belief_from(state.pop, broad_floor(state.recent_broad, s.session_broad_weight),
+                                             s.change_hazard, s.change_weight_max, state.arrival_gain)
+    return state._replace(belief=belief, active=active, recent_weight=rho, floor=floor, alone=broad_belief(state.pop),
                           transfer=transfer, t=0,
                           session=Rounds(*(np.zeros_like(x) for x in state.session)))
 
@@ -237,7 +238,7 @@ def arrival(state: CODuelState, settings: Settings = Settings()) -> tuple[CODuel
     if settings.change_hazard:
         prior = MixturePrior(np.exp(b.log_w[a]), b.means[a], b.covs[a])
     else:
-        w = floored(state.pop.weights, broad_floor(state.recent_broad, settings.session_broad_weight))
+        w = floored(state.pop.weights, state.floor)
         prior = MixturePrior(w[a], b.means[a], b.covs[a])
     return state, ArrivalInfo(prior, state.A, state.transfer, state.gate.mean, gt.standard_error(state.gate))
 
@@ -286,8 +287,8 @@ def update(state: CODuelState, Phi: np.ndarray, pair: tuple[int, int], y: int,
         P, z, w1, m1, S1, lp_pop, w2, m2, S2, lp_alone = kn.coduel_click(
             b.log_w, b.means, b.covs, state.active, a.log_w, a.means, a.covs, Phi, state.A, i, j, int(y))
     else:
-        floor = broad_floor(state.recent_broad, settings.session_broad_weight)
-        prior = (belief_from(pop, floor, settings.change_hazard, settings.change_weight_max, state.arrival_evidence)[0]
+        prior = (belief_from(pop, state.floor, settings.change_hazard, settings.change_weight_max,
+                             state.arrival_gain).belief
                  if kind == 2 else b)
         P, z, w1, m1, S1, lp_pop, w2, m2, S2, lp_alone = kn.coduel_click_belief(
             b.log_w, b.means, b.covs, state.active, a.log_w, a.means, a.covs, Phi, state.A, i, j, int(y), kind,
@@ -370,14 +371,14 @@ def end_session(state: CODuelState, settings: Settings = Settings()) -> tuple[CO
         pop = pop._replace(n=n)
     recent = state.recent_broad
     if len(recent) and state.pop.n_learned > 0:     # with no learned type the broad weight is 1 by construction
-        recent = np.r_[recent[1:], unfloored_broad(state.pop, b.log_w, broad_floor(recent, s.session_broad_weight),
+        recent = np.r_[recent[1:], unfloored_broad(state.pop, b.log_w, state.floor,
                                                    state.recent_weight if s.change_hazard else None)]
-    evidence = state.arrival_evidence
+    gains = state.arrival_gain
     if s.change_hazard and s.population:
-        evidence = evidence.copy()
-        evidence[n - 1] = arrival_log_evidence(state.pop, pop)
+        gains = gains.copy()
+        gains[n - 1] = arrival_log_gain(state.pop, pop)
     state = state._replace(pop=pop, A=A, recal_w=recal_w, bank_P=bank_P, gate=gt.end_session(state.gate), done=done,
-                           recent_broad=recent, arrival_evidence=evidence)
+                           recent_broad=recent, arrival_gain=gains)
     return state, SessionInfo(final, bool(recalibrated), int(pop.active.sum()))
 
 

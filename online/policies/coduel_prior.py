@@ -1,5 +1,6 @@
 """The prior a CODuel session starts from: the population prior, its broad weight floored, and (with a change
-hazard) the new type the last sessions may share.
+hazard) the new type the last sessions may share, the floor raised to the probability that the learned types
+have stopped applying.
 
 CODuel's belief over a user lives on the population's component slots, learned ones first and the broad one
 last. With `change_hazard` > 0 the belief has one slot more, just before the broad one: the recent type of
@@ -7,6 +8,8 @@ last. With `change_hazard` > 0 the belief has one slot more, just before the bro
 scaled down by the rest. The population itself (its refit, its slots) never sees that slot.
 """
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
@@ -35,9 +38,9 @@ def broad_floor(recent_broad: np.ndarray, session_broad_weight: float) -> float:
     return max(session_broad_weight, recent)
 
 
-def recent_type_of(pop: Population, hazard: float, evidence: np.ndarray) -> RecentType:
+def recent_type_of(pop: Population, hazard: float, gains: np.ndarray) -> RecentType:
     """``inference.change_point.recent_type`` over the population's last CHANGE_WINDOW sessions, their
-    population evidences on arrival `evidence` [>= n] (``arrival_log_evidence``) and the prior now."""
+    population evidence gains on arrival `gains` [>= n] (``arrival_log_gain``) and the prior now."""
     broad_var = float(pop.covs[-1, 0, 0])
     if pop.n == 0:
         d = pop.means.shape[1]
@@ -45,17 +48,19 @@ def recent_type_of(pop: Population, hazard: float, evidence: np.ndarray) -> Rece
     lo = max(0, pop.n - CHANGE_WINDOW)
     a = pop.active
     return recent_type(pop.lik_prec[lo:pop.n], pop.lik_lin[lo:pop.n], pop.lik_const[lo:pop.n], pop.weights[a],
-                       pop.means[a], pop.covs[a], hazard, broad_var, base=evidence[lo:pop.n])
+                       pop.means[a], pop.covs[a], hazard, broad_var, gain=gains[lo:pop.n])
 
 
-def arrival_log_evidence(before: Population, after: Population) -> float:
+def arrival_log_gain(before: Population, after: Population) -> float:
     """The newest session's log evidence under the population prior its user arrived under (`before`, the prior
-    before the refit that added the session; its likelihood surrogate from `after`): a population run's
-    predictive in the change-point view, which the refitted prior (with a component born from the session)
-    would overstate."""
+    before the refit that added the session; its likelihood surrogate from `after`), minus its log evidence
+    under the broad component: a population run's predictive in the change-point view, over the broad one's
+    (the refitted prior, with a component born from the session, would overstate it; and the ratio, unlike the
+    evidence, stays comparable when a recalibration redoes the surrogates)."""
     u, a = after.n - 1, before.active
-    return float(population_log_evidence(after.lik_prec[u:u + 1], after.lik_lin[u:u + 1], after.lik_const[u:u + 1],
-                                         before.weights[a], before.means[a], before.covs[a])[0])
+    lik = after.lik_prec[u:u + 1], after.lik_lin[u:u + 1], after.lik_const[u:u + 1]
+    return float(population_log_evidence(*lik, before.weights[a], before.means[a], before.covs[a])[0]
+                 - population_log_evidence(*lik, np.ones(1), before.means[-1:], before.covs[-1:])[0])
 
 
 def session_prior(pop: Population, floor: float = 0.0, rho: float | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -68,20 +73,34 @@ def session_prior(pop: Population, floor: float = 0.0, rho: float | None = None)
     return floored(mixed, floor), np.concatenate([pop.active[:-1], [rho > 0.0], pop.active[-1:]])
 
 
+class SessionStart(NamedTuple):
+    """What a session's belief starts from (``belief_from``)."""
+    belief: MixtureBelief        # over the population's slots, and with a change hazard the recent type's
+    active: np.ndarray           # [C'] its live slots
+    recent_weight: float         # the recent type's weight in it (0 without a change hazard)
+    floor: float                 # the least weight it gives the broad component
+
+
 def belief_from(pop: Population, floor: float = 0.0, hazard: float = 0.0, cap: float = 1.0,
-                evidence: np.ndarray | None = None) -> tuple[MixtureBelief, np.ndarray, float]:
-    """(the belief a session starts from, its active slots, the recent type's weight in it): `session_prior`'s
-    weights on the population's components, and with `hazard` > 0 on the recent type's too (``recent_type_of``
-    with the sessions' arrival `evidence`, its weight at most `cap`; 0 without a hazard)."""
-    recent = recent_type_of(pop, hazard, evidence) if hazard else None
-    rho = min(recent.weight, cap) if recent is not None else None
-    w, active = session_prior(pop, floor, rho)
+                gains: np.ndarray | None = None) -> SessionStart:
+    """The belief a session starts from: `session_prior`'s weights on the population's components, and with
+    `hazard` > 0 on the recent type's too (``recent_type_of`` with the sessions' arrival `gains`, its weight at
+    most `cap`), the broad weight at least `floor` and, with a hazard, at least the probability that the next
+    user continues a broad run (up to BROAD_FLOOR_MAX)."""
+    recent = recent_type_of(pop, hazard, gains) if hazard else None
+    if recent is None:
+        w, active = session_prior(pop, floor)
+    else:
+        floor = max(floor, min(recent.broad, BROAD_FLOOR_MAX))
+        rho = min(recent.weight, cap)
+        w, active = session_prior(pop, floor, rho)
     with np.errstate(divide="ignore"):
         log_w = np.where(active, np.log(w), -np.inf)
     if recent is None:
-        return MixtureBelief(log_w, pop.means.copy(), pop.covs.copy()), active, 0.0
-    return (MixtureBelief(log_w, np.concatenate([pop.means[:-1], recent.mean[None], pop.means[-1:]]),
-                          np.concatenate([pop.covs[:-1], recent.cov[None], pop.covs[-1:]])), active, rho)
+        return SessionStart(MixtureBelief(log_w, pop.means.copy(), pop.covs.copy()), active, 0.0, floor)
+    return SessionStart(MixtureBelief(log_w, np.concatenate([pop.means[:-1], recent.mean[None], pop.means[-1:]]),
+                                      np.concatenate([pop.covs[:-1], recent.cov[None], pop.covs[-1:]])),
+                        active, rho, floor)
 
 
 def unfloored_broad(pop: Population, final_log_w: np.ndarray, floor: float, rho: float | None = None) -> float:
@@ -102,6 +121,5 @@ def broad_belief(pop: Population) -> MixtureBelief:
     return MixtureBelief(np.zeros(1), pop.means[-1:].copy(), pop.covs[-1:].copy())
 
 
-__all__ = ["BROAD_FLOOR_MAX", "floored", "broad_floor", "recent_type_of", "arrival_log_evidence", "session_prior",
-           "belief_from",
-           "unfloored_broad", "broad_belief"]
+__all__ = ["BROAD_FLOOR_MAX", "floored", "broad_floor", "recent_type_of", "arrival_log_gain", "session_prior",
+           "SessionStart", "belief_from", "unfloored_broad", "broad_belief"]
