@@ -118,3 +118,40 @@ def test_logdet_and_quadratic_form_without_an_inverse(seed):
     bad = M.copy()
     bad[0] = -np.eye(7)
     assert np.isnan(spd_logdet_quad(bad, v)[0][0])
+
+
+@pytest.mark.parametrize("shift", [-7.0, 5.0])
+def test_a_constant_in_every_surrogate_cancels_given_the_gains(shift):
+    """A recalibration redoes every session's surrogate; what the population run keeps from arrival is its gain
+    over the broad component, so an offset common to a session's evidences under every prior changes nothing
+    (the first version kept the arrival evidence itself, against type runs read off the new surrogates)."""
+    rng = np.random.default_rng(5)
+    d = 5
+    means = np.array([[2.0, -1, 0, 0, 0], [0.0, 0, 0, 0, 0]])
+    covs, w = np.stack([0.1 * np.eye(d), 4.0 * np.eye(d)]), np.array([0.8, 0.2])
+    users = [means[0] + 0.3 * rng.standard_normal(d) for _ in range(8)]
+    users += [np.array([0.0, 0, -2, 2.5, 0]) + 0.3 * rng.standard_normal(d) for _ in range(3)]
+    lam, h, c = _sessions(users, rng)
+    gain = population_log_evidence(lam, h, c, w, means, covs) - population_log_evidence(lam, h, c, np.ones(1),
+                                                                                         means[-1:], covs[-1:])
+    a = recent_type(lam, h, c, w, means, covs, 0.05, 4.0, gain=gain)
+    b = recent_type(lam, h, c + shift, w, means, covs, 0.05, 4.0, gain=gain)
+    assert 0.05 < a.weight < 1
+    assert (b.weight, b.broad, b.sessions) == pytest.approx((a.weight, a.broad, a.sessions), rel=1e-9, abs=1e-12)
+    np.testing.assert_allclose(b.mean, a.mean, atol=1e-9)
+
+
+def test_users_who_fit_no_learned_type_nor_each_other_raise_the_broad_run():
+    """After users of the learned types, users spread over the whole broad prior: the next user most likely
+    continues a broad run (not a type: they share nothing); users of the learned types give it no weight."""
+    rng = np.random.default_rng(6)
+    d = 5
+    means = np.array([[2.0, -1, 0, 0, 0], [-1.0, 2, 0, 0, 0], [0.0, 0, 0, 0, 0]])
+    covs, w = np.stack([0.1 * np.eye(d), 0.1 * np.eye(d), 4.0 * np.eye(d)]), np.array([0.48, 0.48, 0.04])
+    old = [means[rng.integers(2)] + 0.3 * rng.standard_normal(d) for _ in range(20)]
+    spread = [2.0 * rng.standard_normal(d) for _ in range(4)]
+    before = recent_type(*_sessions(old, rng), w, means, covs, 0.05, 4.0)
+    after = recent_type(*_sessions(old + spread, rng), w, means, covs, 0.05, 4.0)
+    assert before.broad < 0.05
+    assert after.broad > 0.5 and after.weight < 0.3
+    assert before.broad + before.weight <= 1 - 0.05 + 1e-12 and after.broad + after.weight <= 1 - 0.05 + 1e-12
