@@ -2,28 +2,30 @@
 
 After each completed session u, the population keeps a Gaussian surrogate of that user's click likelihood,
 log L_u(theta) ~= c_u - theta' Lam_u theta / 2 + h_u' theta (``inference.population.likelihood_surrogate``).
-Over the last sessions this module runs Bayesian online change-point detection (Adams & MacKay 2007) with three
+Over the last sessions this module runs Bayesian online change-point detection (Adams & MacKay 2007) with two
 kinds of run: in a population run each user comes from the population prior (the learned mixture and its
 broad component) on their own; in a type run the run's users share a new type, theta_u ~ N(m, W I) with
-m ~ N(0, broad_var I), for W in a grid of type widths `WIDTHS`; in a broad run each user comes from the broad
-component alone (the learned types have stopped applying, and the new users share nothing either). At each
-session a run continues with probability 1 - hazard or a new one starts, of the population (half) or of one of
-the other kinds (the other half, evenly). A session's predictive is its evidence under the population in a
-population run, under the broad component in a broad run, and the increase of its run's evidence in a type run;
-every evidence is closed-form under the surrogates (no Newton, no draws), and a session with no likelihood in
-some direction (Lam_u singular, as along the persona-sum direction every click leaves unseen) is handled in
-information form, without inverting Lam_u. Because earlier runs are summed over, not compared against the
-population, a new type shows after its first users even when the run before it was of a type the population
-lacked too.
+m ~ N(0, broad_var I), for W in a grid of type widths `WIDTHS`. At each session a run continues with
+probability 1 - hazard or a new one starts, of the population (half) or of a new type of each width (the
+other half, evenly). A session's predictive is its evidence under the population in a population run, and
+the increase of its run's evidence in a type run; every evidence is closed-form under the surrogates (no
+Newton, no draws), and a session with no likelihood in some direction (Lam_u singular, as along the
+persona-sum direction every click leaves unseen) is handled in information form, without inverting Lam_u.
+Because earlier runs are summed over, not compared against the population, a new type shows after its first
+users even when the run before it was of a type the population lacked too.
 
 The next user continues the newest session's run with probability 1 - hazard; in a type run of r sessions
 its predictive is N(J^-1 k, J^-1 + W), J, k the posterior precision and linear term of m. A type is only a
 type once at least `MIN_SESSIONS` users agree on it: one user who fits no learned type is as often on their
-own as the first of a new kind, and that is what a broad run says, from its first user on. `recent_type`
-returns the probability that the next user continues a type run of at least that many sessions, and those
-runs' predictives moment-matched into one Gaussian: the component a session's belief can add to the population
-prior (``online.policies.coduel``'s `change_hazard`); and the probability that the next user continues a broad
-run: the least weight the session's belief gives the broad component.
+own (the broad component's business) as the first of a new kind. `recent_type` returns the probability that
+the next user continues a type run of at least that many sessions, and those runs' predictives
+moment-matched into one Gaussian: the component a session's belief can add to the population prior
+(``online.policies.coduel``'s `change_hazard`).
+
+A type needs users who agree; a shift to several new kinds at once, or to a kind the population is
+confidently wrong about, shows sooner in how much better than the broad component the population explained
+each user: `new_kind_probability` reads a drop of that gain (a second, one-dimensional change-point
+recursion), the least broad weight of the population's part of a session's belief.
 """
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ from typing import NamedTuple
 import numpy as np
 
 from inference import kernels
+from inference.constants import CHANGE_MIN_GAINS as MIN_GAINS
 from inference.constants import CHANGE_MIN_SESSIONS as MIN_SESSIONS
 from inference.constants import CHANGE_WIDTHS as WIDTHS
 
@@ -42,7 +45,6 @@ class RecentType(NamedTuple):
     mean: np.ndarray         # [d] the type's predictive mean for the next user
     cov: np.ndarray          # [d, d] and covariance
     sessions: float          # the posterior mean length of that type run (0: none)
-    broad: float = 0.0       # P(the next user continues a broad run: the learned types no longer apply)
 
 
 def _spd(mats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -120,8 +122,8 @@ def recent_type(lik_prec, lik_lin, lik_const, weights, means, covs, hazard: floa
     Returns
     -------
     RecentType
-        Weight 0 (and the broad prior as its predictive) where fewer than MIN_SESSIONS sessions are given; a
-        broad weight from the first session on. The broad component is the last of the given prior's.
+        Weight 0 (and the broad prior as its predictive) where fewer than MIN_SESSIONS sessions are given. The
+        broad component is the last of the given prior's.
     """
     if not (0.0 < hazard < 1.0 and 0.0 < broad_var < np.inf):
         raise ValueError(f"recent_type: hazard in (0, 1) and a finite broad_var > 0, got {hazard!r}, {broad_var!r}")
@@ -154,12 +156,11 @@ def recent_type(lik_prec, lik_lin, lik_const, weights, means, covs, hazard: floa
         post_mean.append(np.einsum("pij,pj->pi", Jinv, k[last]))
         post_cov.append(Jinv + width * np.eye(d)[None])
     log_ev = np.array(log_ev)                                 # [widths, R + 1, R + 1]
-    runs = _run_posterior(base, alone, log_ev, hazard)        # [2 + widths, R]: by kind (population, broad, types)
-    on_broad = (1.0 - hazard) * float(runs[1].sum())
-    typed = runs[2:, :max(R - MIN_SESSIONS + 1, 0)]           # type runs of at least MIN_SESSIONS sessions
+    runs = _run_posterior(base, log_ev, hazard)               # [1 + widths, R]: by kind (population first), start
+    typed = runs[1:, :max(R - MIN_SESSIONS + 1, 0)]           # type runs of at least MIN_SESSIONS sessions
     shared = float(typed.sum())
     if not shared > 0:
-        return RecentType(0.0, np.zeros(d), broad_var * np.eye(d), 0.0, on_broad)
+        return RecentType(0.0, np.zeros(d), broad_var * np.eye(d), 0.0)
     q = (typed / shared).ravel()
     m = np.concatenate([x[:R - MIN_SESSIONS + 1] for x in post_mean])
     mean = np.einsum("h,hi->i", q, m)
@@ -167,19 +168,18 @@ def recent_type(lik_prec, lik_lin, lik_const, weights, means, covs, hazard: floa
     cov = (np.einsum("h,hij->ij", q, np.concatenate([x[:R - MIN_SESSIONS + 1] for x in post_cov]))
            + np.einsum("h,hi,hj->ij", q, dev, dev))
     r = np.tile(R - np.arange(R - MIN_SESSIONS + 1), len(WIDTHS))
-    return RecentType((1.0 - hazard) * shared, mean, 0.5 * (cov + cov.T), float(np.dot(q, r)), on_broad)
+    return RecentType((1.0 - hazard) * shared, mean, 0.5 * (cov + cov.T), float(np.dot(q, r)))
 
 
-def _run_posterior(base: np.ndarray, alone: np.ndarray, log_ev: np.ndarray, hazard: float) -> np.ndarray:
-    """P(the run the newest session is in started at session s, and is of kind c) [2 + widths, R], by Bayesian
+def _run_posterior(base: np.ndarray, log_ev: np.ndarray, hazard: float) -> np.ndarray:
+    """P(the run the newest session is in started at session s, and is of kind c) [1 + widths, R], by Bayesian
     online change-point detection's recursion over the sessions, oldest first: a run either continues (1 -
-    hazard) or a new one starts (hazard), of the population (half) or of one of the other kinds (the other half,
-    evenly); a session's predictive is its population evidence `base` [R] in a population run, its evidence under
-    the broad component `alone` [R] in a broad run, and the increase of its run's evidence `log_ev`
-    [widths, R + 1, R + 1] in a type run."""
+    hazard) or a new one starts (hazard), of the population (half) or of a new type of each width (the other
+    half, evenly); a session's predictive is its population evidence `base` [R] in a population run, and the
+    increase of its run's evidence `log_ev` [widths, R + 1, R + 1] in a type run."""
     W, R = log_ev.shape[0], len(base)
-    log_kind = np.log(np.r_[0.5, np.full(W + 1, 0.5 / (W + 1))])
-    log_run = np.full((2 + W, R), -np.inf)
+    log_kind = np.log(np.r_[0.5, np.full(W, 0.5 / W)])
+    log_run = np.full((1 + W, R), -np.inf)
     s = np.arange(R)
     for t in range(R):
         if t:
@@ -189,10 +189,55 @@ def _run_posterior(base: np.ndarray, alone: np.ndarray, log_ev: np.ndarray, haza
         else:
             log_run[:, 0] = log_kind
         log_run[0, :t + 1] += base[t]
-        log_run[1, :t + 1] += alone[t]
-        log_run[2:, :t + 1] += log_ev[:, s[:t + 1], t + 1] - log_ev[:, s[:t + 1], t]
+        log_run[1:, :t + 1] += log_ev[:, s[:t + 1], t + 1] - log_ev[:, s[:t + 1], t]
         log_run -= np.logaddexp.reduce(log_run[:, :t + 1], axis=None)
     return np.exp(log_run)
 
 
-__all__ = ["RecentType", "MIN_SESSIONS", "WIDTHS", "type_terms", "population_log_evidence", "recent_type"]
+def new_kind_probability(gains: np.ndarray, hazard: float) -> float:
+    """P(the next user is of a new kind: one the population prior explains no better than its broad component).
+
+    A session's gain is its log evidence under the population prior its user arrived under minus that under
+    the broad component (``online.policies.coduel_prior.arrival_log_gain``). While the population applies, the
+    gains scatter around their mean over the given sessions, g ~ N(mean, sd^2); the users of a kind the
+    population lacks, and of a kind it is confidently wrong about, are explained by it about as well as by the
+    broad prior or worse, g ~ N(0, sd^2). A two-state change-point recursion over the sessions, oldest first
+    (the state persists with probability 1 - hazard, else a new run of either state starts, evenly), gives the
+    probability that the next user is in a new-kind run. Unlike a session's evidence against the broad
+    component alone, the gain's drop shows after the first users of a kind whose clicks, on the pairs the
+    population chose, its components predict no better than the broad prior does.
+
+    Parameters
+    ----------
+    gains : array [R]
+        The last R sessions' gains, oldest first.
+    hazard : float
+        In (0, 1), as for `recent_type`.
+
+    Returns
+    -------
+    float
+        0 where fewer than MIN_GAINS sessions are given or their mean gain is not positive (no drop to read).
+    """
+    g = np.asarray(gains, dtype=float)
+    if not 0.0 < hazard < 1.0:
+        raise ValueError(f"new_kind_probability: hazard in (0, 1), got {hazard!r}")
+    if g.ndim != 1 or not np.isfinite(g).all():
+        raise FloatingPointError("change point: the sessions' gains are not finite numbers")
+    if len(g) < MIN_GAINS:
+        return 0.0
+    ref, sd = float(g.mean()), float(g.std())
+    if not (ref > 0.0 and sd > 0.0):
+        return 0.0
+    log_ratio = 0.5 * (((g - ref) / sd) ** 2 - (g / sd) ** 2)          # log N(g; 0, sd) - log N(g; ref, sd)
+    switch = 0.5 * hazard
+    p = switch                                                          # before the first session: a change as likely
+    for lr in log_ratio:                                                # as at any other
+        odds = np.exp(np.clip(lr, -700.0, 700.0)) * p / (1.0 - p)
+        p = odds / (1.0 + odds) if np.isfinite(odds) else 1.0
+        p = p * (1.0 - switch) + (1.0 - p) * switch
+    return float(p)
+
+
+__all__ = ["RecentType", "MIN_SESSIONS", "MIN_GAINS", "WIDTHS", "type_terms", "population_log_evidence", "recent_type",
+           "new_kind_probability"]

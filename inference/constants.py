@@ -21,6 +21,7 @@ MIN_SUPPORT = 0.5
 CHANGE_WINDOW = 50
 CHANGE_WIDTHS = (0.1, 0.4, 1.6)
 CHANGE_MIN_SESSIONS = 2      # users who must agree before the recent ones count as a new type
+CHANGE_MIN_GAINS = 10        # completed sessions whose gains make the population's reference before a drop is read
 
 # The lookahead pair rule (``online.lookahead_reference`` and ``inference.kernels.belief``).
 PRUNE_NATS = 20.0            # components under exp(-20) of the heaviest are left out

@@ -1,6 +1,6 @@
 """The prior a CODuel session starts from: the population prior, its broad weight floored, and (with a change
-hazard) the new type the last sessions may share, the floor raised to the probability that the learned types
-have stopped applying.
+hazard) the new type the last sessions may share, the floor raised to the probability that the next user is of
+a kind the population explains no better than its broad component.
 
 CODuel's belief over a user lives on the population's component slots, learned ones first and the broad one
 last. With `change_hazard` > 0 the belief has one slot more, just before the broad one: the recent type of
@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from inference.change_point import RecentType, population_log_evidence, recent_type
+from inference.change_point import RecentType, new_kind_probability, population_log_evidence, recent_type
 from inference.constants import CHANGE_WINDOW
 from inference.mixture_belief import MixtureBelief
 from inference.population import Population
@@ -64,13 +64,14 @@ def arrival_log_gain(before: Population, after: Population) -> float:
 
 
 def session_prior(pop: Population, floor: float = 0.0, rho: float | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(weights [C'], active [C']) of a session's starting belief: C' = C slots, or C + 1 with a recent type of
-    weight `rho` (its slot before the broad one, inactive where `rho` is 0); the broad weight at least `floor`
-    either way (the other slots scaled down in proportion)."""
+    """(weights [C'], active [C']) of a session's starting belief: C' = C slots, the population's weights with
+    the broad one at least `floor` (the others scaled down in proportion); or C + 1, those weights scaled by
+    1 - `rho` and a recent type of weight `rho` (its slot before the broad one, inactive where `rho` is 0)."""
+    w = floored(pop.weights, floor)
     if rho is None:
-        return floored(pop.weights, floor), pop.active
-    mixed = np.concatenate([(1.0 - rho) * pop.weights[:-1], [rho], (1.0 - rho) * pop.weights[-1:]])
-    return floored(mixed, floor), np.concatenate([pop.active[:-1], [rho > 0.0], pop.active[-1:]])
+        return w, pop.active
+    mixed = np.concatenate([(1.0 - rho) * w[:-1], [rho], (1.0 - rho) * w[-1:]])
+    return mixed, np.concatenate([pop.active[:-1], [rho > 0.0], pop.active[-1:]])
 
 
 class SessionStart(NamedTuple):
@@ -78,20 +79,22 @@ class SessionStart(NamedTuple):
     belief: MixtureBelief        # over the population's slots, and with a change hazard the recent type's
     active: np.ndarray           # [C'] its live slots
     recent_weight: float         # the recent type's weight in it (0 without a change hazard)
-    floor: float                 # the least weight it gives the broad component
+    floor: float                 # the least broad weight of its population part (``session_prior``)
 
 
 def belief_from(pop: Population, floor: float = 0.0, hazard: float = 0.0, cap: float = 1.0,
                 gains: np.ndarray | None = None) -> SessionStart:
     """The belief a session starts from: `session_prior`'s weights on the population's components, and with
     `hazard` > 0 on the recent type's too (``recent_type_of`` with the sessions' arrival `gains`, its weight at
-    most `cap`), the broad weight at least `floor` and, with a hazard, at least the probability that the next
-    user continues a broad run (up to BROAD_FLOOR_MAX)."""
+    most `cap`); the population's broad weight at least `floor` and, with a hazard, at least the probability that
+    the next user is of a new kind (``inference.change_point.new_kind_probability`` over the last CHANGE_WINDOW
+    sessions' `gains`, up to BROAD_FLOOR_MAX)."""
     recent = recent_type_of(pop, hazard, gains) if hazard else None
     if recent is None:
         w, active = session_prior(pop, floor)
     else:
-        floor = max(floor, min(recent.broad, BROAD_FLOOR_MAX))
+        new_kind = new_kind_probability(gains[max(0, pop.n - CHANGE_WINDOW):pop.n], hazard) if pop.n else 0.0
+        floor = max(floor, min(new_kind, BROAD_FLOOR_MAX))
         rho = min(recent.weight, cap)
         w, active = session_prior(pop, floor, rho)
     with np.errstate(divide="ignore"):

@@ -3,7 +3,8 @@ surrogate evidence, and what it concludes from sessions of one new type, of the 
 import numpy as np
 import pytest
 
-from inference.change_point import WIDTHS, population_log_evidence, recent_type, type_terms
+from inference.change_point import (MIN_GAINS, WIDTHS, new_kind_probability, population_log_evidence, recent_type,
+                                    type_terms)
 from inference.population import surrogate_units
 
 
@@ -137,21 +138,31 @@ def test_a_constant_in_every_surrogate_cancels_given_the_gains(shift):
     a = recent_type(lam, h, c, w, means, covs, 0.05, 4.0, gain=gain)
     b = recent_type(lam, h, c + shift, w, means, covs, 0.05, 4.0, gain=gain)
     assert 0.05 < a.weight < 1
-    assert (b.weight, b.broad, b.sessions) == pytest.approx((a.weight, a.broad, a.sessions), rel=1e-9, abs=1e-12)
+    assert (b.weight, b.sessions) == pytest.approx((a.weight, a.sessions), rel=1e-9, abs=1e-12)
     np.testing.assert_allclose(b.mean, a.mean, atol=1e-9)
 
 
-def test_users_who_fit_no_learned_type_nor_each_other_raise_the_broad_run():
-    """After users of the learned types, users spread over the whole broad prior: the next user most likely
-    continues a broad run (not a type: they share nothing); users of the learned types give it no weight."""
-    rng = np.random.default_rng(6)
-    d = 5
-    means = np.array([[2.0, -1, 0, 0, 0], [-1.0, 2, 0, 0, 0], [0.0, 0, 0, 0, 0]])
-    covs, w = np.stack([0.1 * np.eye(d), 0.1 * np.eye(d), 4.0 * np.eye(d)]), np.array([0.48, 0.48, 0.04])
-    old = [means[rng.integers(2)] + 0.3 * rng.standard_normal(d) for _ in range(20)]
-    spread = [2.0 * rng.standard_normal(d) for _ in range(4)]
-    before = recent_type(*_sessions(old, rng), w, means, covs, 0.05, 4.0)
-    after = recent_type(*_sessions(old + spread, rng), w, means, covs, 0.05, 4.0)
-    assert before.broad < 0.05
-    assert after.broad > 0.5 and after.weight < 0.3
-    assert before.broad + before.weight <= 1 - 0.05 + 1e-12 and after.broad + after.weight <= 1 - 0.05 + 1e-12
+def test_a_drop_of_the_gain_makes_a_new_kind_likely_and_one_low_gain_alone_does_not():
+    """Gains around 2 (sd 1), then users the population explains no better than the broad component: after one
+    very low gain a new kind is likely; a merely low one (the population's own 5% tail) moves it less; the
+    population's users bring it back down; too few sessions, or no positive mean gain, say nothing."""
+    rng = np.random.default_rng(7)
+    steady = 2.0 + rng.standard_normal(40)
+    assert new_kind_probability(steady, 0.05) < 0.1
+    one_low = new_kind_probability(np.r_[steady, 0.3], 0.05)
+    one_very_low = new_kind_probability(np.r_[steady, -2.0], 0.05)
+    assert one_low < 0.5 < one_very_low
+    assert new_kind_probability(np.r_[steady, -2.0, -0.5, 0.2], 0.05) > 0.9
+    assert new_kind_probability(np.r_[steady, -2.0, 2.5, 2.0, 1.8, 2.6], 0.05) < 0.2
+    assert new_kind_probability(steady[:MIN_GAINS - 1], 0.05) == 0.0
+    assert new_kind_probability(steady - 5.0, 0.05) == 0.0
+    last = [new_kind_probability(np.r_[steady, x], 0.05) for x in (3.0, 1.0, 0.0, -1.0, -3.0)]
+    assert np.all(np.diff(last) > 0) and all(0.0 < p < 1.0 for p in last)
+
+
+@pytest.mark.parametrize("gains, hazard, error", [(np.r_[np.ones(12), np.nan], 0.05, FloatingPointError),
+                                                  (np.ones((3, 4)), 0.05, FloatingPointError),
+                                                  (np.ones(12), 0.0, ValueError), (np.ones(12), 1.0, ValueError)])
+def test_new_kind_probability_refuses_what_is_not_a_row_of_finite_gains_or_a_hazard(gains, hazard, error):
+    with pytest.raises(error):
+        new_kind_probability(gains, hazard)

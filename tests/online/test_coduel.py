@@ -343,8 +343,9 @@ def test_a_state_and_settings_of_different_broad_memories_are_one_clear_error():
 def test_with_a_change_hazard_the_belief_holds_the_recent_type_before_the_broad_component():
     """coduel-change-point: one slot more than the population's, just before the broad one, inactive until two
     sessions are done, then at most change_weight_max of the arrival prior; the population never sees it. The
-    broad weight is at least the session's floor, and that at least the probability of a broad run."""
-    from online.policies.coduel_prior import recent_type_of
+    population part's broad weight is at least the session's floor, and that at least the probability of a new
+    kind."""
+    from inference.change_point import new_kind_probability
     from tdmodels.stress_knobs import StressKnobs
     from tdmodels.stress_worlds import build_stress_world
 
@@ -367,8 +368,10 @@ def test_with_a_change_hazard_the_belief_holds_the_recent_type_before_the_broad_
     for a in range(30):                           # the recent slot's own weight, read off the state
         state, _ = run.learner.start_session(state, np.random.default_rng(a))
         recent.append(np.exp(state.belief.log_w[C - 1]) if state.active[C - 1] else 0.0)
-        broad_run = recent_type_of(state.pop, 0.05, state.arrival_gain).broad
-        assert np.exp(state.belief.log_w[-1]) >= state.floor - 1e-12 >= min(broad_run, BROAD_FLOOR_MAX) - 2e-12
+        new_kind = new_kind_probability(state.arrival_gain[max(0, a - 50):a], 0.05) if a else 0.0
+        part = 1.0 - state.recent_weight
+        assert np.exp(state.belief.log_w[-1]) >= part * state.floor - 1e-12
+        assert state.floor >= min(new_kind, BROAD_FLOOR_MAX) - 1e-12
         for t in range(run.sched.question.shape[1]):
             q = run.sched.question[a, t]
             pair, _ = run.learner.select(state, run.feats[q], np.random.default_rng(t))
