@@ -20,6 +20,7 @@ _EXPORTS = {
     "refit_population": ".population",
     "recent_type": ".change_point",
     "RecentType": ".change_point",
+    "new_kind_probability": ".change_point",
     "fit_mixture_em": ".mixture_em",
     "GaussianPopulation": ".gaussian_population",
     "fit_gaussian_population": ".gaussian_population",
