@@ -201,11 +201,12 @@ def new_kind_probability(gains: np.ndarray, hazard: float) -> float:
     the broad component (``online.policies.coduel_prior.arrival_log_gain``). While the population applies, the
     gains scatter around their mean over the given sessions, g ~ N(mean, sd^2); the users of a kind the
     population lacks, and of a kind it is confidently wrong about, are explained by it about as well as by the
-    broad prior or worse, g ~ N(0, sd^2). A two-state change-point recursion over the sessions, oldest first
-    (the state persists with probability 1 - hazard, else a new run of either state starts, evenly), gives the
-    probability that the next user is in a new-kind run. Unlike a session's evidence against the broad
-    component alone, the gain's drop shows after the first users of a kind whose clicks, on the pairs the
-    population chose, its components predict no better than the broad prior does.
+    broad prior or worse, g ~ N(0, sd^2). The change-point recursion of `recent_type` over the sessions, with
+    these two kinds of run, gives the probability that the next user continues a new-kind run of at least
+    MIN_SESSIONS sessions: as for a type, one user the population explains badly is as often on their own as
+    the first of a new kind. Unlike a session's evidence against the broad component alone, the gain's drop
+    shows after the first users of a kind whose clicks, on the pairs the population chose, its components
+    predict no better than the broad prior does.
 
     Parameters
     ----------
@@ -224,19 +225,15 @@ def new_kind_probability(gains: np.ndarray, hazard: float) -> float:
         raise ValueError(f"new_kind_probability: hazard in (0, 1), got {hazard!r}")
     if g.ndim != 1 or not np.isfinite(g).all():
         raise FloatingPointError("change point: the sessions' gains are not finite numbers")
-    if len(g) < MIN_GAINS:
+    R = len(g)
+    if R < MIN_GAINS:
         return 0.0
     ref, sd = float(g.mean()), float(g.std())
     if not (ref > 0.0 and sd > 0.0):
         return 0.0
-    log_ratio = 0.5 * (((g - ref) / sd) ** 2 - (g / sd) ** 2)          # log N(g; 0, sd) - log N(g; ref, sd)
-    switch = 0.5 * hazard
-    p = switch                                                          # before the first session: a change as likely
-    for lr in log_ratio:                                                # as at any other
-        odds = np.exp(np.clip(lr, -700.0, 700.0)) * p / (1.0 - p)
-        p = odds / (1.0 + odds) if np.isfinite(odds) else 1.0
-        p = p * (1.0 - switch) + (1.0 - p) * switch
-    return float(p)
+    z = np.r_[0.0, np.cumsum(-0.5 * (g / sd) ** 2)]                   # a new kind's log likelihood, summed
+    runs = _run_posterior(-0.5 * ((g - ref) / sd) ** 2, (z[None, :] - z[:, None])[None], hazard)
+    return (1.0 - hazard) * float(runs[1, :R - MIN_SESSIONS + 1].sum())
 
 
 __all__ = ["RecentType", "MIN_SESSIONS", "MIN_GAINS", "WIDTHS", "type_terms", "population_log_evidence", "recent_type",
