@@ -468,11 +468,10 @@ def coduel(population: bool = True, recalibration: bool = True, lookahead: bool 
         favourite when that learner gives it at least this probability of beating the pair's first
         (``online.policies.coduel_pairs.challenged_pair``; ``coduel-challenger`` is 0.7); 0 is the paper's CODuel.
     change_hazard : float
-        In [0, 0.5]: each session's belief also holds the new type the last sessions may share, weighted by the
-        probability that the population changed and the next user is of it, under this prior probability of a
-        change at each session (``inference.change_point``; ``coduel-change-point`` is 0.05); and the broad
-        component at least the probability that the next user is of a kind the population explains no better
-        than the broad component (``inference.change_point.new_kind_probability``); 0 is the paper's CODuel.
+        In [0, 0.5], the prior probability of a change at each session (``inference.change_point``;
+        ``coduel-change-point`` is 0.05): each session's belief also holds the new type the last sessions may
+        share, weighted by the probability that the next user is of it, and gives the broad component at least
+        the probability that the next user is of a new kind (``new_kind_probability``); 0 is the paper's CODuel.
     change_weight_max : float
         In [0, 1]: the most weight the recent type takes in a session's starting belief; the rest keeps the
         population prior, so that a user who is not of the recent type is still served by it
