@@ -223,7 +223,9 @@ def new_kind_probability(gains: np.ndarray, hazard: float) -> float:
     g = np.asarray(gains, dtype=float)
     if not 0.0 < hazard < 1.0:
         raise ValueError(f"new_kind_probability: hazard in (0, 1), got {hazard!r}")
-    if g.ndim != 1 or not np.isfinite(g).all():
+    if g.ndim != 1:
+        raise ValueError(f"new_kind_probability: gains are one number a session, got shape {g.shape}")
+    if not np.isfinite(g).all():
         raise FloatingPointError("change point: the sessions' gains are not finite numbers")
     R = len(g)
     if R < MIN_GAINS:

@@ -38,6 +38,11 @@ def broad_floor(recent_broad: np.ndarray, session_broad_weight: float) -> float:
     return max(session_broad_weight, recent)
 
 
+def _window(pop: Population) -> slice:
+    """The population's last CHANGE_WINDOW completed sessions."""
+    return slice(max(0, pop.n - CHANGE_WINDOW), pop.n)
+
+
 def recent_type_of(pop: Population, hazard: float, gains: np.ndarray) -> RecentType:
     """``inference.change_point.recent_type`` over the population's last CHANGE_WINDOW sessions, their
     population evidence gains on arrival `gains` [>= n] (``arrival_log_gain``) and the prior now."""
@@ -45,10 +50,9 @@ def recent_type_of(pop: Population, hazard: float, gains: np.ndarray) -> RecentT
     if pop.n == 0:
         d = pop.means.shape[1]
         return RecentType(0.0, np.zeros(d), broad_var * np.eye(d), 0.0)
-    lo = max(0, pop.n - CHANGE_WINDOW)
-    a = pop.active
-    return recent_type(pop.lik_prec[lo:pop.n], pop.lik_lin[lo:pop.n], pop.lik_const[lo:pop.n], pop.weights[a],
-                       pop.means[a], pop.covs[a], hazard, broad_var, gain=gains[lo:pop.n])
+    last, a = _window(pop), pop.active
+    return recent_type(pop.lik_prec[last], pop.lik_lin[last], pop.lik_const[last], pop.weights[a],
+                       pop.means[a], pop.covs[a], hazard, broad_var, gain=gains[last])
 
 
 def arrival_log_gain(before: Population, after: Population) -> float:
@@ -89,11 +93,13 @@ def belief_from(pop: Population, floor: float = 0.0, hazard: float = 0.0, cap: f
     most `cap`); the population's broad weight at least `floor` and, with a hazard, at least the probability that
     the next user is of a new kind (``inference.change_point.new_kind_probability`` over the last CHANGE_WINDOW
     sessions' `gains`, up to BROAD_FLOOR_MAX)."""
+    if hazard and pop.n and (gains is None or len(gains) < pop.n):
+        raise ValueError(f"belief_from: with a change hazard, the gains of the {pop.n} completed sessions are needed")
     recent = recent_type_of(pop, hazard, gains) if hazard else None
     if recent is None:
         w, active = session_prior(pop, floor)
     else:
-        new_kind = new_kind_probability(gains[max(0, pop.n - CHANGE_WINDOW):pop.n], hazard) if pop.n else 0.0
+        new_kind = new_kind_probability(gains[_window(pop)], hazard) if pop.n else 0.0
         floor = max(floor, min(new_kind, BROAD_FLOOR_MAX))
         rho = min(recent.weight, cap)
         w, active = session_prior(pop, floor, rho)

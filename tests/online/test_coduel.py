@@ -378,6 +378,8 @@ def test_with_a_change_hazard_the_belief_holds_the_recent_type_before_the_broad_
             y = int(run.probs[run.sched.student[a], q, pair[0], pair[1]] > 0.5)    # the students' likelier click
             state, _ = run.learner.update(state, run.feats[q], pair, y)
         state, _ = run.learner.end_session(state)
+    with pytest.raises(ValueError, match="gains"):                            # the gains are not optional
+        belief_from(state.pop, 0.0, 0.05)
     assert recent[0] == recent[1] == 0.0 < recent[2]                          # two sessions agree before a type
     assert max(recent) <= 0.25 + 1e-12 and max(recent[17:]) > 0.2            # a new type after the switch, capped
     for p in priors:
