@@ -12,7 +12,12 @@ the increase of its run's evidence in a type run; every evidence is closed-form 
 Newton, no draws), and a session with no likelihood in some direction (Lam_u singular, as along the
 persona-sum direction every click leaves unseen) is handled in information form, without inverting Lam_u.
 Because earlier runs are summed over, not compared against the population, a new type shows after its first
-users even when the run before it was of a type the population lacked too.
+users even when the run before it was of a type the population lacked too. The oldest session given is taken to
+be in a population run: a change is a departure from the population within the sessions looked at, and a type
+all of them share from the first is the population's to learn (the refit sees the same sessions). Without that
+rule, where the users' clicks say little, one tight type at the population's mean taste could explain all the
+sessions better, prequentially, than a population still being learned, and take the recent type's weight on a
+population of two opposed camps, whose mean taste serves no one.
 
 The next user continues the newest session's run with probability 1 - hazard; in a type run of r sessions
 its predictive is N(J^-1 k, J^-1 + W), J, k the posterior precision and linear term of m. A type is only a
@@ -173,10 +178,10 @@ def recent_type(lik_prec, lik_lin, lik_const, weights, means, covs, hazard: floa
 
 def _run_posterior(base: np.ndarray, log_ev: np.ndarray, hazard: float) -> np.ndarray:
     """P(the run the newest session is in started at session s, and is of kind c) [1 + widths, R], by Bayesian
-    online change-point detection's recursion over the sessions, oldest first: a run either continues (1 -
-    hazard) or a new one starts (hazard), of the population (half) or of a new type of each width (the other
-    half, evenly); a session's predictive is its population evidence `base` [R] in a population run, and the
-    increase of its run's evidence `log_ev` [widths, R + 1, R + 1] in a type run."""
+    online change-point detection's recursion over the sessions, oldest first: the oldest is in a population run,
+    then a run either continues (1 - hazard) or a new one starts (hazard), of the population (half) or of a new
+    type of each width (the other half, evenly); a session's predictive is its population evidence `base` [R] in
+    a population run, and the increase of its run's evidence `log_ev` [widths, R + 1, R + 1] in a type run."""
     W, R = log_ev.shape[0], len(base)
     log_kind = np.log(np.r_[0.5, np.full(W, 0.5 / W)])
     log_run = np.full((1 + W, R), -np.inf)
@@ -187,7 +192,7 @@ def _run_posterior(base: np.ndarray, log_ev: np.ndarray, hazard: float) -> np.nd
             log_run[:, :t] += np.log1p(-hazard)
             log_run[:, t] = total + np.log(hazard) + log_kind
         else:
-            log_run[:, 0] = log_kind
+            log_run[0, 0] = 0.0                               # the oldest session is the population's
         log_run[0, :t + 1] += base[t]
         log_run[1:, :t + 1] += log_ev[:, s[:t + 1], t + 1] - log_ev[:, s[:t + 1], t]
         log_run -= np.logaddexp.reduce(log_run[:, :t + 1], axis=None)

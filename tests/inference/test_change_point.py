@@ -168,3 +168,16 @@ def test_a_drop_of_the_gain_makes_a_new_kind_likely_and_one_low_gain_alone_does_
 def test_new_kind_probability_refuses_what_is_not_a_row_of_finite_gains_or_a_hazard(gains, hazard, error):
     with pytest.raises(error):
         new_kind_probability(gains, hazard)
+
+
+def test_a_type_every_session_shares_from_the_first_is_the_populations():
+    """The oldest session given is in a population run: users who all share one type from the first make a type
+    run from the second on at the earliest (the first version let the run start at the first, and on a population
+    of two opposed camps a tight type at their mean taste, shared by all the sessions looked at, took the recent
+    type's weight)."""
+    rng = np.random.default_rng(8)
+    d = 5
+    means, covs, w = np.zeros((1, d)), 4.0 * np.eye(d)[None], np.array([1.0])
+    same = [np.array([2.5, -2.0, 0, 0, 0]) + 0.3 * rng.standard_normal(d) for _ in range(12)]
+    r = recent_type(*_sessions(same, rng), w, means, covs, 0.05, 4.0)
+    assert r.weight > 0.9 and 10.0 < r.sessions <= 11.0 + 1e-9
