@@ -132,7 +132,11 @@ def world_type_means(world: xr.Dataset) -> np.ndarray:
     if knobs is None:
         raise InputError(f"world {world.attrs.get('roster')!r}: not a stress world (no stress_knobs)")
     K = len(PERSONA_SHORT)
-    rng = _world_rng(int(world.attrs["seed"]))
+    seed = world.attrs.get("seed")
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InputError(f"world {world.attrs.get('roster')!r}: its type means are rebuilt from its seed, and its "
+                         f"seed attribute is {seed!r}, not a non-negative integer")
+    rng = _world_rng(int(seed))
     rng.standard_normal((QUESTIONS, K))          # the rater scores g, drawn first
     return _tastes(knobs, rng, K)[3]
 
@@ -185,6 +189,23 @@ def build_stress_world(knobs: StressKnobs = StressKnobs(), seed: int = 0, name: 
 
 
 def stress_knobs_of(world: xr.Dataset) -> StressKnobs | None:
-    """The knobs a stress world was built with (None for any other world)."""
+    """The knobs a stress world was built with (None for any other world); InputError where its stress_knobs
+    attribute is not a JSON object of valid knobs."""
     text = world.attrs.get("stress_knobs")
-    return None if text is None else StressKnobs(**json.loads(str(text)))
+    if text is None:
+        return None
+    where = f"world {world.attrs.get('roster')!r}: stress_knobs {str(text)[:80]!r}"
+    try:
+        record = json.loads(str(text))
+    except ValueError as e:
+        raise InputError(f"{where} is not JSON ({e})") from None
+    if not isinstance(record, dict):
+        raise InputError(f"{where}: a JSON object of knobs is needed")
+    unknown = sorted(set(record) - set(StressKnobs._fields))
+    if unknown:
+        raise InputError(f"{where}: unknown knob(s) {', '.join(map(repr, unknown))}; the knobs: "
+                         f"{', '.join(StressKnobs._fields)}")
+    try:
+        return StressKnobs(**record).check()
+    except InputError as e:
+        raise InputError(f"{where}: {e}") from None

@@ -268,3 +268,28 @@ def test_type_means_are_refused_for_a_world_that_is_not_a_stress_world():
     del w.attrs["stress_knobs"]
     with pytest.raises(InputError, match="not a stress world"):
         world_type_means(w)
+
+
+@pytest.mark.parametrize("text", ["{", "[1, 2]", '{"typez": 3}', '{"types": -1}', '{"tightness": "wide"}'])
+def test_knobs_that_do_not_read_are_one_clear_error(text):
+    """A hand-made world's stress_knobs that are not a JSON object of valid knobs: one InputError naming the
+    attribute (it was a JSONDecodeError, TypeError or no error at all)."""
+    w = build_stress_world(SMALL, 0, "s")
+    w.attrs["stress_knobs"] = text
+    with pytest.raises(InputError, match="stress_knobs"):
+        stress_knobs_of(w)
+
+
+@pytest.mark.parametrize("seed", [None, "x", -1, 2.5])
+def test_type_means_without_a_seed_are_one_clear_error(seed):
+    """The type means are rebuilt from the world's seed: a hand-made world without a valid one gets one
+    InputError naming it (it was a KeyError or ValueError)."""
+    from tdmodels.stress_worlds import world_type_means
+
+    w = build_stress_world(SMALL, 0, "s")
+    if seed is None:
+        del w.attrs["seed"]
+    else:
+        w.attrs["seed"] = seed
+    with pytest.raises(InputError, match="seed"):
+        world_type_means(w)
