@@ -380,7 +380,7 @@ def test_with_a_change_hazard_the_belief_holds_the_recent_type_before_the_broad_
         state, _ = run.learner.end_session(state)
     with pytest.raises(ValueError, match="gains"):                            # the gains are not optional
         belief_from(state.pop, 0.0, 0.05)
-    assert recent[0] == recent[1] == 0.0 < recent[2]                          # two sessions agree before a type
+    assert recent[0] == recent[1] == recent[2] == 0.0 < recent[3]    # the first is the population's, two more agree
     assert max(recent) <= 0.25 + 1e-12 and max(recent[17:]) > 0.2            # a new type after the switch, capped
     for p in priors:
         assert p.weights.sum() == pytest.approx(1.0) and np.all(p.weights >= 0)
