@@ -25,39 +25,37 @@ def check_table(path, groups):
     return rows
 
 
-def test_the_short_benchmarks_run_in_one_process_and_print_ratios(tmp_path):
-    out = run("--quick", "--only", "replay,memory,beliefs", "--policies", "no-transfer,coduel,tempered-kg", "--json",
-              str(tmp_path / "t.json"))
+def run_groups(tmp_path, groups, *args):
+    """Run the short benchmark `groups` (a tuple) into a table; (stdout, its rows), the run and table checked."""
+    out = run("--quick", "--only", ",".join(groups), *args, "--json", str(tmp_path / "t.json"))
     assert out.returncode == 0, out.stderr[-3000:]
-    rows = check_table(tmp_path / "t.json", ("replay", "memory", "beliefs"))
+    return out.stdout, check_table(tmp_path / "t.json", groups)
+
+
+def test_the_short_benchmarks_run_in_one_process_and_print_ratios(tmp_path):
+    stdout, rows = run_groups(tmp_path, ("replay", "memory", "beliefs"), "--policies", "no-transfer,coduel,tempered-kg")
     names = {(r["group"], r["name"], r["reference"]) for r in rows}
     assert ("replay", "coduel", "random") in names and ("replay", "tempered-kg", "coduel") in names
     assert ("memory", "coduel, 12 arrivals", "coduel, 6 arrivals") in names
     assert ("beliefs", "one click, adf", "one click, laplace") in names
     assert ("beliefs", 'coduel[belief="laplace-is"]', "coduel") in names
-    assert "every ratio against a reference measured in this run" in out.stdout
+    assert "every ratio against a reference measured in this run" in stdout
 
 
 @pytest.mark.slow
 def test_the_short_benchmarks_of_processes_run_and_print_ratios(tmp_path):
     """The groups that start worker processes or the command line (about half the short run's time: slow)."""
-    out = run("--quick", "--only", "sweep,cli,leaderboard", "--policies", "no-transfer,coduel", "--json",
-              str(tmp_path / "t.json"))
-    assert out.returncode == 0, out.stderr[-3000:]
-    rows = check_table(tmp_path / "t.json", ("sweep", "cli", "leaderboard"))
+    _, rows = run_groups(tmp_path, ("sweep", "cli", "leaderboard"), "--policies", "no-transfer,coduel")
     names = {(r["group"], r["name"], r["reference"]) for r in rows}
     assert ("sweep", "sweep, 2 workers", "sweep, inline") in names
     assert ("leaderboard", "leaderboard, 2 cells", "replay time / 2 workers") in names
-    assert {n for g, n, _ in names if g == "cli"} == {"tutorduel --help", "replay, 1 random cell of 5", "stats, 12 rows",
-                                                       "quickstart replay, 12 cells"}
+    assert {n for g, n, _ in names if g == "cli"} == {"tutorduel --help", "replay, 1 random cell of 5",
+                                                       "stats, 12 rows", "quickstart replay, 12 cells"}
 
 
 @pytest.mark.slow
 def test_the_long_benchmarks_run(tmp_path):
-    out = run("--quick", "--only", "nuts,reference,population", "--population-users", "8,310", "--json",
-              str(tmp_path / "t.json"))
-    assert out.returncode == 0, out.stderr[-3000:]
-    rows = check_table(tmp_path / "t.json", ("nuts", "reference", "population"))
+    _, rows = run_groups(tmp_path, ("nuts", "reference", "population"), "--population-users", "8,310")
     names = {r["name"] for r in rows}
     assert {"per 100 users, 8 users", "peak memory, 8 users"} <= names
     assert "310 users, to the verdict" in names             # past the roster's 300 arrivals
