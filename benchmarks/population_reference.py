@@ -2,9 +2,10 @@
 against the smallest. The clicks are CODuel's on dev seed `seed` (the first N arrivals), fitted as
 `tutorduel fit --model population` fits them: chains in `jobs` worker processes, in rounds until every
 label-invariant diagnostic passes or the budget would be passed. Sizes past the roster's arrivals replay
-its students arriving for longer. Each size's note gives the peak resident memory of this process (which
-holds every draw and computes the diagnostics; reset per size where Linux allows) and of the largest
-worker so far. Needs ``inference.configure_jax`` first."""
+its students arriving for longer (drawn with replacement over the whole run where the sizes outnumber them).
+Each size's note gives the peak resident memory of this process (which holds every draw and computes the
+diagnostics; reset per size where Linux allows) and of the largest worker so far. Needs
+``inference.configure_jax`` first."""
 from __future__ import annotations
 
 import resource
@@ -25,6 +26,8 @@ def measure_population(sizes: list[int], chains: int = 4, jobs: int = 2, warmup:
     world = build_roster("dev")
     if max(sizes) > int(world.attrs["arrivals"]):
         world.attrs["arrivals"] = max(sizes)
+    if max(sizes) > world.sizes["student"] and str(world.attrs["arrival_mode"]) in ("distinct", "ordered"):
+        world.attrs["arrival_mode"] = "uniform"      # more arrivals than students: they come back
     _, log = replay_logged(world, seed, "coduel", arrivals=max(sizes))
     z, y = log.recalibrated_design()
     fit_population(z[:8], y[:8], chains=2, warmup=2, draws=2)          # compile the kernels once, not in the timings
