@@ -7,6 +7,7 @@ resumes where it stopped. Held-out rosters are only opened with allow_test.
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import json
 from pathlib import Path
@@ -16,6 +17,7 @@ import numpy as np
 from diagnostics.paper_agreement import (SHARING, format_gap_agreement, format_plateaus, gap_agreement, plateau_agreement,
                                          published_column)
 from diagnostics.page_links import GENERATOR_META, nav
+from diagnostics.tuned_settings import TUNED_FILE, read_tuned_settings
 from tdmodels.atomic_file import atomic_save
 
 # The reference paper's leaderboard (scores), from ../shared/COMPETITORS.md.
@@ -36,25 +38,43 @@ PUBLISHED = {
 }
 PUBLISHED_ROSTERS = ("test_profiles", "composite", "quirky", "test_topics", "dev")
 SEEDS = {"dev": 32, "test_topics": 64, "test_profiles": 64, "composite": 32, "quirky": 32}
-# The spec we run for each published row, and the default leaderboard's policies. Pooled: Thompson pairs
+# The spec run for each published row before any tuning: the factories' defaults, Pooled with Thompson pairs
 # (greedy pairs on one shared posterior lock onto a pair; dev seeds 0-2 scored -10.9, 41.7, 0.5 greedy,
 # 43.4, 42.1, 39.4 Thompson). A policy beyond the paper's joins only if it passes the robustness rule
 # (``diagnostics.robustness``); tempered-kg does not (docs/results/stress.md), so it runs only when named.
-POLICIES = {"coduel": "coduel", "no-transfer": "no-transfer", "rucb": "rucb", "pooled": 'pooled[rule="thompson"]',
-            "colstim": "colstim", "coldb": "coldb", "coldb-lr": "coldb-lr", "meta-ts": "meta-ts", "hierts": "hierts",
-            "random": "random"}
+UNTUNED = {"coduel": "coduel", "no-transfer": "no-transfer", "rucb": "rucb", "pooled": 'pooled[rule="thompson"]',
+           "colstim": "colstim", "coldb": "coldb", "coldb-lr": "coldb-lr", "meta-ts": "meta-ts", "hierts": "hierts",
+           "random": "random"}
+# Rows that keep their untuned spec whatever the tuned-settings file says: CODuel keeps the paper's settings
+# (its tuning is reported, not used), no-transfer is its ablation and moves only with it, random has none.
+PAPER_SETTINGS = ("coduel", "no-transfer", "random")
+
+
+@functools.lru_cache(maxsize=4)
+def leaderboard_policies(path: str | Path = TUNED_FILE) -> dict[str, str]:
+    """{published row: the spec the leaderboard runs for it}: each competitor's settings chosen on dev
+    (``diagnostics.tuned_settings``), the untuned spec where the file has no entry for it, and
+    `PAPER_SETTINGS` as they are."""
+    tuned = read_tuned_settings(path)
+    return {name: tuned[name]["spec"] if name in tuned and name not in PAPER_SETTINGS else spec
+            for name, spec in UNTUNED.items()}
 
 
 def display_name(spec_or_label: str) -> str:
-    """The published row's name for a policy spec we run for it (any spelling), else the text itself."""
+    """The published row's name for the spec the leaderboard runs for it (any spelling); "NAME (untuned)" for
+    a row's untuned spec where the leaderboard runs tuned settings; else the text itself."""
     from online.registry import PolicySpecError, canonical_spec
 
-    for name, spec in POLICIES.items():
-        try:
-            if canonical_spec(spec) == canonical_spec(spec_or_label):
-                return name
-        except PolicySpecError:
-            return spec_or_label
+    try:
+        canonical = canonical_spec(spec_or_label)
+    except PolicySpecError:
+        return spec_or_label
+    for name, spec in leaderboard_policies().items():
+        if canonical_spec(spec) == canonical:
+            return name
+    for name, spec in UNTUNED.items():
+        if canonical_spec(spec) == canonical:
+            return f"{name} (untuned)"
     return spec_or_label
 
 

@@ -38,7 +38,7 @@ from online.code_identity import PROJECT_PACKAGES
 from online.learner import Learner
 from online.protocol import PROTOCOL, plugin_learner
 from online.records import checked_records
-from online.setting_range import Range, annotated_range, hint_range, range_problem
+from online.setting_range import Range, Search, annotated_range, hint_range, hint_search, range_problem
 from tdmodels.errors import InputError
 
 REGISTRY = {
@@ -90,6 +90,7 @@ class Setting(NamedTuple):
     optional: bool         # None is allowed
     default: object        # inspect.Parameter.empty when required
     range: Range | None = None   # declared with typing.Annotated (online.setting_range)
+    search: Search | None = None  # where a tuner looks (online.setting_range, online.search_space)
 
 
 class PolicySpec(NamedTuple):
@@ -193,7 +194,7 @@ def _collect(fn, skip: int, out: dict) -> bool | None:
         if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and name not in out:
             hint = hints.get(name, _UNTYPED)
             kind, optional = _kind(hint)
-            out[name] = Setting(kind, optional or p.default is None, p.default, hint_range(hint))
+            out[name] = Setting(kind, optional or p.default is None, p.default, hint_range(hint), hint_search(hint))
     return any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
@@ -372,15 +373,16 @@ def make_learner(spec: str) -> Learner:
 
 
 def settings_table() -> str:
-    """Markdown table of every registered policy's numeric settings: type, default and declared range (the
-    table in docs/policies.md)."""
-    lines = ["| policy | setting | type | default | range |", "|---|---|---|---|---|"]
+    """Markdown table of every registered policy's numeric settings and of those a tuner searches: type,
+    default, declared range and the search of ``tutorduel tune`` (the table in docs/policies.md)."""
+    lines = ["| policy | setting | type | default | range | tuned over |", "|---|---|---|---|---|---|"]
     for name in sorted(REGISTRY):
         declared, _ = declared_settings(resolve(name))
         for key, s in declared.items():
-            if s.kind not in (int, float):
+            if s.kind not in (int, float) and s.search is None:
                 continue
             kind = getattr(s.kind, "__name__", "any") + (" or null" if s.optional else "")
             default = "required" if s.default is inspect.Parameter.empty else json.dumps(_typed(s.default, s))
-            lines.append(f"| {name} | {key} | {kind} | {default} | {s.range if s.range is not None else '-'} |")
+            lines.append(f"| {name} | {key} | {kind} | {default} | {s.range if s.range is not None else '-'} | "
+                         f"{s.search if s.search is not None else '-'} |")
     return "\n".join(lines)

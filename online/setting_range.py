@@ -1,10 +1,13 @@
-"""The documented range of a policy's numeric setting, declared once, in its signature.
+"""The documented range of a policy's numeric setting, and where a tuner looks for its value, declared
+once, in its signature.
 
-    def rucb(alpha: Annotated[float, Range(0.5, 100, lo_open=True)] = ALPHA) -> Learner: ...
+    def rucb(alpha: Annotated[float, Range(0.5, 100, lo_open=True), Search(0.51, 10, log=True)] = ALPHA): ...
 
-The same declaration is read by the spec parser (``online.registry``: a value out of range is refused
-before any cell starts) and by :func:`ranged`, which checks a direct Python call the same way, so the
-command line and the Python API go through one validation. A plug-in may declare ranges the same way.
+The Range is read by the spec parser (``online.registry``: a value out of range is refused before any
+cell starts) and by :func:`ranged`, which checks a direct Python call the same way, so the command line
+and the Python API go through one validation. The Search is read by the tuner (``online.search_space``):
+the settings that matter and the part of their range worth trying. A plug-in may declare both the same
+way; a plug-in that declares no Search is tuned over its Range-annotated settings.
 """
 from __future__ import annotations
 
@@ -45,6 +48,24 @@ class Range(NamedTuple):
         return f"{'(' if self.lo_open else '['}{self.lo:g}, {self.hi:g}{')' if self.hi_open else ']'}"
 
 
+class Search(NamedTuple):
+    """Where a tuner looks for a setting's value: a number in [lo, hi] (log-uniform with `log`), or one of
+    `choices` (``Search(choices=("greedy", "thompson"))``). It must lie inside the setting's Range."""
+    lo: float = math.nan
+    hi: float = math.nan
+    log: bool = False
+    choices: tuple = ()
+
+    def __str__(self) -> str:
+        if self.choices:
+            return "{" + ", ".join(map(_text, self.choices)) + "}"
+        return f"[{self.lo:g}, {self.hi:g}]{' log' if self.log else ''}"
+
+
+def _text(value) -> str:
+    return "true" if value is True else "false" if value is False else str(value)
+
+
 def annotated_range(annotation) -> tuple[object, Range | None]:
     """(the type under ``Annotated[...]``, its Range or None); other annotations come back as they are."""
     if typing.get_origin(annotation) is typing.Annotated:
@@ -59,6 +80,16 @@ def hint_range(hint) -> Range | None:
     if rng is None:
         rng = next((r for r in (annotated_range(a)[1] for a in typing.get_args(hint)) if r is not None), None)
     return rng
+
+
+def hint_search(hint) -> Search | None:
+    """The Search a parameter's annotation declares, also inside ``Annotated[...] | None``."""
+    for h in (hint, *typing.get_args(hint)):
+        if typing.get_origin(h) is typing.Annotated:
+            found = next((x for x in typing.get_args(h)[1:] if isinstance(x, Search)), None)
+            if found is not None:
+                return found
+    return None
 
 
 def _hints(fn) -> dict:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from diagnostics.leaderboard_report import (POLICIES, PUBLISHED_ROSTERS, SEEDS, display_name, fidelity_table, findings,
-                                            published, write_page)
+from diagnostics.leaderboard_report import (PUBLISHED_ROSTERS, SEEDS, display_name, fidelity_table, findings,
+                                            leaderboard_policies, published, write_page)
 from diagnostics.references import fixed_pair_scores, hindsight_pair
 from diagnostics.learning_curves import learning_curve, per_user_excess, plot_learning_curves
 from diagnostics.paper_agreement import published_column
@@ -65,7 +65,7 @@ def run_leaderboard(store: RunStore, out, rosters: list[str] | None = None, seed
     rosters = leaderboard_rosters(rosters, allow_test, worlds_dir)
     published_curves = imported_curves(worlds_dir)
     stress = stress_worlds(stress, allow_test, worlds_dir)
-    specs = [canonical_spec(s) for s in (specs or POLICIES.values())]
+    specs = [canonical_spec(s) for s in (specs or leaderboard_policies().values())]
     out = Path(out)
     check_output_path(out / "leaderboard.md")
     out.mkdir(parents=True, exist_ok=True)

@@ -54,7 +54,7 @@ from online.learner import Context, Learner
 from online.policies.coduel_pairs import challenged_pair, informative_pair
 from online.policies.coduel_prior import (arrival_log_gain, belief_from, broad_belief, broad_floor, floored,
                                           unfloored_broad)
-from online.setting_range import Range, ranged
+from online.setting_range import MIN_POSITIVE, Range, Search, ranged
 from tdmodels.population_hyper import ALPHA, N_LEARNED, RIDGE, recalibrated_design
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior
 from tdmodels.errors import InputError
@@ -439,7 +439,10 @@ def coduel(population: bool = True, recalibration: bool = True, lookahead: bool 
            broad_memory: Annotated[int, Range(0, 1000)] = 0,
            challenger: Annotated[float, Range(0, 1, hi_open=True)] = 0.0,
            change_hazard: Annotated[float, Range(0, 0.5)] = 0.0,
-           change_weight_max: Annotated[float, Range(0, 1)] = 0.5) -> Learner:
+           change_weight_max: Annotated[float, Range(0, 1)] = 0.5,
+           alpha: Annotated[float, Range(MIN_POSITIVE, 1e4), Search(2, 200, log=True)] = ALPHA,
+           gate_z: Annotated[float, Range(-10, 10), Search(0, 2)] = gt.GATE_Z,
+           prior_var: Annotated[float, Range(MIN_POSITIVE, 1e4), Search(1, 16, log=True)] = DEFAULT_PRIOR_VAR) -> Learner:
     """CODuel with the reference settings; ablations by setting (``coduel[population=false]``) or by name
     (``coduel-no-population``).
 
@@ -449,37 +452,30 @@ def coduel(population: bool = True, recalibration: bool = True, lookahead: bool 
         The four parts; False is the ablation without it.
     em_iters, refresh, exact_estep
         The population refit's incremental EM (``inference.population.refit_population``).
-    component_thompson : bool
-        Pairs by Thompson sampling over the belief's components (see `select`), a frontier variant
-        (``coduel-component-ts``); False is the paper's CODuel.
-    component_information : float
-        A frontier variant (``coduel-component-info``): while transfer is on, each lookahead score is lowered by
-        this weight (logits per nat), decaying with the completed sessions, times what the click would say
-        about the user's component (see `select`); 0 is the paper's CODuel.
-    session_broad_weight : float
-        In [0, 1): each session's belief starts with the broad component's weight at least this (the learned
-        components scaled down in proportion); 0 is the paper's CODuel.
-    broad_memory : int
-        In [0, 1000]: ... and at least the mean, over the last this many sessions, of the posterior probability
-        that the user fitted no learned type (at most BROAD_FLOOR_MAX; ``coduel-recent-broad`` is 5); 0 is
-        the paper's CODuel.
-    challenger : float
-        0, or in [0.5, 1) (the favourite's probability is never below 0.5): while transfer is on, the second persona of the pair is replaced by the no-transfer learner's
-        favourite when that learner gives it at least this probability of beating the pair's first
-        (``online.policies.coduel_pairs.challenged_pair``; ``coduel-challenger`` is 0.7); 0 is the paper's CODuel.
-    change_hazard : float
-        In [0, 0.5], the prior probability of a change at each session (``inference.change_point``;
-        ``coduel-change-point`` is 0.05): each session's belief also holds the new type the last sessions may
-        share, weighted by the probability that the next user is of it, and gives the broad component at least
-        the probability that the next user is of a new kind (``new_kind_probability``); 0 is the paper's CODuel.
-    change_weight_max : float
-        In [0, 1]: the most weight the recent type takes in a session's starting belief; the rest keeps the
-        population prior, so that a user who is not of the recent type is still served by it
-        (``coduel-change-point`` is 0.25).
+    alpha, gate_z, prior_var : float
+        The broad component's concentration (weight at least alpha / (alpha + n) after n sessions; 20), the
+        gate's threshold in standard errors (0.5), the broad component's and the no-transfer learner's
+        variance (4): the paper's settings, which ``tutorduel tune coduel`` searches and the leaderboard keeps.
     belief : {"laplace", "adf", "laplace-is"}
         The per-user online belief, in both the population and the no-transfer learner
         (``inference.online_beliefs``): the paper's one-click Laplace step, assumed-density filtering,
         or the importance-corrected Laplace step.
+
+    Other Parameters
+    ----------------
+    component_thompson, component_information, session_broad_weight, broad_memory, challenger, change_hazard, change_weight_max
+        The frontier variants, each 0 (or False) in the paper's CODuel: `component_thompson` (pairs by Thompson
+        sampling over the belief's components, ``coduel-component-ts``); `component_information` (a weight, logits
+        per nat, decaying with the sessions, on what the click would say about the user's component,
+        ``coduel-component-info``); `session_broad_weight` in [0, 1) (each session's broad weight at least this)
+        and `broad_memory` in [0, 1000] (... and at least its mean over the last this many sessions, at most
+        BROAD_FLOOR_MAX; ``coduel-recent-broad`` is 5); `challenger`, 0 or in [0.5, 1) (while transfer is on, the
+        no-transfer learner's favourite replaces the second persona when it beats the first with at least this
+        probability, ``online.policies.coduel_pairs.challenged_pair``; ``coduel-challenger`` is 0.7);
+        `change_hazard` in [0, 0.5] (the prior chance of a change a session, ``inference.change_point``: the
+        session's belief also holds the recent type the last sessions may share, with at most `change_weight_max`
+        of the weight, and gives the broad component at least the chance of a new kind,
+        ``new_kind_probability``; ``coduel-change-point`` is 0.05 and 0.25).
 
     Returns
     -------
@@ -493,7 +489,8 @@ def coduel(population: bool = True, recalibration: bool = True, lookahead: bool 
                                    component_information=float(component_information),
                                    session_broad_weight=float(session_broad_weight), broad_memory=int(broad_memory),
                                    challenger=float(challenger), change_hazard=float(change_hazard),
-                                   change_weight_max=float(change_weight_max)))
+                                   change_weight_max=float(change_weight_max), alpha=float(alpha),
+                                   gate_z=float(gate_z), prior_var=float(prior_var)))
 
 
 __all__ = ["coduel", "coduel_learner", "CODuelState", "Settings", "Rounds", "Completed", "ArrivalInfo", "Predictions",

@@ -25,7 +25,7 @@ from numba import njit
 from online import append_only
 from online.policies import coldb_kernels as ck
 from online.learner import Learner, no_session_info
-from online.setting_range import MIN_POSITIVE, Range, ranged
+from online.setting_range import MIN_POSITIVE, Range, Search, ranged
 from tdmodels.errors import InputError
 from inference.kernel_cache import disk_cache
 
@@ -196,9 +196,9 @@ def _default_beta(S: int, d: int) -> float:
 
 
 @ranged
-def coldb(estimator: str = "logistic", lam: Annotated[float, Range(MIN_POSITIVE, 1e6)] = RIDGE,
-          beta: Annotated[float, Range(0, 1e3)] | None = None,
-          alpha: Annotated[float, Range(0, 1e3, lo_open=True)] = ALPHA) -> Learner:
+def coldb(estimator: str = "logistic", lam: Annotated[float, Range(MIN_POSITIVE, 1e6), Search(0.1, 10, log=True)] = RIDGE,
+          beta: Annotated[float, Range(0, 1e3), Search(0, 10)] | None = None,
+          alpha: Annotated[float, Range(0, 1e3, lo_open=True), Search(0.1, 10, log=True)] = ALPHA) -> Learner:
     """COLDB over users (COLDB-LR with estimator="least-squares").
 
     The pooled estimate of the current cluster is refitted whenever the cluster or its clicks change

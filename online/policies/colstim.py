@@ -20,7 +20,7 @@ import numpy as np
 from inference.constants import RIDGE_LOGISTIC_ITERS, RIDGE_LOGISTIC_TOL
 from inference.kernels.laplace import ridge_logistic_mode
 from online.learner import Learner, no_session_info
-from online.setting_range import MIN_POSITIVE, Range, ranged
+from online.setting_range import MIN_POSITIVE, Range, Search, ranged
 
 RIDGE = 1.0
 
@@ -66,8 +66,8 @@ def update(state: CoLSTIMState, z: np.ndarray, y: int, lam: float = RIDGE) -> Co
 
 
 @ranged
-def colstim(lam: Annotated[float, Range(MIN_POSITIVE, 1e6)] = RIDGE,
-            c: Annotated[float, Range(0, 1e3)] | None = None) -> Learner:
+def colstim(lam: Annotated[float, Range(MIN_POSITIVE, 1e6), Search(0.1, 10, log=True)] = RIDGE,
+            c: Annotated[float, Range(0, 1e3), Search(0, 10)] | None = None) -> Learner:
     """Per-user CoLSTIM.
 
     Parameters

@@ -24,10 +24,14 @@ import numpy as np
 from inference.laplace import laplace_update
 from online.pair_rules import thompson_pair
 from online.learner import Learner
-from online.setting_range import MIN_POSITIVE, Range, ranged
+from online.setting_range import MIN_POSITIVE, Range, Search, ranged
 from tdmodels.errors import InputError
 
 S0_VAR, Q_VAR = 1.0, 3.0
+# The tuner's search (online.search_space): users' spread and the meta-prior's width, each over two to three decades.
+S0_SEARCH, Q_SEARCH = Search(0.01, 10, log=True), Search(0.1, 30, log=True)
+S0 = Annotated[float, Range(MIN_POSITIVE, 1e4), S0_SEARCH]
+Q = Annotated[float, Range(MIN_POSITIVE, 1e4), Q_SEARCH]
 
 
 class HierTSState(NamedTuple):
@@ -102,7 +106,7 @@ def _learner(variant: str, s0_var: float, q_var: float) -> Learner:
 
 
 @ranged
-def hierts(s0_var: Annotated[float, Range(MIN_POSITIVE, 1e4)] = S0_VAR, q_var: Annotated[float, Range(MIN_POSITIVE, 1e4)] = Q_VAR) -> Learner:
+def hierts(s0_var: S0 = S0_VAR, q_var: Q = Q_VAR) -> Learner:
     """HierTS: Thompson sampling under the marginal N(mu_q, Sigma_q + Sigma_0).
 
     Parameters
@@ -116,6 +120,6 @@ def hierts(s0_var: Annotated[float, Range(MIN_POSITIVE, 1e4)] = S0_VAR, q_var: A
 
 
 @ranged
-def meta_ts(s0_var: Annotated[float, Range(MIN_POSITIVE, 1e4)] = S0_VAR, q_var: Annotated[float, Range(MIN_POSITIVE, 1e4)] = Q_VAR) -> Learner:
+def meta_ts(s0_var: S0 = S0_VAR, q_var: Q = Q_VAR) -> Learner:
     """Meta-TS: each user draws mu ~ Q, then Thompson sampling under N(mu, Sigma_0). Settings as `hierts`."""
     return _learner("meta", s0_var, q_var)

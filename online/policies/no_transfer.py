@@ -22,7 +22,7 @@ from inference.kernels.importance_laplace import base_draws
 from inference.laplace import laplace_update
 from online.learner import Learner, no_session_info, same_state
 from online.pair_rules import greedy_pair, thompson_pair
-from online.setting_range import MIN_POSITIVE, Range, ranged
+from online.setting_range import MIN_POSITIVE, Range, Search, ranged
 from tdmodels.priors import DEFAULT_PRIOR_VAR
 from tdmodels.errors import InputError
 
@@ -135,7 +135,8 @@ def no_transfer(prior_var: Annotated[float, Range(MIN_POSITIVE, 1e4)] = DEFAULT_
 
 
 @ranged
-def pooled(prior_var: Annotated[float, Range(MIN_POSITIVE, 1e4)] = DEFAULT_PRIOR_VAR, rule: str = "greedy") -> Learner:
+def pooled(prior_var: Annotated[float, Range(MIN_POSITIVE, 1e4), Search(0.25, 64, log=True)] = DEFAULT_PRIOR_VAR,
+           rule: Annotated[str, Search(choices=RULES)] = "greedy") -> Learner:
     """One Bayesian logistic learner shared by every user, never reset (a single population theta):
     the 'Pooled' row of the reference leaderboard.
 

@@ -22,7 +22,7 @@ from typing import Annotated, NamedTuple
 import numpy as np
 
 from online.learner import Learner, no_session_info, same_state
-from online.setting_range import Range, ranged
+from online.setting_range import Range, Search, ranged
 
 ALPHA = 0.51
 
@@ -94,7 +94,7 @@ def update(state: RUCBState, pair: tuple[int, int], outcome: int, alpha: float =
 
 
 @ranged
-def rucb(alpha: Annotated[float, Range(0.5, 100, lo_open=True)] = ALPHA) -> Learner:
+def rucb(alpha: Annotated[float, Range(0.5, 100, lo_open=True), Search(0.51, 10, log=True)] = ALPHA) -> Learner:
     """Pooled, non-contextual RUCB over the personas; the counts are never reset between users.
 
     Parameters

@@ -13,12 +13,12 @@ import sys
 import threading
 
 from tdmodels.errors import InputError
-from tutorduel.cli import fits, pages, prefdisco, runs, worlds
+from tutorduel.cli import fits, pages, prefdisco, runs, tuning, worlds
 from tutorduel.cli.options import Parser, one_line
 
 __all__ = ["main", "run", "build_parser", "one_line", "INPUT_ERRORS"]
 
-GROUPS = (runs, prefdisco, worlds, fits, pages)
+GROUPS = (runs, tuning, prefdisco, worlds, fits, pages)
 
 
 def _input_errors() -> tuple[type[BaseException], ...]:
