@@ -1,7 +1,7 @@
 """Run the benchmarks and print one table of ratios (see ``benchmarks``).
 
     python -m benchmarks.run [--world dev]
-        [--only replay,sweep,memory,cli,nuts,reference,population,leaderboard,beliefs]
+        [--only replay,sweep,memory,cli,nuts,reference,population,leaderboard,beliefs,tuning]
         [--long] [--quick] [--repeats 3] [--arrivals N] [--json table.json] [--population-users 50,100,200,300] [--population-minutes 30]
     python -m benchmarks.run --short [--json benchmarks/baseline.json]   # the replays CI checks
     python -m benchmarks.run --check benchmarks/baseline.json            # exit 1 on a regression
@@ -18,7 +18,7 @@ from benchmarks.measure import table, to_json
 from benchmarks.regression import ALLOWANCE
 from tdmodels.limits import MAX_ARRIVALS
 
-GROUPS = ("replay", "sweep", "memory", "cli", "nuts", "reference", "population", "leaderboard", "beliefs")
+GROUPS = ("replay", "sweep", "memory", "cli", "nuts", "reference", "population", "leaderboard", "beliefs", "tuning")
 SHORT = ("replay", "sweep", "memory", "cli")
 POLICIES = "no-transfer,pooled,rucb,colstim,coldb,coldb-lr,meta-ts,hierts,coduel,coduel-greedy,tempered-kg,low-rank"
 
@@ -28,8 +28,8 @@ def parse(argv=None) -> argparse.Namespace:
     ap.add_argument("--world", help="the roster the replays run on (default dev)")
     ap.add_argument("--only", help=f"comma-separated groups of {', '.join(GROUPS)}")
     ap.add_argument("--long", action="store_true",
-                    help="also the exact references, memory up to 35,000 arrivals and the leaderboard at the paper's "
-                         "seed counts (an hour or more)")
+                    help="also the exact references, memory up to 35,000 arrivals, the leaderboard at the paper's "
+                         "seed counts and the competitors' tunings on dev (hours)")
     ap.add_argument("--quick", action="store_true", help="small sizes: that every benchmark runs, not its figures")
     ap.add_argument("--repeats", type=int, help="best of this many replays (default 3; 5 with --short)")
     ap.add_argument("--policies", help="the replays' policies (random is the reference; default: every built-in "
@@ -172,6 +172,11 @@ def _main(argv=None) -> int:
 
             rows += (measure_leaderboard(jobs=2, rosters=["dev"], seeds=[0], policies=["random", "no-transfer"])
                      if quick else measure_leaderboard(jobs=2))
+        elif group == "tuning":
+            from benchmarks.tuning_time import measure_tuning
+
+            rows += (measure_tuning(["rucb"], budget=2, seeds=[1000, 1001], arrivals=6) if quick
+                     else measure_tuning())
         elif group == "beliefs":
             from benchmarks.belief_updates import measure_beliefs
             from tdmodels.simulator import build_roster

@@ -48,6 +48,7 @@ UNTUNED = {"coduel": "coduel", "no-transfer": "no-transfer", "rucb": "rucb", "po
 # Rows that keep their untuned spec whatever the tuned-settings file says: CODuel keeps the paper's settings
 # (its tuning is reported, not used), no-transfer is its ablation and moves only with it, random has none.
 PAPER_SETTINGS = ("coduel", "no-transfer", "random")
+UNTUNED_MARK = " (untuned)"
 
 
 @functools.lru_cache(maxsize=4)
@@ -74,7 +75,7 @@ def display_name(spec_or_label: str) -> str:
             return name
     for name, spec in UNTUNED.items():
         if canonical_spec(spec) == canonical:
-            return f"{name} (untuned)"
+            return name + UNTUNED_MARK
     return spec_or_label
 
 
@@ -128,6 +129,7 @@ def findings(lines_by_roster: dict[str, list[dict]], plateaus: dict[str, dict[st
              for r, lines in lines_by_roster.items()}
     policies = {r: {display_name(ln["name"]): ln["score"][0] for ln in lines if ln["kind"] == "policy"}
                 for r, lines in lines_by_roster.items()}
+    signs = [0, 0]          # gap signs that agree with the published, cells, over the simulated rosters
     for r, s in score.items():
         column = published_column(r)
         pol = {n: v for n, v in policies[r].items() if n != "random" and n in PUBLISHED}     # the paper's policies
@@ -135,10 +137,15 @@ def findings(lines_by_roster: dict[str, list[dict]], plateaus: dict[str, dict[st
             best = max(pol, key=pol.get)
             out.append(f"{r}: CODuel first among the paper's policies: "
                        f"{'yes' if best == 'coduel' else f'no ({best} {pol[best]:.1f})'} (CODuel {pol['coduel']:.1f})")
-            beyond = {n: v for n, v in policies[r].items() if n not in PUBLISHED}
+            untuned = {n: v for n, v in policies[r].items() if n.endswith(UNTUNED_MARK)}
+            beyond = {n: v for n, v in policies[r].items() if n not in PUBLISHED and n not in untuned}
             if beyond:
                 out.append(f"{r}: policies beyond the paper's, against CODuel: "
                            + ", ".join(f"{n} {v:.1f} ({v - pol['coduel']:+.1f})" for n, v in sorted(beyond.items())))
+            if untuned:
+                out.append(f"{r}: the untuned defaults beside the settings chosen on dev: " + ", ".join(
+                    f"{n} {v:.1f} ({pol[n[:-len(UNTUNED_MARK)]]:.1f} tuned)" if n[:-len(UNTUNED_MARK)] in pol
+                    else f"{n} {v:.1f}" for n, v in sorted(untuned.items())))
         if "no-transfer" in s:
             sharing = [n for n in SHARING if n in s]
             if sharing:
@@ -152,6 +159,9 @@ def findings(lines_by_roster: dict[str, list[dict]], plateaus: dict[str, dict[st
             agreement = gap_agreement(pol, {n: published(n, r) for n in pol})
             if agreement is not None:
                 out.append(format_gap_agreement(r, agreement))
+                if column == r:
+                    signs[0] += agreement.signs_agree
+                    signs[1] += len(agreement.gaps)
         oracle = s.get("per-user linear oracle")
         if oracle is not None:
             out.append(f"{r}: per-user linear oracle {oracle:.1f} (published 81-85; within 2 points: "
@@ -160,6 +170,9 @@ def findings(lines_by_roster: dict[str, list[dict]], plateaus: dict[str, dict[st
             pairs = plateau_agreement(plateaus[r], curves[column])
             if pairs:
                 out.append(format_plateaus(r, pairs))
+    if signs[1]:
+        out.append(f"all simulated rosters: the sharing methods' gaps to no-transfer have the published sign in "
+                   f"{signs[0]} of {signs[1]} cells")
     return out + published_agreement(policies)
 
 

@@ -45,10 +45,11 @@ def test_the_short_benchmarks_run_in_one_process_and_print_ratios(tmp_path):
 @pytest.mark.slow
 def test_the_short_benchmarks_of_processes_run_and_print_ratios(tmp_path):
     """The groups that start worker processes or the command line (about half the short run's time: slow)."""
-    _, rows = run_groups(tmp_path, ("sweep", "cli", "leaderboard"), "--policies", "no-transfer,coduel")
+    _, rows = run_groups(tmp_path, ("sweep", "cli", "leaderboard", "tuning"), "--policies", "no-transfer,coduel")
     names = {(r["group"], r["name"], r["reference"]) for r in rows}
     assert ("sweep", "sweep, 2 workers", "sweep, inline") in names
     assert ("leaderboard", "leaderboard, 2 cells", "replay time / 2 workers") in names
+    assert ("tuning", "tune rucb, 2 evaluations", "replay time / 2 workers") in names
     assert {n for g, n, _ in names if g == "cli"} == {"tutorduel --help", "replay, 1 random cell of 5",
                                                        "stats, 12 rows", "quickstart replay, 12 cells"}
 

@@ -124,7 +124,7 @@ def run_leaderboard(store: RunStore, out, rosters: list[str] | None = None, seed
                                    {w: rows_by_world[w] for w in lines_by_roster
                                     if not int(worlds[w].attrs["held_out"])})
     write_reports(out, lines_by_roster, stress_md, codes, figures, curves, plateaus, published_curves,
-                  dev_pair_lines(worlds, rows_by_world, list(lines_by_roster)))
+                  tuning_lines(worlds, specs) + dev_pair_lines(worlds, rows_by_world, list(lines_by_roster)))
     if sweep_options.get("scheduler"):
         where = f"the Dask scheduler {sweep_options['scheduler']}"
     elif sweep_options.get("dask_workers"):
@@ -147,6 +147,26 @@ def stress_worlds(stress, allow_test: bool, worlds_dir) -> list[str]:
             raise InputError(f"--stress {name!r}: a held-out world; the robustness rule judges on worlds that are not "
                              f"held out")
     return names
+
+
+def tuning_lines(worlds: dict, specs: list[str]) -> list[str]:
+    """Findings on the tuned settings the run used (``diagnostics.tuned_settings``): which specs, chosen when and on
+    what, and a warning where the tuning's world is run here under another digest (the simulator changed since)."""
+    from diagnostics.tuned_settings import read_tuned_settings
+    from tdmodels.world import world_digest
+
+    tuned = {n: e for n, e in read_tuned_settings().items() if canonical_spec(e["spec"]) in specs}
+    if not tuned:
+        return []
+    out = ["the competitors run at the settings chosen on dev (diagnostics/tuned_settings.json): "
+           + "; ".join(f"{e['spec']} ({e['date']}, {len(e['evaluations'])} evaluations on {len(e['seeds'])} seeds)"
+                       for e in tuned.values())]
+    for name, e in tuned.items():
+        here = worlds.get(e["world"])
+        if here is not None and world_digest(here) != e["world_digest"]:
+            out.append(f"warning: {name} was tuned on {e['world']} digest {e['world_digest']}; this {e['world']} is "
+                       f"{world_digest(here)} (tune it again on this world)")
+    return out
 
 
 def dev_pair_lines(worlds: dict, rows_by_world: dict, rosters: list[str]) -> list[str]:

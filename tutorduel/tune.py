@@ -244,7 +244,7 @@ def _progress(name: str, i: int, budget: int, ev: Evaluation, best: Evaluation, 
 def tune(policy: str, world: str = "dev", budget: int = BUDGET, seeds=TUNING_SEEDS, searches: dict | None = None,
          store: RunStore | None = None, worlds_dir=None, arrivals: int | None = None, sampler_seed: int = 0,
          progress: bool = True, jobs: int = 1, cell_timeout: float | None = CELL_TIMEOUT_S,
-         scheduler: str | None = None, dask_workers: int | None = None) -> Tuning:
+         scheduler: str | None = None, dask_workers: int | None = None, inline: bool = False) -> Tuning:
     """Choose a policy's settings by its mean score over `seeds` on `world`, which must not be held out.
 
     Parameters
@@ -265,8 +265,9 @@ def tune(policy: str, world: str = "dev", budget: int = BUDGET, seeds=TUNING_SEE
         Score only each run's first `arrivals` arrivals (quick checks).
     sampler_seed : int
         The sampler's seed; another seed is another tuning.
-    jobs, cell_timeout, scheduler, dask_workers
-        As for ``online.sweep.run_sweep``; a cell past `cell_timeout` seconds fails its evaluation.
+    jobs, cell_timeout, scheduler, dask_workers, inline
+        As for ``online.sweep.run_sweep``; a cell past `cell_timeout` seconds fails its evaluation (`inline`, for
+        debugging, runs the cells in this process, with no time limit).
 
     Returns
     -------
@@ -294,7 +295,8 @@ def tune(policy: str, world: str = "dev", budget: int = BUDGET, seeds=TUNING_SEE
     identity = _identity(space, digest, seeds, budget, arrivals, int(sampler_seed))
     path = journal_path(store, identity)
     points = read_journal(path, identity, space, store)
-    options = dict(jobs=jobs, cell_timeout=cell_timeout, scheduler=scheduler, dask_workers=dask_workers)
+    options = dict(jobs=jobs, cell_timeout=None if inline else cell_timeout, scheduler=scheduler,
+                   dask_workers=dask_workers, inline=inline)
     say = (lambda text: print(text, file=sys.stderr, flush=True)) if progress else (lambda text: None)
     say(f"tune {space.name} on {name} ({len(seeds)} seeds, {budget} evaluations, {sampler}): {space.describe()}")
     default = _evaluate(store, world, seeds, space.base.canonical, default_point(space), arrivals, worlds_dir, options,

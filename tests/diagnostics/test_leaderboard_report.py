@@ -69,3 +69,14 @@ def test_agreement_with_equal_scores_names_the_correlation_undefined():
     out = findings({"dev": _lines(coduel=40.0, rucb=40.0)})
     assert ("dev: the paper's policies against their published scores: mean absolute difference 7.0 points over "
             "2 policies (7.0 after the roster's offset -4.0), rank correlation (Spearman) undefined (one side all equal)") in out
+
+
+def test_the_leaderboard_names_its_tuned_spec_after_the_paper_and_the_untuned_one_apart():
+    from diagnostics.leaderboard_report import PAPER_SETTINGS, UNTUNED, display_name, leaderboard_policies
+    from online.registry import canonical_spec
+
+    for name, spec in leaderboard_policies().items():
+        assert display_name(spec) == name
+        if canonical_spec(spec) != canonical_spec(UNTUNED[name]):
+            assert name not in PAPER_SETTINGS and display_name(UNTUNED[name]) == f"{name} (untuned)"
+    assert leaderboard_policies()["coduel"] == "coduel" and leaderboard_policies()["no-transfer"] == "no-transfer"

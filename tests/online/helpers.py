@@ -1,7 +1,10 @@
 """Small policies used by the replay tests."""
+from typing import Annotated
+
 import numpy as np
 
 from online.protocol import Policy
+from online.setting_range import Range, Search
 
 
 class FixedPairs(Policy):
@@ -168,3 +171,43 @@ def plugin_module(folder, name: str, monkeypatch):
                    "    def select(self, Phi):\n        return 0, 1\n")
     monkeypatch.syspath_prepend(str(folder))
     return mod
+
+
+def tunable_pairs(explore: Annotated[float, Range(0, 1)] = 0.5, pair: Annotated[int, Range(0, 4)] = 0):
+    """A learner factory with two Range-annotated settings and no Search (the tuner's plug-in case): shows the
+    pair (pair, pair + 1), or with probability `explore` a random pair."""
+    from online.learner import Learner, no_session_info, same_state
+
+    def select(state, Phi, rng):
+        if rng.random() < explore:
+            i, j = rng.choice(len(Phi), 2, replace=False)
+            return (int(i), int(j)), None
+        return (pair, pair + 1), None
+
+    return Learner(lambda context: None, same_state, select, lambda state, Phi, p, y: (state, None), no_session_info)
+
+
+class RaisesWhenGreedy(Policy):
+    """Raises at its first select when `explore` is below 0.5: a plug-in that fails on part of its space."""
+
+    def __init__(self, explore: Annotated[float, Range(0, 1), Search(0, 1)] = 0.9):
+        self.explore = explore
+
+    def select(self, Phi):
+        if self.explore < 0.5:
+            raise RuntimeError(f"explore={self.explore} is not supported")
+        return 0, 1
+
+
+class SleepsWhenGreedy(Policy):
+    """Sleeps an hour at its first select when `explore` is below 0.5 (a plug-in that hangs on part of its space)."""
+
+    def __init__(self, explore: Annotated[float, Range(0, 1), Search(0, 1)] = 0.9):
+        self.explore = explore
+
+    def select(self, Phi):
+        import time
+
+        if self.explore < 0.5:
+            time.sleep(3600)
+        return 0, 1

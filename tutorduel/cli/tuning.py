@@ -1,4 +1,5 @@
-"""`tune`: choose a policy's settings by its score on dev (or another world that is not held out)."""
+"""`tune`: choose a policy's settings by its score on dev (or another world that is not held out); `tuned`: show
+a tuned-settings file."""
 from __future__ import annotations
 
 import argparse
@@ -65,6 +66,32 @@ def cmd_tune(a) -> int:
     return 0
 
 
+def cmd_tuned(a) -> int:
+    from diagnostics.tuned_settings import TUNED_FILE, read_tuned_settings
+    from diagnostics.tuning_report import plot_tuning, tuning_summary, tuning_table
+    from tdmodels.errors import InputError
+
+    phase_clock.phase_ended("imports")
+    a.file = a.file or str(TUNED_FILE)
+    entries = read_tuned_settings(a.file)
+    if not entries:
+        raise InputError(f"tuned settings {a.file}: no such file, or no entry in it")
+    if a.policies:
+        names = [n.strip() for n in a.policies.split(",")]
+        missing = [n for n in names if n not in entries]
+        if missing:
+            raise InputError(f"tuned settings {a.file}: no entry {missing[0]!r}; entries: {', '.join(entries)}")
+        entries = {n: entries[n] for n in names}
+    print(tuning_summary(entries))
+    for name, entry in entries.items():
+        print(f"\n### {name}\n\nOn {entry['world']} (digest {entry['world_digest']}), searched {entry['space']}:\n")
+        print(tuning_table(entry))
+    if a.plot:
+        plot_tuning(entries, a.plot)
+        print(f"\nwrote {a.plot}")
+    return 0
+
+
 def add_parsers(sub) -> None:
     from tutorduel.tune import BUDGET, CELL_TIMEOUT_S, MAX_BUDGET, TUNING_SEEDS
 
@@ -96,3 +123,11 @@ def add_parsers(sub) -> None:
     p.add_argument("--verbose", action="store_true", help="end with a line saying where the command's time went")
     p.add_argument("--allow-test", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(fn=cmd_tune)
+
+    p = sub.add_parser("tuned", help="show a tuned-settings file: a line per policy, each tuning's evaluations and "
+                                     "(with --plot) the score against each setting")
+    p.add_argument("--file", help="the tuned-settings file (default: the leaderboard's, diagnostics/tuned_settings.json)")
+    p.add_argument("--policies", help="only these entries (comma-separated)")
+    p.add_argument("--plot", type=file_arg, metavar="PNG", help="write the plot here")
+    p.add_argument("--verbose", action="store_true", help="end with a line saying where the command's time went")
+    p.set_defaults(fn=cmd_tuned)
