@@ -35,6 +35,31 @@ def tuning_table(entry: dict) -> str:
     return "\n".join(out)
 
 
+EDGE = 0.05          # a chosen number in the outer 5% of its search (on the log scale for a log search) is flagged
+
+
+def edge_warnings(entry: dict) -> list[str]:
+    """One line per searched number whose chosen value lies in the outer EDGE of its search (the best may lie
+    beyond it: widen the search and tune again)."""
+    import math
+
+    chosen = next((e for e in entry["evaluations"] if e["spec"] == entry["spec"]), None)
+    if chosen is None:          # the defaults were chosen
+        return []
+    out = []
+    for d in entry["dimensions"]:
+        lo, hi, v = d.get("lo"), d.get("hi"), chosen["point"].get(d["name"])
+        if d.get("choices") or not all(isinstance(x, (int, float)) for x in (lo, hi, v)) or hi <= lo \
+                or (d.get("log") and lo <= 0):
+            continue
+        f = math.log if d.get("log") else float
+        where = (f(v) - f(lo)) / (f(hi) - f(lo))
+        if where <= EDGE or where >= 1 - EDGE:
+            out.append(f"{d['name']}={_value(v)} is at the {'low' if where <= EDGE else 'high'} end of its search "
+                       f"[{lo:g}, {hi:g}]: the best may lie beyond it")
+    return out
+
+
 def tuning_summary(entries: dict[str, dict]) -> str:
     """Markdown, one row per tuned policy: the space, the chosen spec, the dev score of the defaults and of the
     chosen settings (± s.e.), the paired gain [95%], the evaluations, seeds and date."""
@@ -95,4 +120,4 @@ def plot_tuning(entries: dict[str, dict], path, world: str = "dev") -> None:
     atomic_save(path, lambda tmp: fig.savefig(tmp, dpi=90, format="png"))
 
 
-__all__ = ["tuning_table", "tuning_summary", "plot_tuning"]
+__all__ = ["tuning_table", "tuning_summary", "plot_tuning", "edge_warnings"]

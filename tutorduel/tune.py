@@ -8,7 +8,8 @@ Every policy is tuned by one protocol, as the reference tuned every design on it
    searched setting is a list of choices and the grid fits the budget, else Optuna's TPE sampler, whose
    first `STARTUP` proposals are random. Each proposal depends only on the evaluations before it and its
    number (a sampler seeded afresh for every proposal), so a killed tuning resumes where it stopped and
-   proposes what the uninterrupted one would have;
+   proposes what the uninterrupted one would have. The points known before any score (the grid, or the
+   random start) run with the defaults in one sweep, the others one at a time;
 4. the chosen settings: the highest mean score over the seeds, the defaults included, with the paired
    difference from the defaults and its 95% interval (the winner of many noisy evaluations is optimistic:
    the interval says by how much it could be).
@@ -102,15 +103,33 @@ def check_seeds(seeds) -> tuple[int, ...]:
     return tuple(int(s) for s in seeds)
 
 
-def tuning_world(world: str, worlds_dir=None):
-    """The world to tune on, opened without the held-out key: a held-out world is a TuningError."""
-    from tdmodels.rosters import open_world
+def held_out_digests() -> set[str]:
+    """The published digests of the worlds no tuning may read: the held-out rosters of every generator, the real
+    sample (the reference's held-out-profile sessions) and its real-session rosters."""
+    from tdmodels.roster_digests import ROSTER_DIGESTS
+    from tdmodels.simulator import ROSTERS
 
+    return {d for rosters in ROSTER_DIGESTS.values() for name, d in rosters.items()
+            if (name in ROSTERS and ROSTERS[name].held_out) or name == "sample" or name.startswith("real-sessions-")}
+
+
+def tuning_world(world: str, worlds_dir=None):
+    """The world to tune on, opened without the held-out key: a held-out world, the real sample, or a copy of
+    one with its held-out mark removed, is a TuningError."""
+    from tdmodels.rosters import open_world
+    from tdmodels.world import world_digest
+
+    refused = (f"world {world!r} is held out for evaluation: tuning never reads it, and no flag lifts this (tune "
+               f"on dev or on a generated world)")
     try:
-        return open_world(world, allow_test=False, directory=worlds_dir)
+        ds = open_world(world, allow_test=False, directory=worlds_dir)
     except HeldOutError:
-        raise TuningError(f"world {world!r} is held out for evaluation: tuning never reads it, and no flag lifts "
-                          f"this (tune on dev or on a generated world)") from None
+        raise TuningError(refused) from None
+    digests = {world_digest(ds), world_digest(ds.assign_attrs(held_out=1))}    # as published, or with its mark removed
+    if digests & held_out_digests():
+        raise TuningError(f"world {world!r} holds the real sessions or a held-out roster (digest "
+                          f"{sorted(digests & held_out_digests())[0]}): tuning never reads it, and no flag lifts this")
+    return ds
 
 
 def _identity(space: SearchSpace, digest: str, seeds: tuple, budget: int, arrivals, sampler_seed: int) -> dict:
@@ -205,23 +224,44 @@ def propose(space: SearchSpace, history: list[tuple[dict, float]], number: int, 
     return point
 
 
-def _evaluate(store: RunStore, world: str, seeds: tuple, spec: str, point: dict, arrivals, worlds_dir,
-              sweep_options: dict, what: str) -> Evaluation:
-    """Run (or read back) one spec over the seeds; TuningError naming the first failed cell."""
+def _evaluate(store: RunStore, world: str, seeds: tuple, batch: list[tuple[str, dict, str]], arrivals, worlds_dir,
+              sweep_options: dict) -> list[Evaluation]:
+    """Run (or read back) a batch of (spec, point, what) over the seeds in one sweep; TuningError naming the
+    evaluation of the first failed cell. Each computed evaluation is given an equal share of the batch's time."""
     from diagnostics.stats import mean_se
+    from online.registry import canonical_spec
     from online.sweep import run_sweep
 
     t0 = time.perf_counter()
-    res = run_sweep([world], list(seeds), [spec], store, allow_test=False, arrivals=arrivals, worlds_dir=worlds_dir,
+    specs = list(dict.fromkeys(spec for spec, _, _ in batch))
+    res = run_sweep([world], list(seeds), specs, store, allow_test=False, arrivals=arrivals, worlds_dir=worlds_dir,
                     progress=False, **sweep_options)
     if res.failed:
         cell, message = res.failed[0]
-        raise TuningError(f"{what} ({spec}) failed on seed {cell.seed}: {message.splitlines()[0]} ({len(res.failed)} "
-                          f"of {len(seeds)} seeds failed; nothing of this evaluation counts)")
-    by_seed = {c.seed: store.get(c.key) for c in [*res.done, *res.cached]}
-    scores = tuple(float(by_seed[s]["score"]) for s in seeds)
-    mean, se = mean_se(scores)
-    return Evaluation(spec, dict(point), scores, mean, se, time.perf_counter() - t0 if res.done else 0.0)
+        spec, _, what = next(b for b in batch if canonical_spec(b[0]) == cell.policy)
+        failed = sum(1 for c, _ in res.failed if c.policy == cell.policy)
+        raise TuningError(f"{what} ({spec}) failed on seed {cell.seed}: {message.splitlines()[0]} ({failed} of "
+                          f"{len(seeds)} seeds failed; nothing of this evaluation counts)")
+    rows = {(c.policy, c.seed): store.get(c.key) for c in [*res.done, *res.cached]}
+    computed = {c.policy for c in res.done}
+    share = (time.perf_counter() - t0) / max(len(computed), 1)
+    out = []
+    for spec, point, _ in batch:
+        scores = tuple(float(rows[(canonical_spec(spec), s)]["score"]) for s in seeds)
+        mean, se = mean_se(scores)
+        out.append(Evaluation(spec, dict(point), scores, mean, se, share if canonical_spec(spec) in computed else 0.0))
+    return out
+
+
+def planned_points(space: SearchSpace, points: list[dict], budget: int, sampler: str, grid: list[dict] | None,
+                   sampler_seed: int = 0) -> list[dict]:
+    """The points known before any score, to run in one sweep: the whole grid, or the sampler's random start
+    (its first STARTUP proposals, which read no score; `points`: those the journal already holds)."""
+    n = budget if sampler == "grid" else min(STARTUP, budget)
+    out = list(points[:n])
+    for i in range(len(out), n):
+        out.append(grid[i] if sampler == "grid" else propose(space, [(p, 0.0) for p in out], i, sampler_seed))
+    return out
 
 
 def _paired(best: Evaluation, default: Evaluation) -> tuple[float, float]:
@@ -239,6 +279,19 @@ def _progress(name: str, i: int, budget: int, ev: Evaluation, best: Evaluation, 
     left = "" if left_s is None else f"; about {left_s / 60:.1f} min left" if left_s >= 60 else f"; about {left_s:.0f} s left"
     return (f"tune {name}: {i}/{budget} {ev.spec}: {ev.mean:.1f} ± {ev.se:.1f} ({how}); best so far {best.mean:.1f} "
             f"({best.spec}){left}")
+
+
+def _checked(budget, seeds, sampler_seed, store) -> tuple[int, tuple, RunStore]:
+    budget, seeds = check_budget(budget), check_seeds(seeds)
+    if isinstance(sampler_seed, bool) or not isinstance(sampler_seed, numbers.Integral) or not 0 <= sampler_seed < 2**31:
+        raise TuningError(f"sampler_seed={sampler_seed!r}: give an integer in [0, 2^31)")
+    if budget * len(seeds) > MAX_TUNING_CELLS:
+        raise TuningError(f"budget {budget} x {len(seeds)} seeds = {budget * len(seeds):,} runs; at most "
+                          f"{MAX_TUNING_CELLS:,} in one tuning")
+    store = store if store is not None else RunStore()
+    if not isinstance(store, RunStore):
+        raise TuningError(f"store {store!r}: give an online.store.RunStore")
+    return budget, seeds, store
 
 
 def tune(policy: str, world: str = "dev", budget: int = BUDGET, seeds=TUNING_SEEDS, searches: dict | None = None,
@@ -273,20 +326,12 @@ def tune(policy: str, world: str = "dev", budget: int = BUDGET, seeds=TUNING_SEE
     -------
     Tuning
     """
-    budget, seeds = check_budget(budget), check_seeds(seeds)
-    if isinstance(sampler_seed, bool) or not isinstance(sampler_seed, numbers.Integral) or not 0 <= sampler_seed < 2**31:
-        raise TuningError(f"sampler_seed={sampler_seed!r}: give an integer in [0, 2^31)")
-    if budget * len(seeds) > MAX_TUNING_CELLS:
-        raise TuningError(f"budget {budget} x {len(seeds)} seeds = {budget * len(seeds):,} runs; at most "
-                          f"{MAX_TUNING_CELLS:,} in one tuning")
     from online.search_space import default_point, search_space
     from tdmodels.rosters import world_name
     from tdmodels.world import world_digest
 
+    budget, seeds, store = _checked(budget, seeds, sampler_seed, store)
     space = search_space(policy, searches)
-    store = store if store is not None else RunStore()
-    if not isinstance(store, RunStore):
-        raise TuningError(f"store {store!r}: give an online.store.RunStore")
     ds = tuning_world(world, worlds_dir)
     digest, name = world_digest(ds), world_name(world)
     grid = space.grid()
@@ -299,26 +344,28 @@ def tune(policy: str, world: str = "dev", budget: int = BUDGET, seeds=TUNING_SEE
                    dask_workers=dask_workers, inline=inline)
     say = (lambda text: print(text, file=sys.stderr, flush=True)) if progress else (lambda text: None)
     say(f"tune {space.name} on {name} ({len(seeds)} seeds, {budget} evaluations, {sampler}): {space.describe()}")
-    default = _evaluate(store, world, seeds, space.base.canonical, default_point(space), arrivals, worlds_dir, options,
-                        "the defaults")
+    known = planned_points(space, points, budget, sampler, grid, sampler_seed)
+    known += points[len(known):]             # a resumed tuning's later points: every known point in one sweep
+    batch = [(space.base.canonical, default_point(space), "the defaults")]
+    batch += [(space.spec(p), p, f"evaluation {i + 1}") for i, p in enumerate(known)]
+    default, *done = _evaluate(store, world, seeds, batch, arrivals, worlds_dir, options)
     say(_progress(space.name, 0, budget, default, default, None) + " (the untuned defaults)")
-    done, best, spent = [], default, []
+    if len(known) > len(points):
+        points = known
+        _write_journal(path, identity, points)
+    best, spent = default, [e.wall_s for e in (default, *done) if e.wall_s]
     for i in range(budget):
-        if i < len(points):
-            point = points[i]
-        else:
-            point = grid[i] if sampler == "grid" else propose(space, [(e.point, e.mean) for e in done], i, sampler_seed)
-        ev = _evaluate(store, world, seeds, space.spec(point), point, arrivals, worlds_dir, options,
-                       f"evaluation {i + 1}")
-        done.append(ev)
-        if i >= len(points):
+        if i >= len(done):
+            point = propose(space, [(e.point, e.mean) for e in done], i, sampler_seed)
+            [ev] = _evaluate(store, world, seeds, [(space.spec(point), point, f"evaluation {i + 1}")], arrivals,
+                             worlds_dir, options)
+            done.append(ev)
             points.append(point)
             _write_journal(path, identity, points)
-        best = ev if ev.mean > best.mean else best
-        if ev.wall_s:
-            spent.append(ev.wall_s)
-        left = sum(spent) / len(spent) * (budget - i - 1) if spent else None
-        say(_progress(space.name, i + 1, budget, ev, best, left))
+            spent += [ev.wall_s] if ev.wall_s else []
+        best = done[i] if done[i].mean > best.mean else best
+        left = sum(spent) / len(spent) * (budget - len(done)) if spent else None
+        say(_progress(space.name, i + 1, budget, done[i], best, left))
     return Tuning(space.name, space, name, digest, seeds, budget, sampler, default, tuple(done), best,
                   _paired(best, default))
 
@@ -336,7 +383,9 @@ def tuning_entry(tuning: Tuning, name: str | None = None, date: str | None = Non
     def paired(ev):
         return [round(x, 4) for x in _paired(ev, tuning.default)]
 
-    dims = [{"name": d.name, "log": d.search.log, "choices": list(d.search.choices)} for d in tuning.space.dimensions]
+    dims = [{"name": d.name, "log": d.search.log, "choices": list(d.search.choices),
+             "lo": None if d.search.choices else d.search.lo, "hi": None if d.search.choices else d.search.hi}
+            for d in tuning.space.dimensions]
     return {"spec": tuning.best.spec, "base": name or tuning.policy, "date": date or time.strftime("%Y-%m-%d"),
             "world": tuning.world, "world_digest": tuning.world_digest, "seeds": list(tuning.seeds),
             "budget": tuning.budget, "sampler": tuning.sampler, "space": tuning.space.describe(), "dimensions": dims,

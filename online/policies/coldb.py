@@ -196,7 +196,8 @@ def _default_beta(S: int, d: int) -> float:
 
 
 @ranged
-def coldb(estimator: str = "logistic", lam: Annotated[float, Range(MIN_POSITIVE, 1e6), Search(0.1, 10, log=True)] = RIDGE,
+def coldb(estimator: str = "logistic",
+          lam: Annotated[float, Range(MIN_POSITIVE, 1e6), Search(0.1, 100, log=True)] = RIDGE,
           beta: Annotated[float, Range(0, 1e3), Search(0, 10)] | None = None,
           alpha: Annotated[float, Range(0, 1e3, lo_open=True), Search(0.1, 10, log=True)] = ALPHA) -> Learner:
     """COLDB over users (COLDB-LR with estimator="least-squares").

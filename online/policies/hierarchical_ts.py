@@ -28,8 +28,9 @@ from online.setting_range import MIN_POSITIVE, Range, Search, ranged
 from tdmodels.errors import InputError
 
 S0_VAR, Q_VAR = 1.0, 3.0
-# The tuner's search (online.search_space): users' spread and the meta-prior's width, each over two to three decades.
-S0_SEARCH, Q_SEARCH = Search(0.01, 10, log=True), Search(0.1, 30, log=True)
+# The tuner's search (online.search_space): users' spread around the mean (four decades, down to nearly one shared
+# theta) and the meta-prior's width (two and a half).
+S0_SEARCH, Q_SEARCH = Search(0.001, 10, log=True), Search(0.1, 30, log=True)
 S0 = Annotated[float, Range(MIN_POSITIVE, 1e4), S0_SEARCH]
 Q = Annotated[float, Range(MIN_POSITIVE, 1e4), Q_SEARCH]
 

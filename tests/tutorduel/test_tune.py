@@ -49,16 +49,20 @@ def test_every_evaluation_is_rows_in_the_store_and_a_finished_tuning_is_read_bac
     assert path == journal_path(store, journal["identity"]) and len(journal["points"]) == 3
 
 
-def test_a_killed_tuning_resumes_with_the_proposals_of_an_uninterrupted_one(env_dirs):
+@pytest.mark.parametrize("kept", [1, 3])           # killed in the random start, or after TPE's first proposal
+def test_a_killed_tuning_resumes_with_the_proposals_of_an_uninterrupted_one(env_dirs, monkeypatch, kept):
+    import tutorduel.tune
+
+    monkeypatch.setattr(tutorduel.tune, "STARTUP", 2)      # two random points, then TPE
     store = RunStore()
     full = tune("hierts", budget=4, store=store, **QUICK)
     path, journal = _journal(store, full)
-    path.write_text(json.dumps({**journal, "points": journal["points"][:1]}))      # as if killed after one
+    path.write_text(json.dumps({**journal, "points": journal["points"][:kept]}))
     resumed = tune("hierts", budget=4, store=store, **QUICK)
     assert [e.spec for e in resumed.evaluations] == [e.spec for e in full.evaluations]
     space = search_space("hierts")
-    history = [(e.point, e.mean) for e in full.evaluations[:2]]
-    assert propose(space, history, 2) == propose(space, history, 2) == full.evaluations[2].point
+    history = [(e.point, e.mean) for e in full.evaluations[:3]]
+    assert propose(space, history, 3) == propose(space, history, 3) == full.evaluations[3].point
 
 
 def test_a_damaged_journal_is_moved_aside_and_the_tuning_starts_over(env_dirs, capsys):
@@ -83,6 +87,18 @@ def test_a_held_out_world_is_never_tuned_on(env_dirs, world):
     with pytest.raises(TuningError, match="held out for evaluation: tuning never reads it, and no flag lifts"):
         tune("meta-ts", world=world, budget=2, store=RunStore(), **QUICK)
     assert not _rows(RunStore()) and not (RunStore().root / "_tuning").exists()
+
+
+def test_the_real_sessions_are_never_tuned_on_even_as_a_copy_with_the_mark_removed(env_dirs, sample_path):
+    from tdmodels.rosters import open_world
+    from tdmodels.world import save_world
+
+    assert main(["worlds", "import-sample", str(sample_path)]) == 0
+    save_world(open_world("real-sessions-0", allow_test=True).assign_attrs(held_out=0), env_dirs / "mine.nc")
+    for world in ("sample", str(env_dirs / "mine.nc")):
+        with pytest.raises(TuningError, match="holds the real sessions or a held-out roster .*: tuning never reads"):
+            tune("meta-ts", world=world, budget=2, store=RunStore(), **QUICK)
+    assert not _rows(RunStore())
 
 
 @pytest.mark.parametrize("kwargs, words", [
@@ -213,3 +229,17 @@ def test_the_tuned_command_shows_a_file_and_refuses_what_it_lacks(quick_tuning, 
     assert main(["tuned", "--file", str(path), "--policies", "hierts"]) == 2
     assert "no entry 'hierts'" in capsys.readouterr().err
     assert main(["tuned", "--file", str(tmp_path / "none.json")]) == 2
+
+
+def test_a_choice_at_the_end_of_its_search_is_flagged(quick_tuning):
+    from diagnostics.tuning_report import edge_warnings
+
+    entry = tuning_entry(quick_tuning, "meta-ts")
+    dims = {d["name"]: d for d in entry["dimensions"]}
+    assert dims["s0_var"]["log"] and dims["s0_var"]["lo"] == 0.001 and dims["s0_var"]["hi"] == 10.0
+    first = entry["evaluations"][0]
+    for value, flagged in ((0.0011, "low end"), (9.5, "high end"), (0.1, None)):
+        e = {**entry, "spec": first["spec"], "evaluations": [{**first, "point": {**first["point"], "s0_var": value}}]}
+        lines = [x for x in edge_warnings(e) if x.startswith("s0_var")]
+        assert (lines == []) if flagged is None else (flagged in lines[0] and "[0.001, 10]" in lines[0])
+    assert edge_warnings({**entry, "spec": entry["default"]["spec"]}) == []     # the defaults kept: nothing to widen

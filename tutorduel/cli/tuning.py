@@ -26,7 +26,7 @@ def _searches(items: list[str] | None) -> dict | None:
 
 
 def cmd_tune(a) -> int:
-    from diagnostics.tuning_report import plot_tuning, tuning_table
+    from diagnostics.tuning_report import edge_warnings, plot_tuning, tuning_table
     from online.store import RunStore
     from online.sweep import parse_seeds
     from tdmodels.atomic_file import atomic_save
@@ -49,6 +49,8 @@ def cmd_tune(a) -> int:
     print(f"\nchosen: {tuning.best.spec}, {tuning.best.mean:.1f} ± {tuning.best.se:.1f} against the defaults' "
           f"{tuning.default.mean:.1f} ± {tuning.default.se:.1f}: {g[0]:+.1f} [{g[0] - g[1]:+.1f}, {g[0] + g[1]:+.1f}] "
           f"paired over the seeds (the best of many noisy evaluations: read the interval, not the point)")
+    for line in edge_warnings(entry):
+        print(f"note: {line}")
     if a.out:
         from pathlib import Path
 
@@ -68,7 +70,7 @@ def cmd_tune(a) -> int:
 
 def cmd_tuned(a) -> int:
     from diagnostics.tuned_settings import TUNED_FILE, read_tuned_settings
-    from diagnostics.tuning_report import plot_tuning, tuning_summary, tuning_table
+    from diagnostics.tuning_report import edge_warnings, plot_tuning, tuning_summary, tuning_table
     from tdmodels.errors import InputError
 
     phase_clock.phase_ended("imports")
@@ -86,6 +88,8 @@ def cmd_tuned(a) -> int:
     for name, entry in entries.items():
         print(f"\n### {name}\n\nOn {entry['world']} (digest {entry['world_digest']}), searched {entry['space']}:\n")
         print(tuning_table(entry))
+        for line in edge_warnings(entry):
+            print(f"\nnote: {line}")
     if a.plot:
         plot_tuning(entries, a.plot)
         print(f"\nwrote {a.plot}")
