@@ -22,5 +22,7 @@ _EXPORTS = {
     "reliability": ".click_reliability",
     "compare_population_fits": ".population_fit_checks",
     "reference_agreement": ".population_fit_checks",
+    "read_tuned_settings": ".tuned_settings",
+    "tuning_table": ".tuning_report",
 }
 __getattr__, __dir__, __all__ = lazy_namespace(__name__, _EXPORTS)

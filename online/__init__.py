@@ -1,7 +1,8 @@
 """The policy protocol, the learners, replay, the run store and sweeps.
 
 Public names are imported from their modules on first use: ``import online`` imports nothing else. The replay
-functions are ``online.replay.replay`` and ``online.replay.replay_logged`` (the module has the name).
+functions are ``online.replay.replay`` and ``online.replay.replay_logged``, and a tuner's space is
+``online.search_space.search_space`` (the modules have the names).
 """
 from tdmodels._lazy import lazy_namespace
 
@@ -14,6 +15,7 @@ _EXPORTS = {
     "policy_spec": ".registry",
     "canonical_spec": ".registry",
     "PolicySpecError": ".registry",
+    "Search": ".setting_range",
     "make_schedule": ".schedule",
     "strong_regret": ".scoring",
     "benchmark_score": ".scoring",
