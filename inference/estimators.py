@@ -13,7 +13,7 @@ import numbers
 import numpy as np
 
 from inference.constants import RIDGE_LOGISTIC_ITERS, RIDGE_LOGISTIC_TOL
-from inference.kernels.laplace import ridge_logistic_mode
+from inference.kernels.ridge_logistic import ridge_logistic_mode
 from inference.kernels.linalg import ridge_solve
 from tdmodels.errors import InputError
 

@@ -6,7 +6,7 @@ tests check the kernel against it (tests/inference/test_kernels.py), and the lib
     update_belief_reference          ``kernels.mixture_update`` (``inference.mixture_belief.update_belief``)
     laplace_fit_batch_reference      ``kernels.laplace_units`` (``inference.laplace.laplace_fit_batch``)
     fit_recalibration_map_reference  ``kernels.recalibration_newton`` (``inference.recalibration_fit``)
-    ridge_logistic_reference         ``kernels.ridge_logistic_mode`` (``inference.estimators.ridge_logistic``)
+    ridge_logistic_reference         ``kernels.ridge_logistic.ridge_logistic_mode`` (``inference.estimators.ridge_logistic``)
 
 the last two through one penalised logistic Newton (`penalised_logistic_newton`).
 

@@ -273,18 +273,3 @@ def surrogate_estep(users, active, log_w, comp_means, comp_precs, comp_logdets, 
                 for j in range(d):
                     T2[c, i, j] += r * (unit_covs[u, c, i, j] + unit_modes[u, c, i] * unit_modes[u, c, j])
     return joint
-
-
-@njit(cache=CACHE)
-def ridge_logistic_mode(Z, y, lam, init, iters, tol):
-    """The ridge logistic MLE of rows Z [n, d], clicks y [n] with ridge lam > 0: the mode of N(0, I / lam)
-    x the clicks' likelihood, by `newton_mode` from `init` [d]. Returns (theta [d], converged)."""
-    n, d = Z.shape
-    theta = init.copy()
-    m = np.zeros(d)
-    P = np.zeros((d, d))
-    for i in range(d):
-        P[i, i] = lam
-    ok, _ = newton_mode(Z, y, theta, m, P, np.empty((d, d)), np.empty((d, d)), np.empty(d), np.empty(d),
-                        np.empty(d), np.empty(n), np.empty(n), np.empty(n), np.empty(n), iters, tol)
-    return theta, ok

@@ -8,6 +8,8 @@ into each solver:
 
     LogisticPosterior      one user's negative log posterior, N(m, P^-1) x the clicks' likelihood
                            (``inference.kernels.laplace``)
+    RidgeLogistic          the same with its gradient and Hessian filled in the same pass, for the
+                           competitors' ridge logistic estimate (``inference.kernels.ridge_logistic``)
     RecalibrationLoss      the recalibration map's penalised negative log likelihood
                            (``inference.kernels.recalibration``)
     ComponentLocation      minus the log density of a component's location given its members'

@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit
 
 from inference.constants import RIDGE_LOGISTIC_ITERS, RIDGE_LOGISTIC_TOL
-from inference.kernels.laplace import ridge_logistic_mode
+from inference.kernels.ridge_logistic import ridge_logistic_mode
 from inference.kernels.belief import _utilities
 from inference.kernels.linalg import _cholesky, ridge_solve, whitened_sq_norm
 from inference.kernel_cache import disk_cache

@@ -18,7 +18,7 @@ from typing import Annotated, NamedTuple
 import numpy as np
 
 from inference.constants import RIDGE_LOGISTIC_ITERS, RIDGE_LOGISTIC_TOL
-from inference.kernels.laplace import ridge_logistic_mode
+from inference.kernels.ridge_logistic import ridge_logistic_mode
 from online.learner import Learner, no_session_info
 from online.setting_range import MIN_POSITIVE, Range, Search, ranged
 

