@@ -197,7 +197,7 @@ def test_leaderboard_names_map_specs_to_published_rows():
     assert display_name('pooled[rule="thompson"]') in ("pooled", "pooled (untuned)")
     assert display_name('coldb[estimator="least-squares"]') in ("coldb-lr", "coldb-lr (untuned)")
     assert display_name("my:Policy") == "my:Policy"
-    assert published("coldb-lr", "dev") == 40 and published('coldb[estimator="least-squares"]', "composite") == 34
+    assert published("coldb-lr", "dev") == 40 and published(runs["coldb-lr"], "composite") == 34
     assert published("coduel", "scrambled") is None
 
 
