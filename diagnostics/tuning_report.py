@@ -85,7 +85,11 @@ def _panel(ax, entry: dict, dim: dict) -> None:
     else:
         pos = np.array(xs, dtype=float)
         if dim.get("log"):
+            from matplotlib.ticker import FuncFormatter, NullFormatter
+
             ax.set_xscale("log")
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.xaxis.set_minor_formatter(NullFormatter())
     m = np.array([e["score"][0] for e in evs])
     se = np.array([e["score"][1] for e in evs])
     ax.errorbar(pos, m, yerr=se, fmt="o", ms=3.5, lw=0.8, color="#475467", label="evaluation ± s.e.")

@@ -12,7 +12,8 @@ A CLUB-style user graph with a linear dueling learner per cluster:
 COLDB estimates by ridge logistic MLE (the kernel behind ``inference.estimators.ridge_logistic``,
 warm-started);
 COLDB-LR (not described publicly; ours) by ridge least squares of 2y - 1 on z, from
-sufficient statistics. beta = sqrt(d ln S) and alpha = 1 are ours (not tuned).
+sufficient statistics. The defaults beta = sqrt(d ln S) and alpha = 1 are ours; the leaderboard runs the
+settings chosen on dev (``tutorduel tune``, ``diagnostics/tuned_settings.json``).
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ M = lam I + sum z z^T over the user's design rows z = x_first - x_second.
 
 with C = c = sqrt(d ln T), T = the session length (24 rounds, d = 7: 4.72). The original's
 forced exploration (tau = d K random rounds) is left out: it would fill most of a 24-round
-session (ours, as in COMPETITORS.md).
+session (ours, as in COMPETITORS.md). The leaderboard runs the settings chosen on dev (``tutorduel tune``).
 """
 from __future__ import annotations
 

@@ -13,7 +13,8 @@ precision Lambda = P (I + Sigma_0 P)^-1 and linear term (I + P Sigma_0)^-1 h in 
 singular P).
 Pair (double TS, ours): first = argmax of a sampled theta, second = argmax over the other
 personas of a second, independent sample. Settings (ours): Sigma_0 = s0_var I, Q starts at
-N(0, q_var I); the defaults 1 + 3 give the no-transfer learner's N(0, 4 I) before any user.
+N(0, q_var I); the defaults 1 + 3 give the no-transfer learner's N(0, 4 I) before any user. The
+leaderboard runs the settings chosen on dev (``tutorduel tune``).
 """
 from __future__ import annotations
 

@@ -174,7 +174,7 @@ def test_the_library_wrappers_refuse_input_the_kernels_cannot_take():
 @given(st.integers(0, 10_000), st.integers(1, 300), st.sampled_from([0.1, 1.0, 10.0]), st.booleans())
 @settings(max_examples=40, deadline=None)
 def test_ridge_logistic_is_the_newton_of_its_numpy_statement(seed, n, lam, warm):
-    """CoLSTIM's and COLDB's estimate runs the kernels' Laplace Newton (one Newton, one line search); it
+    """CoLSTIM's and COLDB's estimate (``inference.kernels.ridge_logistic``: the kernels' Newton and line search)
     agrees with the NumPy statement it replaced, from a cold or a warm start."""
     from inference.estimators import ridge_logistic
     from inference.reference import ridge_logistic_reference
@@ -185,6 +185,27 @@ def test_ridge_logistic_is_the_newton_of_its_numpy_statement(seed, n, lam, warm)
     init = rng.standard_normal(D) if warm else None
     np.testing.assert_allclose(ridge_logistic(Z, y, lam, init=init), ridge_logistic_reference(Z, y, lam, init=init),
                                atol=1e-8)
+
+
+@given(st.integers(0, 10_000), st.integers(1, 400), st.floats(-6, 3), st.integers(1, 30), st.floats(-12, -4),
+       st.booleans())
+@settings(max_examples=60, deadline=None)
+def test_the_fused_ridge_logistic_newton_is_the_laplace_newton_bit_for_bit(seed, n, log_lam, iters, log_tol, separable):
+    """The ridge logistic kernel fuses each point's objective, gradient and Hessian into one pass and takes a
+    step under `tol` without the line search; its estimate and verdict are the kernels' Laplace Newton's
+    (``laplace.newton_mode`` under N(0, I / lam)) exactly, cold or warm, separable clicks included."""
+    from inference.kernels.laplace import newton_mode
+    from inference.kernels.ridge_logistic import ridge_logistic_mode
+
+    rng = np.random.default_rng(seed)
+    Z = rng.standard_normal((n, D)) * rng.uniform(0.1, 3)
+    y = np.ones(n) if separable else (rng.random(n) < 1 / (1 + np.exp(-Z @ rng.standard_normal(D)))).astype(float)
+    lam, tol, init = 10.0 ** log_lam, 10.0 ** log_tol, rng.standard_normal(D) * rng.uniform(0, 3)
+    theta, m, P = init.copy(), np.zeros(D), lam * np.eye(D)
+    w = [np.empty((D, D)), np.empty((D, D)), np.empty(D), np.empty(D), np.empty(D)] + [np.empty(n) for _ in range(4)]
+    ok, _ = newton_mode(Z, y, theta, m, P, *w, iters, tol)
+    got, got_ok = ridge_logistic_mode(Z, y, lam, init, iters, tol)
+    assert got_ok == ok and np.array_equal(got, theta)
 
 
 @pytest.mark.parametrize("Z, y, lam, what, extra", [
