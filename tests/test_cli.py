@@ -266,8 +266,12 @@ def test_validate_needs_a_policy_that_records_beliefs(env_dirs, capsys):
 
 
 def test_leaderboard_runs_resumes_and_compares_with_the_published_scores(env_dirs, capsys):
+    from diagnostics.leaderboard_report import leaderboard_policies
+    from online.registry import canonical_spec
+
     out_dir = env_dirs / "lb"
-    argv = ["leaderboard", "--rosters", "dev", "--seeds", "0-1", "--policies", "random,no-transfer,rucb",
+    rucb = leaderboard_policies()["rucb"]                               # the settings chosen on dev
+    argv = ["leaderboard", "--rosters", "dev", "--seeds", "0-1", "--policies", f"random,no-transfer,{rucb}",
             "--out", str(out_dir)]
     assert main(argv) == 0
     out = capsys.readouterr().out
@@ -275,7 +279,7 @@ def test_leaderboard_runs_resumes_and_compares_with_the_published_scores(env_dir
     timing = [x for x in out.splitlines() if x.startswith("time: ")]
     assert len(timing) == 1 and "for 6 cells (6 computed, 0 already stored, 0 failed; 1 worker process(es)" in timing[0]
     parts = timing[0].split("in all: ")[1].split(", ")                 # every computed policy, with its time
-    assert sorted(x.split()[0] for x in parts) == ["no-transfer", "random", "rucb"]
+    assert sorted(x.split()[0] for x in parts) == sorted(["no-transfer", "random", canonical_spec(rucb)])
     md = (out_dir / "leaderboard.md").read_text()
     assert "| rucb |" in md and "(37)" in md and "(29)" in md          # published dev scores beside ours
     assert "*per-user linear oracle*" in md and "(85)" in md
@@ -339,9 +343,11 @@ def test_the_leaderboard_sets_a_real_session_roster_and_its_curves_beside_the_pa
     (env_dirs / "other.json").write_text(json.dumps(bad))
     assert main(["worlds", "import-curves", str(env_dirs / "other.json")]) == 2
     assert "--force" in capsys.readouterr().err
+    from diagnostics.leaderboard_report import leaderboard_policies
+
     out_dir = env_dirs / "lb"
     assert main(["leaderboard", "--rosters", "real-sessions-0", "--allow-test", "--seeds", "0-1", "--policies",
-                 "no-transfer,rucb,random", "--out", str(out_dir)]) == 0
+                 f"no-transfer,{leaderboard_policies()['rucb']},random", "--out", str(out_dir)]) == 0
     out = capsys.readouterr().out
     assert "| rucb | " in out and "(17)" in out and "(30)" in out               # the held-out profiles' column
     assert "real-sessions-0: sharing methods below no-transfer" in out

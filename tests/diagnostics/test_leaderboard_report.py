@@ -1,8 +1,10 @@
-from diagnostics.leaderboard_report import findings
+from diagnostics.leaderboard_report import findings, leaderboard_policies
 
 
 def _lines(**scores):
-    return [{"name": n, "kind": "policy", "score": (v, 0.1)} for n, v in scores.items()]
+    """Lines of a table whose rows are the specs the leaderboard runs for the published names given."""
+    runs = leaderboard_policies()
+    return [{"name": runs.get(n, n), "kind": "policy", "score": (v, 0.1)} for n, v in scores.items()]
 
 
 def test_coduel_first_is_judged_among_the_papers_policies_and_ours_are_reported_beside_it():
