@@ -51,14 +51,23 @@ PAPER_SETTINGS = ("coduel", "no-transfer", "random")
 UNTUNED_MARK = " (untuned)"
 
 
-@functools.lru_cache(maxsize=4)
 def leaderboard_policies(path: str | Path = TUNED_FILE) -> dict[str, str]:
     """{published row: the spec the leaderboard runs for it}: each competitor's settings chosen on dev
     (``diagnostics.tuned_settings``), the untuned spec where the file has no entry for it, and
-    `PAPER_SETTINGS` as they are."""
+    `PAPER_SETTINGS` as they are. Read again whenever the file changes."""
+    path = Path(path)
+    try:
+        stamp = (path.stat().st_mtime_ns, path.stat().st_size)
+    except OSError:
+        stamp = None
+    return dict(_policies(str(path), stamp))
+
+
+@functools.lru_cache(maxsize=8)
+def _policies(path: str, stamp) -> tuple:
     tuned = read_tuned_settings(path)
-    return {name: tuned[name]["spec"] if name in tuned and name not in PAPER_SETTINGS else spec
-            for name, spec in UNTUNED.items()}
+    return tuple((name, tuned[name]["spec"] if name in tuned and name not in PAPER_SETTINGS else spec)
+                 for name, spec in UNTUNED.items())
 
 
 def display_name(spec_or_label: str) -> str:

@@ -33,14 +33,30 @@ def finite_pair(v) -> bool:
             and all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in v))
 
 
-def _evaluation_problem(e, names: set, paired: bool) -> str | None:
+def _dimension_problem(d) -> str | None:
+    if not isinstance(d, dict) or not isinstance(d.get("name"), str) or not isinstance(d.get("log"), bool) \
+            or not isinstance(d.get("choices"), list):
+        return "not an object with a name, log and choices"
+    if not d["choices"] and not (finite_pair([d.get("lo"), d.get("hi")]) and d["lo"] < d["hi"]):
+        return f"{d['name']}: a numeric search needs finite lo < hi"
+    return None
+
+
+def _value_problem(d: dict, v) -> str | None:
+    if d["choices"]:
+        return None if any(json.dumps(v) == json.dumps(c) for c in d["choices"]) else f"{d['name']}={v!r} is not a choice"
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and d["lo"] <= v <= d["hi"]
+    return None if ok else f"{d['name']}={v!r} is outside [{d['lo']}, {d['hi']}]"
+
+
+def _evaluation_problem(e, dims: list, default: bool) -> str | None:
     if not isinstance(e, dict) or not isinstance(e.get("spec"), str) or not isinstance(e.get("point"), dict):
         return "not an object with a spec and a point"
-    if set(e["point"]) != names and e["point"]:
-        return f"its point sets {sorted(e['point'])}, not the searched {sorted(names)}"
-    if not finite_pair(e.get("score")) or (paired and not finite_pair(e.get("gain"))):
+    if set(e["point"]) != {d["name"] for d in dims}:
+        return f"its point sets {sorted(e['point'])}, not the searched {sorted(d['name'] for d in dims)}"
+    if not finite_pair(e.get("score")) or (not default and not finite_pair(e.get("gain"))):
         return "its score (or gain) is not two finite numbers"
-    return None
+    return None if default else next((p for p in (_value_problem(d, e["point"][d["name"]]) for d in dims) if p), None)
 
 
 def _entry_problem(name: str, entry) -> str | None:
@@ -53,14 +69,23 @@ def _entry_problem(name: str, entry) -> str | None:
             return f"field {field!r} is missing or not a {kind.__name__}"
     if not all(finite_pair(entry[f]) for f in ("score", "default_score", "gain")):
         return "fields 'score', 'default_score' and 'gain' must each be two finite numbers"
-    if not all(isinstance(d, dict) and isinstance(d.get("name"), str) for d in entry["dimensions"]):
-        return "field 'dimensions' is not a list of objects with a name"
-    names = {d["name"] for d in entry["dimensions"]}
-    problem = _evaluation_problem(entry["default"], names, False) or next(
-        (f"evaluation {i + 1}: {p}" for i, p in enumerate(_evaluation_problem(e, names, True)
-                                                          for e in entry["evaluations"]) if p), None)
+    seeds = entry["seeds"]
+    if not seeds or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in seeds) \
+            or len(set(seeds)) != len(seeds):
+        return "field 'seeds' is not a list of distinct seeds"
+    dims = entry["dimensions"]
+    problem = (None if dims else "field 'dimensions' is empty") or next(
+        (f"dimension {p}" for p in map(_dimension_problem, dims) if p), None)
     if problem:
         return problem
+    evaluations = [(entry["default"], True)] + [(e, False) for e in entry["evaluations"]]
+    problem = next((f"{'the defaults' if default else f'evaluation {i}'}: {p}" for i, (e, default) in
+                    enumerate(evaluations) if (p := _evaluation_problem(e, dims, default))), None)
+    if problem:
+        return problem
+    best = max((e for e, _ in evaluations), key=lambda e: e["score"][0])      # the first of equal scores
+    if entry["spec"] != best["spec"] or entry["score"] != best["score"]:
+        return f"its spec {entry['spec']!r} is not the best evaluated ({best['spec']!r}, {best['score'][0]:.4g})"
     try:
         spec, base = policy_spec(entry["spec"]), policy_spec(entry["base"])
     except PolicySpecError as exc:

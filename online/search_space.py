@@ -8,7 +8,9 @@ A policy declares the settings worth tuning beside their ranges, in its signatur
 `search_space("meta-ts")` reads those declarations; `search_space("meta-ts", {"s0_var": "0.05:5:log"})`
 searches only the settings named, over the ranges given, each checked against the setting's own type and
 Range. A plug-in (``module:function`` or ``module:Class``) that declares no Search is searched over its
-Range-annotated numeric settings, log-uniformly where the range is positive and spans two decades or more.
+Range-annotated numeric settings with finite ends, log-uniformly where the range is positive and spans two
+decades or more, an open end moved just inside; a registered policy that declares none is searched only over
+the settings named.
 Settings the spec fixes (``coldb-lr`` fixes ``estimator``; ``meta-ts[q_var=1.0]`` fixes ``q_var``) are
 not searched.
 
@@ -22,11 +24,13 @@ import math
 import re
 from typing import NamedTuple
 
-from online.registry import PolicySpec, PolicySpecError, Setting, declared_settings, policy_spec, resolve
+from online.registry import (REGISTRY, PolicySpec, PolicySpecError, Setting, declared_settings, make_learner,
+                             policy_spec, resolve)
 from online.setting_range import Range, Search
 
 DIGITS = 3                  # significant digits a searched number keeps
 LOG_DECADES = 2             # a plug-in's positive Range spanning at least this many decades is searched log-uniformly
+OPEN_END = 1e-3             # ... and an open end of its Range moved this share of the span inside
 MAX_CHOICES = 100
 _RANGE = re.compile(r"^\s*(?P<lo>[^:]+):(?P<hi>[^:]+)(?::(?P<log>log))?\s*$")
 
@@ -58,9 +62,17 @@ class SearchSpace(NamedTuple):
         body = ",".join(f"{k}={json.dumps(v, separators=(',', ':'))}" for k, v in sorted(settings.items()))
         return policy_spec(f"{self.base.target}[{body}]" if body else self.base.target).canonical
 
-    def grid(self) -> list[dict] | None:
-        """Every point, where every dimension is a list of choices; else None."""
+    def grid_size(self) -> int | None:
+        """How many points the grid has, where every dimension is a list of choices; else None."""
         if not all(d.search.choices for d in self.dimensions):
+            return None
+        return math.prod(len(d.search.choices) for d in self.dimensions)
+
+    def grid(self, limit: int | None = None) -> list[dict] | None:
+        """Every point, where every dimension is a list of choices and (with `limit`) there are at most `limit`
+        of them; else None (the size is counted before any point is made)."""
+        size = self.grid_size()
+        if size is None or (limit is not None and size > limit):
             return None
         points = [{}]
         for d in self.dimensions:
@@ -73,12 +85,14 @@ class SearchSpace(NamedTuple):
 
 
 def rounded(value: float, dim: Dimension) -> float | int:
-    """A number the sampler proposed, kept to DIGITS significant digits (ints as they are) and inside the
-    dimension's search."""
+    """A number the sampler proposed, kept to DIGITS significant digits (more where the search is narrower than
+    its ends' own digits, so that rounding cannot collapse it; ints as they are) and inside the search."""
     if dim.kind is int:
         return int(value)
-    kept = float(f"{value:.{DIGITS}g}")
-    return min(max(kept, dim.search.lo), dim.search.hi)
+    lo, hi = dim.search.lo, dim.search.hi
+    extra = max(0, math.floor(math.log10(max(abs(lo), abs(hi)) / (hi - lo)))) if hi > lo else 0
+    kept = float(f"{value:.{DIGITS + extra}g}")
+    return min(max(kept, lo), hi)
 
 
 def _parse_number(text: str, kind, where: str):
@@ -167,10 +181,19 @@ def _fits(value, kind) -> bool:
     return isinstance(value, str)
 
 
-def _from_range(rng: Range) -> Search:
-    """A plug-in's Range as a search: log-uniform over a positive range of LOG_DECADES decades or more."""
-    log = rng.lo > 0 and rng.hi / rng.lo >= 10 ** LOG_DECADES
-    return Search(float(rng.lo), float(rng.hi), log)
+def _from_range(rng: Range) -> Search | None:
+    """A plug-in's Range as a search: log-uniform over a positive range of LOG_DECADES decades or more; an open
+    end moved inside by OPEN_END of the span (of the log span for a log search); None where no search inside the
+    range results (an infinite end)."""
+    lo, hi = float(rng.lo), float(rng.hi)
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        return None
+    log = lo > 0 and hi / lo >= 10 ** LOG_DECADES
+    f, g = (math.log, math.exp) if log else (float, float)
+    span = f(hi) - f(lo)
+    a = float(f"{g(f(lo) + OPEN_END * span * rng.lo_open):.6g}")
+    b = float(f"{g(f(hi) - OPEN_END * span * rng.hi_open):.6g}")
+    return Search(a, b, log) if a < b and a in rng and b in rng else None
 
 
 def search_space(policy: str, searches: dict | None = None) -> SearchSpace:
@@ -182,7 +205,7 @@ def search_space(policy: str, searches: dict | None = None) -> SearchSpace:
         A registered policy, alias or plug-in (``module:function``), optionally with fixed settings.
     searches : dict, optional
         {setting: Search or text} (``parse_search``'s forms): search only these. Default: the settings
-        the policy declares a Search for, else (a plug-in) its Range-annotated numeric ones.
+        the policy declares a Search for, else (a plug-in only) its Range-annotated numeric ones.
 
     Returns
     -------
@@ -206,9 +229,10 @@ def search_space(policy: str, searches: dict | None = None) -> SearchSpace:
             chosen[name] = search
     else:
         chosen = {n: s.search for n, s in declared.items() if s.search is not None}
-        if not chosen:
+        if not chosen and base.target not in REGISTRY:          # a plug-in: its ranges are its search
             chosen = {n: _from_range(s.range) for n, s in declared.items()
                       if s.range is not None and s.kind in (int, float)}
+            chosen = {n: s for n, s in chosen.items() if s is not None}
     fixed = [n for n in chosen if n in base.changed]
     if fixed and searches:
         raise PolicySpecError(f"policy {policy!r} fixes {', '.join(fixed)}; leave it out of the spec to search it")
@@ -218,7 +242,17 @@ def search_space(policy: str, searches: dict | None = None) -> SearchSpace:
                               f"name the settings to search)")
     dims = tuple(Dimension(n, declared[n].kind if declared[n].kind in (bool, int, float, str) else float,
                            _check(base.target, n, declared[n], s)) for n, s in chosen.items())
-    return SearchSpace(base, dims)
+    space = SearchSpace(base, dims)
+    if base.target in REGISTRY:       # a registered policy checks its choices itself, cheaply: every one now
+        for d in dims:
+            for choice in d.search.choices:
+                make_learner(policy_spec(_with(base, d.name, choice)).canonical)
+    return space
+
+
+def _with(base: PolicySpec, name: str, value) -> str:
+    settings = {**base.changed, name: value}
+    return f"{base.target}[" + ",".join(f"{k}={json.dumps(v)}" for k, v in sorted(settings.items())) + "]"
 
 
 def default_point(space: SearchSpace) -> dict:

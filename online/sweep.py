@@ -223,7 +223,8 @@ def run_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: RunS
     scheduler, dask_workers : optional
         Run on a Dask cluster at this address, or on a LocalCluster of this many workers.
     cell_timeout : float, optional
-        Seconds a cell may run before it is stopped and failed.
+        Seconds a cell may run before it is stopped and failed; also the limit on importing and constructing
+        each policy in this process while the sweep is planned.
     inline : bool
         Run the cells in this process (debugging; no isolation, no time limit).
     confirm : bool
@@ -245,7 +246,8 @@ def run_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: RunS
         jobs, cell_timeout, lambda: stop.flag, worlds, seeds, specs)
     try:
         todo, sources, loaded, res = plan_sweep(worlds, seeds, specs, store, allow_test, arrivals, worlds_dir,
-                                                keep_clicks, copies=1 + local, confirm=confirm)
+                                                keep_clicks, copies=1 + local, confirm=confirm,
+                                                time_limit_s=cell_timeout)
     except BaseException:
         if executor is not None:
             executor.close()

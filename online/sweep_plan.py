@@ -10,6 +10,7 @@ from online.code_identity import policy_code
 from online.registry import make_learner, policy_spec, resolve
 from online.replay import arrivals_limit
 from online.store import CellKey, CorruptRowError, RunStore
+from online.time_limit import time_limit
 from tdmodels.errors import InputError, check_flag
 from tdmodels.limits import MAX_SEED
 from tdmodels.rosters import open_world, reserved_name, world_file, world_name
@@ -97,9 +98,10 @@ def parse_seeds(text: str, limit: int = MAX_SEEDS, what: str = "in one sweep") -
 
 def plan_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: RunStore, allow_test: bool = False,
                arrivals: int | None = None, worlds_dir=None, keep_clicks: bool = False, copies: int = 1,
-               confirm: bool = False):
+               confirm: bool = False, time_limit_s: float | None = None):
     """Check everything a sweep needs before any cell runs; return (cells to run, world files by digest, the
-    worlds by digest, result so far)."""
+    worlds by digest, result so far). A spec whose import and construction here take longer than `time_limit_s`
+    (the cell time limit) stops the sweep (``online.time_limit``)."""
     allow_test, keep_clicks, confirm = (check_flag(n, v) for n, v in (("allow_test", allow_test),
                                                                       ("keep_clicks", keep_clicks), ("confirm", confirm)))
     if isinstance(worlds, str) or isinstance(specs, str) or isinstance(seeds, str):
@@ -118,10 +120,13 @@ def plan_sweep(worlds: list[str], seeds: list[int], specs: list[str], store: Run
     if n > CONFIRM_CELLS and not confirm:
         raise SweepError(f"{n:,} cells ({len(worlds)} world(s) x {len(seeds):,} seeds x {len(specs)} policies); "
                          f"pass --yes to run more than {CONFIRM_CELLS:,}")
-    parsed = [policy_spec(s) for s in specs]
-    for ps in parsed:
-        make_learner(ps.canonical)         # an unknown policy or a wrong setting stops the sweep before any work
-    codes = {ps.canonical: policy_code(resolve(ps.target)).digest for ps in parsed}
+    parsed, codes = [], {}
+    for s in specs:          # an unknown policy, a wrong setting or a plug-in that hangs stops the sweep before any work
+        with time_limit(time_limit_s, f"policy {s!r}: importing and constructing it"):
+            ps = policy_spec(s)
+            make_learner(ps.canonical)
+            codes[ps.canonical] = policy_code(resolve(ps.target)).digest
+        parsed.append(ps)
     canon = list(dict.fromkeys(ps.canonical for ps in parsed))
     store.check_writable()
     res, todo, sources, loaded = SweepResult(), [], {}, {}

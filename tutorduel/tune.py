@@ -11,8 +11,9 @@ Every policy is tuned by one protocol, as the reference tuned every design on it
    proposes what the uninterrupted one would have. The points known before any score (the grid, or the
    random start) run with the defaults in one sweep, the others one at a time;
 4. the chosen settings: the highest mean score over the seeds, the defaults included, with the paired
-   difference from the defaults and its 95% interval (the winner of many noisy evaluations is optimistic:
-   the interval says by how much it could be).
+   difference from the defaults and its 95% interval. The winner of many noisy evaluations is optimistic and
+   the interval does not correct for that selection: an interval that reaches 0 says the search found
+   nothing the seeds can tell apart from the defaults.
 
 An evaluation is a row per seed in the run store, so nothing is computed twice and a finished tuning is
 read back: the tuning's journal (``ROOT/_tuning/<world digest>/``) keeps only the points tried, in order,
@@ -32,10 +33,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from online.store import RunStore, StoreError, policy_slug, to_json
+from online.time_limit import time_limit
 from tdmodels.atomic_file import atomic_save
 from tdmodels.errors import HeldOutError, InputError
 from tdmodels.file_read import UnreadableFileError, read_regular_text
-from tdmodels.limits import MAX_SEED
+from tdmodels.limits import MAX_ARRIVALS, MAX_SEED
 
 if TYPE_CHECKING:
     from online.search_space import SearchSpace
@@ -133,9 +135,14 @@ def tuning_world(world: str, worlds_dir=None):
 
 
 def _identity(space: SearchSpace, digest: str, seeds: tuple, budget: int, arrivals, sampler_seed: int) -> dict:
-    return {"schema": SCHEMA, "policy": space.name, "world_digest": digest, "seeds": list(seeds), "budget": budget,
-            "arrivals": arrivals, "sampler_seed": sampler_seed, "space": space.describe(),
-            "dimensions": [d.name for d in space.dimensions]}
+    """Everything that defines a tuning, the policy's code identity included: after an edit of the policy the
+    points proposed from the old code's scores are not resumed under the new code's."""
+    from online.code_identity import policy_code
+    from online.registry import resolve
+
+    return {"schema": SCHEMA, "policy": space.name, "code": policy_code(resolve(space.base.target)).digest,
+            "world_digest": digest, "seeds": list(seeds), "budget": budget, "arrivals": arrivals,
+            "sampler_seed": sampler_seed, "space": space.describe(), "dimensions": [d.name for d in space.dimensions]}
 
 
 def journal_path(store: RunStore, identity: dict) -> Path:
@@ -225,9 +232,10 @@ def propose(space: SearchSpace, history: list[tuple[dict, float]], number: int, 
 
 
 def _evaluate(store: RunStore, world: str, seeds: tuple, batch: list[tuple[str, dict, str]], arrivals, worlds_dir,
-              sweep_options: dict) -> list[Evaluation]:
-    """Run (or read back) a batch of (spec, point, what) over the seeds in one sweep; TuningError naming the
-    evaluation of the first failed cell. Each computed evaluation is given an equal share of the batch's time."""
+              sweep_options: dict, progress: bool = False) -> list[Evaluation]:
+    """Run (or read back) a batch of (spec, point, what) over the seeds in one sweep (its progress bar shown for a
+    batch of several, with `progress`); TuningError naming the evaluation of the first failed cell. Each computed
+    evaluation is given an equal share of the batch's time."""
     from diagnostics.stats import mean_se
     from online.registry import canonical_spec
     from online.sweep import run_sweep
@@ -235,7 +243,7 @@ def _evaluate(store: RunStore, world: str, seeds: tuple, batch: list[tuple[str, 
     t0 = time.perf_counter()
     specs = list(dict.fromkeys(spec for spec, _, _ in batch))
     res = run_sweep([world], list(seeds), specs, store, allow_test=False, arrivals=arrivals, worlds_dir=worlds_dir,
-                    progress=False, **sweep_options)
+                    progress=progress and len(specs) > 1, confirm=True, **sweep_options)
     if res.failed:
         cell, message = res.failed[0]
         spec, _, what = next(b for b in batch if canonical_spec(b[0]) == cell.policy)
@@ -281,8 +289,11 @@ def _progress(name: str, i: int, budget: int, ev: Evaluation, best: Evaluation, 
             f"({best.spec}){left}")
 
 
-def _checked(budget, seeds, sampler_seed, store) -> tuple[int, tuple, RunStore]:
+def _checked(budget, seeds, sampler_seed, store, arrivals) -> tuple[int, tuple, RunStore, int | None]:
     budget, seeds = check_budget(budget), check_seeds(seeds)
+    if arrivals is not None and (isinstance(arrivals, bool) or not isinstance(arrivals, numbers.Integral)
+                                 or not 1 <= arrivals <= MAX_ARRIVALS):
+        raise TuningError(f"arrivals={arrivals!r}: give None (whole runs) or an integer in [1, {MAX_ARRIVALS:,}]")
     if isinstance(sampler_seed, bool) or not isinstance(sampler_seed, numbers.Integral) or not 0 <= sampler_seed < 2**31:
         raise TuningError(f"sampler_seed={sampler_seed!r}: give an integer in [0, 2^31)")
     if budget * len(seeds) > MAX_TUNING_CELLS:
@@ -291,7 +302,7 @@ def _checked(budget, seeds, sampler_seed, store) -> tuple[int, tuple, RunStore]:
     store = store if store is not None else RunStore()
     if not isinstance(store, RunStore):
         raise TuningError(f"store {store!r}: give an online.store.RunStore")
-    return budget, seeds, store
+    return budget, seeds, store, None if arrivals is None else int(arrivals)
 
 
 def tune(policy: str, world: str = "dev", budget: int = BUDGET, seeds=TUNING_SEEDS, searches: dict | None = None,
@@ -330,12 +341,13 @@ def tune(policy: str, world: str = "dev", budget: int = BUDGET, seeds=TUNING_SEE
     from tdmodels.rosters import world_name
     from tdmodels.world import world_digest
 
-    budget, seeds, store = _checked(budget, seeds, sampler_seed, store)
-    space = search_space(policy, searches)
+    budget, seeds, store, arrivals = _checked(budget, seeds, sampler_seed, store, arrivals)
+    with time_limit(cell_timeout, f"policy {policy!r}: importing it and reading its settings"):
+        space = search_space(policy, searches)
     ds = tuning_world(world, worlds_dir)
     digest, name = world_digest(ds), world_name(world)
-    grid = space.grid()
-    sampler = "grid" if grid is not None and len(grid) <= budget else "tpe"
+    grid = space.grid(limit=budget)
+    sampler = "grid" if grid is not None else "tpe"
     budget = len(grid) if sampler == "grid" else budget
     identity = _identity(space, digest, seeds, budget, arrivals, int(sampler_seed))
     path = journal_path(store, identity)
@@ -348,7 +360,7 @@ def tune(policy: str, world: str = "dev", budget: int = BUDGET, seeds=TUNING_SEE
     known += points[len(known):]             # a resumed tuning's later points: every known point in one sweep
     batch = [(space.base.canonical, default_point(space), "the defaults")]
     batch += [(space.spec(p), p, f"evaluation {i + 1}") for i, p in enumerate(known)]
-    default, *done = _evaluate(store, world, seeds, batch, arrivals, worlds_dir, options)
+    default, *done = _evaluate(store, world, seeds, batch, arrivals, worlds_dir, options, progress)
     say(_progress(space.name, 0, budget, default, default, None) + " (the untuned defaults)")
     if len(known) > len(points):
         points = known

@@ -4,9 +4,10 @@ Hessian in one pass over the rows.
 
 The arithmetic is ``inference.kernels.laplace.newton_mode``'s, in the same order, fused: the line search's
 objective at a trial point also accumulates the gradient and the Hessian there, which the next Newton step
-reads once the trial is accepted; and a Newton step already under `tol` in every coordinate is taken whole
-without the search (the search accepts the whole of such a step: along a Newton step that short the objective
-cannot rise by the search's tolerance). The estimates are therefore newton_mode's, in three passes over the
+reads once the trial is accepted; and, at a tolerance of at most SHORTCUT_TOL, a Newton step already under it
+in every coordinate is taken whole without the search (the search accepts the whole of such a step: along a
+Newton step that short the objective cannot rise by the search's tolerance). The estimates are newton_mode's
+(tested bit for bit, at tolerances from 1e-12 to 30), in three passes over the
 rows where it made seven (a warm-started refit typically takes three steps, the last under `tol`): COLDB refits
 its cluster's pooled estimate, over up to every click so far, after each click. The NumPy statement is the
 oracle ``inference.reference.ridge_logistic_reference``.
@@ -25,6 +26,10 @@ from inference.kernels.linalg import _chol_solve, _cholesky
 from inference.kernel_cache import disk_cache
 
 CACHE = disk_cache()     # on disk only in the folder named by the kernels' source digest
+
+SHORTCUT_TOL = 1e-8      # the largest tolerance at which a step under it is taken without the line search: along a
+                         # Newton step s that short the objective changes by -s'Hs/2 + O(|s|^3), far inside the
+                         # search's allowance of 1e-10 (1 + |f|) for rounding (at tol = 20 it was not: a test)
 
 
 class RidgeLogistic(NamedTuple):
@@ -109,7 +114,7 @@ def ridge_logistic_mode(Z, y, lam, init, iters, tol):
         big = 0.0
         for i in range(d):
             big = max(big, abs(step[i]))
-        if big < tol:
+        if big < tol and tol <= SHORTCUT_TOL:
             for i in range(d):
                 theta[i] = theta[i] + step[i]
             return theta, True

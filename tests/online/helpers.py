@@ -211,3 +211,28 @@ class SleepsWhenGreedy(Policy):
         if self.explore < 0.5:
             time.sleep(3600)
         return 0, 1
+
+
+def open_ranges(rate: Annotated[float, Range(0, 10, lo_open=True)] = 1.0,
+                cap: Annotated[float, Range(1, float("inf"))] = 2.0):
+    """A plug-in whose ranges are open at one end or infinite (searched inside, or left out)."""
+    return tunable_pairs()
+
+
+def choices_only(x0=0, x1=0, x2=0, x3=0):
+    """A plug-in with four untyped settings (a tuner's grid of named choices)."""
+    return tunable_pairs()
+
+
+class HangsWhenBuilt(Policy):
+    """Sleeps an hour in its constructor when `explore` is below 0.5 (a plug-in that hangs before any cell)."""
+
+    def __init__(self, explore: Annotated[float, Range(0, 1), Search(0, 1)] = 0.9):
+        import time
+
+        if explore < 0.5:
+            time.sleep(3600)
+        self.explore = explore
+
+    def select(self, Phi):
+        return 0, 1

@@ -31,10 +31,11 @@ def test_each_policy_declares_the_settings_that_matter_inside_their_ranges(polic
     assert policy_spec(space.spec(ends)).canonical == space.spec(ends)
 
 
-def test_no_transfer_and_random_are_not_searched_by_default_the_way_competitors_are():
-    with pytest.raises(PolicySpecError, match="nothing to search"):
-        search_space("random")
-    # no-transfer declares no Search: it moves only with CODuel; named settings can still be searched
+def test_a_registered_policy_without_a_search_is_searched_only_where_named():
+    for policy in ("random", "no-transfer", "coduel-ask"):
+        with pytest.raises(PolicySpecError, match="nothing to search"):
+            search_space(policy)
+    # no-transfer declares no Search: it moves only with CODuel; a named setting can still be searched
     space = search_space("no-transfer", {"prior_var": "1:16:log"})
     assert space.describe() == "prior_var [1, 16] log"
 
@@ -59,6 +60,33 @@ def test_a_plugin_without_a_search_is_searched_over_its_ranges():
     assert dims["explore"].search == Search(0.0, 1.0, False) and dims["explore"].kind is float
     assert dims["pair"].search == Search(0, 4, False) and dims["pair"].kind is int
     assert space.spec({"explore": 0.25, "pair": 2}) == "tests.online.helpers:tunable_pairs[explore=0.25,pair=2]"
+
+
+def test_a_plugins_open_and_infinite_ranges_are_searched_inside_or_left_out():
+    from online.search_space import _from_range
+    from online.setting_range import Range
+
+    assert _from_range(Range(0, 10, lo_open=True)) == Search(0.01, 10.0, False)
+    assert _from_range(Range(0.5, 100, lo_open=True)).lo > 0.5 and _from_range(Range(0.5, 100, lo_open=True)).log
+    assert _from_range(Range(1, float("inf"))) is None and _from_range(Range(0, 1)) == Search(0.0, 1.0, False)
+    space = search_space("tests.online.helpers:open_ranges")
+    assert [d.name for d in space.dimensions] == ["rate"] and space.dimensions[0].search.lo > 0
+
+
+def test_a_grid_is_counted_before_it_is_made():
+    many = {f"x{k}": ",".join(map(str, range(100))) for k in range(4)}
+    space = search_space("tests.online.helpers:choices_only", many)
+    assert space.grid_size() == 100 ** 4 and space.grid(limit=24) is None
+
+
+def test_a_narrow_search_keeps_the_digits_that_tell_its_points_apart():
+    dim = Dimension("x", float, Search(1.0001, 1.0002))
+    assert len({rounded(1.0001 + k * 1e-5, dim) for k in range(11)}) == 11
+
+
+def test_a_registered_policys_choice_it_refuses_is_refused_before_any_run():
+    with pytest.raises(PolicySpecError, match="rule must be one of"):
+        search_space("pooled", {"rule": "greedy,bogus"})
 
 
 @pytest.mark.parametrize("policy, searches, words", [

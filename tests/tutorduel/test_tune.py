@@ -113,6 +113,8 @@ def test_the_real_sessions_are_never_tuned_on_even_as_a_copy_with_the_mark_remov
     (dict(seeds=range(10**12)), "seeds: at most"),
     (dict(seeds=range(100), budget=MAX_BUDGET), "runs; at most"),
     (dict(sampler_seed=-1), "sampler_seed=-1"),
+    (dict(arrivals=0), "arrivals=0"),
+    (dict(arrivals=2.5), "arrivals=2.5"),
     (dict(store="runs"), "give an online.store.RunStore"),
     (dict(searches={"nope": "0:1"}), "has no setting 'nope'"),
     (dict(searches={"s0_var": "0.01:1e6"}), "outside the setting's own range"),
@@ -139,6 +141,21 @@ def test_a_plugin_that_hangs_is_stopped_by_the_cell_time_limit(env_dirs):
              seeds=[1000, 1001], arrivals=2, progress=False, cell_timeout=3)
 
 
+def test_a_plugin_that_hangs_while_it_is_built_is_stopped_by_the_same_limit(env_dirs):
+    with pytest.raises(InputError, match="importing and constructing it took more than 2 s"):
+        tune("tests.online.helpers:HangsWhenBuilt", searches={"explore": "0.1,0.9"}, budget=2, store=RunStore(),
+             seeds=[1000, 1001], arrivals=2, progress=False, cell_timeout=2)
+    assert not list((RunStore().root / "_tuning").rglob("*.json"))
+
+
+def test_a_tuning_larger_than_a_sweeps_confirmation_runs_without_it(env_dirs, monkeypatch):
+    import online.sweep_plan
+
+    monkeypatch.setattr(online.sweep_plan, "CONFIRM_CELLS", 4)     # the tuner's own cap applies, not --yes's
+    t = tune("rucb", budget=3, store=RunStore(), **QUICK)
+    assert len(t.evaluations) == 3
+
+
 def test_a_plugins_ranges_are_its_search(env_dirs):
     t = tune("tests.online.helpers:tunable_pairs", budget=2, store=RunStore(), **QUICK)
     assert {d.name for d in t.space.dimensions} == {"explore", "pair"}
@@ -150,15 +167,15 @@ def test_the_chosen_settings_are_recorded_and_become_the_leaderboards(env_dirs, 
     path = tmp_path / "tuned.json"
     entry = record_tuning(t, path, "meta-ts")
     assert entry == tuning_entry(t, "meta-ts", entry["date"])
-    record_tuning(t._replace(best=t.evaluations[0]), path, "meta-ts")          # a later tuning replaces it
+    record_tuning(t, path, "meta-ts")                                           # a later tuning replaces it
     entries = read_tuned_settings(path)
-    assert set(entries) == {"meta-ts"} and entries["meta-ts"]["spec"] == t.evaluations[0].spec
+    assert set(entries) == {"meta-ts"} and entries["meta-ts"]["spec"] == t.best.spec
     assert entries["meta-ts"]["world"] == "dev" and entries["meta-ts"]["seeds"] == [1000, 1001]
-    policies = leaderboard_policies.__wrapped__(path)
-    assert policies["meta-ts"] == t.evaluations[0].spec and policies["hierts"] == "hierts"
+    policies = leaderboard_policies(path)
+    assert policies["meta-ts"] == t.best.spec and policies["hierts"] == "hierts"
     coduel = tune("coduel", budget=1, store=RunStore(), **QUICK)
-    record_tuning(coduel._replace(best=coduel.evaluations[0]), path, "coduel")
-    assert leaderboard_policies.__wrapped__(path)["coduel"] == "coduel"       # the paper's settings stay
+    record_tuning(coduel, path, "coduel")
+    assert "coduel" in read_tuned_settings(path) and leaderboard_policies(path)["coduel"] == "coduel"  # the paper's
 
 
 @pytest.mark.parametrize("text, words", [
@@ -174,6 +191,29 @@ def test_a_damaged_tuned_settings_file_is_refused_and_not_overwritten(tmp_path, 
     with pytest.raises(TunedSettingsError):
         record_tuning(quick_tuning, path, "meta-ts")
     assert path.read_text() == text
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda e: e.update(seeds=[]), "not a list of distinct seeds"),
+    (lambda e: e.update(seeds=["a", "b"]), "not a list of distinct seeds"),
+    (lambda e: e.update(dimensions=[]), "'dimensions' is empty"),
+    (lambda e: e["dimensions"][0].update(lo=None), "needs finite lo < hi"),
+    (lambda e: e["evaluations"][0].update(point={}), "evaluation 1: its point sets []"),
+    (lambda e: e["evaluations"][0]["point"].update(s0_var="big"), "s0_var='big' is outside"),
+    (lambda e: e["evaluations"][0]["point"].update(s0_var=1e9), "s0_var=1000000000.0 is outside"),
+    (lambda e: e.update(spec="meta-ts[s0_var=0.5]"), "is not the best evaluated"),
+    (lambda e: e.update(score=[99.0, 0.1]), "is not the best evaluated"),
+])
+def test_a_hand_edited_entry_is_refused_by_name(tmp_path, quick_tuning, edit, words):
+    path = tmp_path / "tuned.json"
+    record_tuning(quick_tuning, path, "meta-ts")
+    data = json.loads(path.read_text())
+    edit(data["policies"]["meta-ts"])
+    path.write_text(json.dumps(data))
+    with pytest.raises(TunedSettingsError, match=None) as err:
+        read_tuned_settings(path)
+    assert words in str(err.value), str(err.value)
+    assert main(["tuned", "--file", str(path), "--plot", str(tmp_path / "p.png")]) == 2
 
 
 def test_an_entry_filed_under_another_policy_is_refused(tmp_path, quick_tuning):
