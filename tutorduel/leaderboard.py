@@ -155,7 +155,9 @@ def tuning_lines(worlds: dict, specs: list[str]) -> list[str]:
     from diagnostics.tuned_settings import read_tuned_settings
     from tdmodels.world import world_digest
 
-    tuned = {n: e for n, e in read_tuned_settings().items() if canonical_spec(e["spec"]) in specs}
+    runs = {canonical_spec(s) for s in leaderboard_policies().values()}
+    tuned = {n: e for n, e in read_tuned_settings().items()
+             if canonical_spec(e["spec"]) in specs and canonical_spec(e["spec"]) in runs}   # CODuel's is reported only
     if not tuned:
         return []
     out = ["the competitors run at the settings chosen on dev (diagnostics/tuned_settings.json): "
