@@ -78,6 +78,7 @@ def test_population_sampler_options_are_refused_for_other_models(env_dirs, capsy
                          "--warmup", "20", "--draws", "20"], "--sampler and --thin apply to --model population only")
 
 
+@pytest.mark.slow
 def test_a_population_fit_runs_until_healthy(env_dirs, capsys):
     """The default population fit keeps its chains running until every label-invariant diagnostic
     passes; --strict then exits 0 and the verdict is printed."""
