@@ -295,6 +295,13 @@ def test_leaderboard_runs_resumes_and_compares_with_the_published_scores(env_dir
     assert rc != 0 and "need --allow-test" in capsys.readouterr().err
 
 
+def _exit_code(argv) -> int:
+    try:
+        return main(argv)
+    except SystemExit as e:                 # refused by the parser
+        return e.code
+
+
 def test_the_leaderboard_stress_section_has_segments_and_the_robustness_rule(env_dirs, capsys):
     assert main(["worlds", "stress", "--name", "tiny-drift", "--arrivals", "24", "--block-length", "8"]) == 0
     assert main(["worlds", "stress", "--name", "tiny-steady", "--arrivals", "24"]) == 0
@@ -303,6 +310,7 @@ def test_the_leaderboard_stress_section_has_segments_and_the_robustness_rule(env
                  "--stress", "tiny-drift,tiny-steady", "--out", str(out_dir)]) == 0
     out = capsys.readouterr().out
     assert "tiny-drift: 6 cells computed" in out and "tiny-steady: 6 cells computed" in out
+    assert "seed10" not in out                           # no policy beyond the paper's: no fresh worlds
     md = (out_dir / "leaderboard.md").read_text()
     stress = md.split("## Stress worlds")[1].split("## Code")[0]
     assert "| policy | tiny-drift (seeds) | tiny-steady (seeds) |" in stress
@@ -312,7 +320,18 @@ def test_the_leaderboard_stress_section_has_segments_and_the_robustness_rule(env
     assert "Per block, against coduel:" in stress and "| 16 |" in stress          # the third block, 8 arrivals
     assert "arrivals 2-5 at least -10 and arrivals 6 on at least -2" in stress
     rule = stress.split("### The robustness rule")[1]
-    assert "| no-transfer | 3 |" in rule                   # judged on dev and both stress worlds
+    assert "No policy beyond the paper's was run" in rule
+    assert main(["leaderboard", "--rosters", "dev", "--seeds", "0-1", "--policies", "coduel,coduel-greedy",
+                 "--stress", "tiny-drift", "--out", str(out_dir)]) == 0
+    out = capsys.readouterr().out
+    # the policy beyond the paper's and CODuel on four fresh worlds of the stress world's knobs (world seeds 10-13)
+    assert all(f"tiny-drift-seed{k}: 4 cells computed" in out for k in range(10, 14))
+    rule = (out_dir / "leaderboard.md").read_text().split("### The robustness rule")[1].split("## Code")[0]
+    judged = [line.split(" | ")[0] for line in rule.splitlines() if line.startswith("| coduel")]
+    assert judged == ["| coduel[lookahead=false]"] * 2                  # only the policy beyond the paper's is judged
+    assert "| coduel[lookahead=false] | dev (1) |" in rule and "over 2 pairs" in rule
+    assert "| coduel[lookahead=false] | tiny-drift (4) |" in rule and "over 8 pairs" in rule    # four worlds pooled
+    assert "tiny-drift-seed13" in rule and "- coduel[lookahead=false]:" in rule
     page = (out_dir / "leaderboard.html").read_text()
     assert "<h2>Stress worlds</h2>" in page and "<h3>The robustness rule</h3>" in page
     capsys.readouterr()
@@ -323,6 +342,29 @@ def test_the_leaderboard_stress_section_has_segments_and_the_robustness_rule(env
                  "--out", str(out_dir)]) == 2
     out = capsys.readouterr()
     assert "a held-out world" in out.err and "cells computed" not in out.out      # refused before any cell
+    for bad, said in ((["--stress", "tiny-drift", "--world-seeds", "0"], "--world-seeds: '0'"),
+                      (["--stress", "no-such-preset"], "no world 'no-such-preset'"),
+                      (["--stress", "dev", "--policies", "coduel,coduel-greedy"], "not a stress world")):
+        assert _exit_code(["leaderboard", "--rosters", "dev", "--seeds", "3", *bad, "--out", str(out_dir)]) == 2, bad
+        out = capsys.readouterr()
+        assert said in out.err and "cells computed" not in out.out, (bad, out.err)
+
+
+def test_stats_reads_the_robustness_rule_over_the_worlds_of_one_stress_family(env_dirs, capsys):
+    """Worlds of the same knobs are one family, whatever their names; stats pools their pairs."""
+    for name, seed in (("fam-a", "0"), ("other-name", "3")):
+        assert main(["worlds", "stress", "--name", name, "--arrivals", "24", "--seed", seed]) == 0
+    assert main(["worlds", "stress", "--name", "fam-c", "--arrivals", "24", "--types", "2"]) == 0   # other knobs
+    assert main(["replay", "--world", "fam-a,other-name,fam-c", "--seeds", "0-1", "--policies",
+                 "coduel,coduel-greedy"]) == 0
+    capsys.readouterr()
+    assert main(["stats", "--world", "fam-a,other-name,fam-c"]) == 0
+    out = capsys.readouterr().out.split("the robustness rule against coduel over each stress family")[1]
+    rows = [line for line in out.splitlines() if line.startswith("| coduel[lookahead=false]")]
+    assert len(rows) == 2 and "| fam-a (2) |" in rows[0] and "over 4 pairs" in rows[0] and "fam-a " in rows[0]
+    assert "other-name " in rows[0] and "2 of the 4 worlds it needs" in rows[0] and "| fam-c (1) |" in rows[1]
+    assert main(["stats", "--world", "fam-a,fam-c"]) == 0           # no family of two worlds: no rule printed
+    assert "the robustness rule" not in capsys.readouterr().out
 
 
 def test_the_leaderboard_sets_a_real_session_roster_and_its_curves_beside_the_papers(env_dirs, capsys, sample_path,

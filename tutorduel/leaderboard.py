@@ -15,7 +15,7 @@ from diagnostics.references import fixed_pair_scores, hindsight_pair
 from diagnostics.learning_curves import learning_curve, per_user_excess, plot_learning_curves
 from diagnostics.paper_agreement import published_column
 from diagnostics.published_curves import CURVES_FILE, load_curves, our_plateau
-from diagnostics.robustness import MARGIN, format_robustness, robustness
+from diagnostics.robustness import BASELINE, MARGIN, MIN_WORLDS, family_robustness, format_family_robustness
 from diagnostics.segments import block_report, segment_report
 from diagnostics.stats import leaderboard
 from online.registry import canonical_spec
@@ -26,9 +26,13 @@ from tdmodels.errors import InputError
 from tdmodels.rosters import open_world, world_file, world_name, worlds_dir as worlds_dir_path
 from tdmodels.sample_roster import resample_name, resample_of
 from tdmodels.simulator import ROSTERS
-from tdmodels.stress_knobs import STRESS_PRESETS
+from tdmodels.stress_knobs import STRESS_PRESETS, knobs_record, segment_starts
+from tdmodels.stress_worlds import stress_knobs_of
 
 STRESS_SEEDS = 16
+BLOCK_SEEDS = 32             # a world whose population changes: its per-block floors are read over this many seeds
+WORLD_SEEDS = MIN_WORLDS     # fresh worlds of each stress world's knobs the robustness rule is read over
+FRESH_WORLD_SEED = 10        # the first of their generator seeds (the change point's tuning used world seeds 0-9)
 REAL_SESSION_ROSTERS = tuple(resample_name(r) for r in (0, 1))
 REAL_SESSION_SEEDS = 16
 from tutorduel.store_commands import report_sweep_notes, shown_rows
@@ -56,16 +60,24 @@ def leaderboard_rosters(named: list[str] | None, allow_test: bool, worlds_dir=No
 
 def run_leaderboard(store: RunStore, out, rosters: list[str] | None = None, seeds: list[int] | None = None,
                     specs: list[str] | None = None, allow_test: bool = False, worlds_dir=None,
-                    stress: str | list[str] | None = None, **sweep_options) -> int:
+                    stress: str | list[str] | None = None, world_seeds: int = WORLD_SEEDS, **sweep_options) -> int:
     """Run (or resume) every policy over the rosters, write out/leaderboard.md, out/leaderboard.html and a curve
     plot per roster, and print the table and the paper's findings. With `stress` ("presets": the stress presets
     of ``tdmodels.stress_worlds``; or a list of worlds), also over those worlds, `STRESS_SEEDS` seeds each unless
-    `seeds`, in a section of their own with per-segment figures and the robustness rule
-    (``diagnostics.robustness``). Returns 1 if a cell failed, else 0."""
+    `seeds` (`BLOCK_SEEDS` where the population changes, for the per-block floors), in a section of their own with
+    per-segment figures and the robustness rule (``diagnostics.robustness``), read for the policies beyond the
+    paper's over `world_seeds` fresh worlds of each stress world's knobs (``fresh_worlds``). Returns 1 if a cell
+    failed, else 0."""
+    if isinstance(world_seeds, bool) or not isinstance(world_seeds, int) or not MIN_WORLDS <= world_seeds <= 64:
+        raise InputError(f"world seeds {world_seeds!r}: the fresh worlds of each stress world the robustness rule is "
+                         f"read over, an integer in [{MIN_WORLDS}, 64]")
     rosters = leaderboard_rosters(rosters, allow_test, worlds_dir)
     published_curves = imported_curves(worlds_dir)
     stress = stress_worlds(stress, allow_test, worlds_dir)
     specs = [canonical_spec(s) for s in (specs or leaderboard_policies().values())]
+    paper = {canonical_spec(s) for s in leaderboard_policies().values()}
+    judged = [s for s in specs if s not in paper]
+    families = {name: fresh_worlds(name, world_seeds, worlds_dir) for name in stress} if judged else {}
     out = Path(out)
     check_output_path(out / "leaderboard.md")
     out.mkdir(parents=True, exist_ok=True)
@@ -79,8 +91,8 @@ def run_leaderboard(store: RunStore, out, rosters: list[str] | None = None, seed
     if note:
         print(note, file=sys.stderr, flush=True)
 
-    def run_world(name: str, world_seeds: list[int]) -> list[dict]:
-        res = run_sweep([name], world_seeds, specs, store, allow_test=allow_test, worlds_dir=worlds_dir,
+    def run_world(name: str, seed_list: list[int], specs: list[str] = specs, plot: bool = True) -> list[dict]:
+        res = run_sweep([name], seed_list, specs, store, allow_test=allow_test, worlds_dir=worlds_dir,
                         **sweep_options)
         tally["failed"] += len(res.failed)
         tally["computed"] += len(res.done)
@@ -89,12 +101,12 @@ def run_leaderboard(store: RunStore, out, rosters: list[str] | None = None, seed
         print(f"{name}: {len(res.done)} cells computed, {len(res.cached)} already stored, {len(res.failed)} failed")
         report_sweep_notes(res)
         world = worlds[name] = open_world(name, allow_test=allow_test, directory=worlds_dir)
-        rows = [r for r in shown_rows(store, world, name, specs=specs) if int(r["seed"]) in set(world_seeds)]
+        rows = [r for r in shown_rows(store, world, name, specs=specs) if int(r["seed"]) in set(seed_list)]
         codes.update({r["policy"]: r["code"]["digest"] for r in rows})
         for r in rows:
             if (int(r["seed"]), r["policy"]) in fresh:
                 tally["spent"][r["policy"]] = tally["spent"].get(r["policy"], 0.0) + float(r["wall_s"])
-        if rows:
+        if rows and plot:
             rows_by_world[name] = rows
             by = {}
             for r in rows:
@@ -116,13 +128,19 @@ def run_leaderboard(store: RunStore, out, rosters: list[str] | None = None, seed
     stress_md = []
     if stress:
         stress_lines = {}
+        family_of, fresh_rows = {}, {}
         for name in stress:
-            rows = run_world(name, seeds or list(range(STRESS_SEEDS)))
+            changes = len(segment_starts(stress_knobs_of(open_world(name, directory=worlds_dir)))) > 1
+            rows = run_world(name, seeds or list(range(BLOCK_SEEDS if changes else STRESS_SEEDS)))
             if rows:
                 stress_lines[name] = leaderboard(rows, worlds[name])
+            for fresh in families.get(name, []):
+                family_of[fresh] = world_name(name)
+                fresh_rows[fresh] = run_world(fresh, seeds or list(range(STRESS_SEEDS)), [BASELINE, *judged],
+                                              plot=False)
         stress_md = stress_section(stress_lines, {w: rows_by_world[w] for w in stress_lines}, worlds,
                                    {w: rows_by_world[w] for w in lines_by_roster
-                                    if not int(worlds[w].attrs["held_out"])})
+                                    if not int(worlds[w].attrs["held_out"])}, fresh_rows, family_of, judged)
     write_reports(out, lines_by_roster, stress_md, codes, figures, curves, plateaus, published_curves,
                   tuning_lines(worlds, specs) + dev_pair_lines(worlds, rows_by_world, list(lines_by_roster)))
     if sweep_options.get("scheduler"):
@@ -138,15 +156,45 @@ def run_leaderboard(store: RunStore, out, rosters: list[str] | None = None, seed
 
 def stress_worlds(stress, allow_test: bool, worlds_dir) -> list[str]:
     """The stress worlds to run ("presets": every preset), each opened first, so that a bad name fails before
-    any cell runs; a held-out world is refused (the robustness rule judges on worlds that are not)."""
+    any cell runs; a held-out world, or one without the knobs it was built with (whose fresh worlds could not be
+    built), is refused."""
     if not stress:
         return []
-    names = list(STRESS_PRESETS) if stress == "presets" else list(stress)
+    names = list(STRESS_PRESETS) if stress == "presets" else list(dict.fromkeys(stress))
     for name in names:
-        if int(open_world(name, allow_test=allow_test, directory=worlds_dir).attrs["held_out"]):
+        world = open_world(name, allow_test=allow_test, directory=worlds_dir)
+        if int(world.attrs["held_out"]):
             raise InputError(f"--stress {name!r}: a held-out world; the robustness rule judges on worlds that are not "
                              f"held out")
+        if stress_knobs_of(world) is None:
+            raise InputError(f"--stress {name!r}: not a stress world (it records no stress_knobs), so no fresh world "
+                             f"of its knobs can be built for the robustness rule; build one with tutorduel worlds "
+                             f"stress")
     return names
+
+
+def fresh_worlds(name: str, count: int, worlds_dir=None) -> list[str]:
+    """`count` worlds of stress world `name`'s knobs at generator seeds from `FRESH_WORLD_SEED` on (its own seed
+    skipped), built into the worlds folder as NAME-seedK unless there already (an existing file of other content
+    is refused): the family the robustness rule is read over."""
+    from tdmodels.stress_worlds import build_stress_world
+    from tdmodels.world import load_world, save_world, world_digest
+
+    world = open_world(name, directory=worlds_dir)
+    knobs, own = stress_knobs_of(world), int(world.attrs.get("seed", 0))
+    seeds = [k for k in range(FRESH_WORLD_SEED, FRESH_WORLD_SEED + count + 1) if k != own][:count]
+    out = []
+    for k in seeds:
+        fresh = f"{world_name(name)}-seed{k}"
+        ds = build_stress_world(knobs, k, fresh, str(world.attrs.get("description", "")))
+        target = world_file(fresh, worlds_dir)
+        if target.exists() and world_digest(load_world(target)) != world_digest(ds):
+            raise InputError(f"world file {target} exists with other content than {name!r}'s knobs at seed {k}; "
+                             f"move it away (the robustness rule's fresh worlds are built there)")
+        if not target.exists():
+            save_world(ds, target)
+        out.append(fresh)
+    return out
 
 
 def tuning_lines(worlds: dict, specs: list[str]) -> list[str]:
@@ -230,11 +278,13 @@ def write_reports(out: Path, lines_by_roster: dict, stress_md: list[str], codes:
     print(f"\nwrote {out / 'leaderboard.md'}, {page} and {len(figures)} curve plot(s)")
 
 
-def stress_section(lines_by_world: dict, rows_by_world: dict, worlds: dict, roster_rows: dict) -> list[str]:
+def stress_section(lines_by_world: dict, rows_by_world: dict, worlds: dict, roster_rows: dict,
+                   fresh_rows: dict | None = None, family_of: dict | None = None, judged=()) -> list[str]:
     """The leaderboard's stress section as markdown lines: the stress worlds' table, each segmented world's
     per-segment table against no-transfer and its per-block tables against no-transfer and CODuel
-    (``diagnostics.segments.block_report``), and the robustness rule against CODuel over the stress worlds and
-    the rosters in `roster_rows` (the non-held-out ones run)."""
+    (``diagnostics.segments.block_report``), and the robustness rule against CODuel for the `judged` policies,
+    over each stress world's fresh worlds (`fresh_rows`, {world: rows}, `family_of` naming each one's stress
+    world) pooled, and over each roster in `roster_rows` (the non-held-out ones run)."""
     if not lines_by_world:
         return []
     md = ["", "## Stress worlds", "", "Generated worlds nobody tuned a policy on (`tutorduel worlds stress`); score, "
@@ -247,12 +297,15 @@ def stress_section(lines_by_world: dict, rows_by_world: dict, worlds: dict, rost
                 blocks = block_report(rows, worlds[name], base)
                 if blocks:
                     md += ["", f"Per block, against {base}:", "", blocks]
-    verdicts = robustness({**roster_rows, **rows_by_world})
-    if verdicts:
-        md += ["", "### The robustness rule", "", f"A policy is a default only if, on every stress world and every "
-               f"roster that is not held out, the paired 95% interval of its score minus CODuel's has its lower end "
-               f"above {MARGIN:g}.", "", format_robustness(verdicts)]
-    return md
+    md += ["", "### The robustness rule", "", f"A policy beyond the paper's is a default only if the paired 95% "
+           f"interval of its score minus CODuel's has its lower end above {MARGIN:g} on every roster that is not held "
+           f"out, and over the fresh worlds of each stress world's knobs (at least {MIN_WORLDS}, generator seeds the "
+           f"tuning never used), all their (world, seed) pairs pooled into one comparison: a policy that is CODuel's "
+           f"equal on a preset fails on some single world of it by noise alone.", ""]
+    if not judged:
+        return md + ["No policy beyond the paper's was run (`--policies`), so none is judged."]
+    verdicts = family_robustness({**roster_rows, **(fresh_rows or {})}, family_of or {}, judged, BASELINE)
+    return md + [format_family_robustness(verdicts, BASELINE)]
 
 
 def time_summary(wall: float, computed: int, stored: int, failed: int, spent: dict, where: str) -> str:

@@ -80,6 +80,52 @@ def shown_rows(store, world, name, arrivals=None, any_code=False, specs=None, na
     return view.rows
 
 
+def stress_family(world) -> str | None:
+    """The family a stress world belongs to, by the knobs it was built with (never its name): the preset whose
+    knobs they are, else the knobs themselves; None for a world that is not a stress world."""
+    from tdmodels.stress_knobs import STRESS_PRESETS, knobs_record
+    from tdmodels.stress_worlds import stress_knobs_of
+
+    knobs = stress_knobs_of(world)
+    if knobs is None:
+        return None
+    for preset, (k, _) in STRESS_PRESETS.items():
+        if knobs_record(k) == knobs_record(knobs):
+            return preset
+    return "knobs " + ", ".join(f"{k}={v}" for k, v in knobs_record(knobs).items())
+
+
+def print_family_robustness(store, world_args: list[str], allow_test, worlds_dir, against=None, arrivals=None,
+                            any_code=False, specs=None) -> None:
+    """Where several of the worlds named are stress worlds of one family (the same knobs), the robustness rule
+    (``diagnostics.robustness.family_robustness``) against `against` (default CODuel) for every policy beyond the
+    paper's stored on them: all their (world, seed) pairs pooled, each world's beside. Prints nothing otherwise."""
+    from diagnostics.leaderboard_report import leaderboard_policies
+    from diagnostics.robustness import BASELINE, family_robustness, format_family_robustness
+
+    from tdmodels.stress_knobs import STRESS_PRESETS
+
+    family_of, rows_by_world, shown_as = {}, {}, {}
+    for arg in dict.fromkeys(world_args):
+        world = open_world(arg, allow_test=allow_test, directory=worlds_dir)
+        family = stress_family(world)
+        if family is not None and not int(world.attrs["held_out"]):
+            family_of[world_name(arg)] = shown_as.setdefault(family, family if family in STRESS_PRESETS
+                                                              else world_name(arg))     # else: its first world
+            rows_by_world[world_name(arg)] = shown_rows(store, world, world_name(arg), arrivals, any_code, specs)
+    if len(family_of) == len(set(family_of.values())):
+        return                                          # no family of two worlds or more among those named
+    baseline = canonical_spec(against.partition(" (code ")[0]) if against else BASELINE
+    paper = {canonical_spec(x) for x in leaderboard_policies().values()}
+    judged = sorted({r["policy"] for rows in rows_by_world.values() for r in rows} - paper - {baseline})
+    print(f"\nthe robustness rule against {baseline} over each stress family (the worlds of one knobs, all pairs "
+          f"pooled):")
+    if not judged:
+        print(f"no policy beyond the paper's is stored on these worlds")
+        return
+    print(format_family_robustness(family_robustness(rows_by_world, family_of, judged, baseline), baseline))
+
+
 def print_world_tables(store, world_arg, allow_test, worlds_dir, against=None, arrivals=None, curves=None,
                        any_code=False, specs=None, shown=None, by_profile=False, world=None) -> None:
     """Print the tables of one world; `shown` (digest -> name) skips a world already printed under another

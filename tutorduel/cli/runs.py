@@ -31,7 +31,7 @@ def cmd_replay(a) -> int:
 def cmd_stats(a) -> int:
     from online.registry import split_specs
     from online.store import RunStore
-    from tutorduel.store_commands import print_world_tables
+    from tutorduel.store_commands import print_family_robustness, print_world_tables
 
     phase_clock.phase_ended("imports")
     store = RunStore(a.store)
@@ -40,6 +40,7 @@ def cmd_stats(a) -> int:
     for w in _worlds(a.world):
         print_world_tables(store, w, a.allow_test, a.worlds, a.against, a.arrivals, a.curves, a.any_code, specs, shown,
                            by_profile=a.by_profile)
+    print_family_robustness(store, _worlds(a.world), a.allow_test, a.worlds, a.against, a.arrivals, a.any_code, specs)
     return 0
 
 
@@ -54,7 +55,7 @@ def cmd_leaderboard(a) -> int:
                            seeds=parse_seeds(a.seeds) if a.seeds else None,
                            specs=split_specs(a.policies) if a.policies else None, allow_test=a.allow_test,
                            worlds_dir=a.worlds, stress=a.stress if a.stress in (None, "presets") else _worlds(a.stress),
-                           **sweep_keywords(a))
+                           world_seeds=a.world_seeds, **sweep_keywords(a))
 
 
 def cmd_export(a) -> int:
@@ -116,6 +117,10 @@ def add_parsers(sub) -> None:
                    help="also stress worlds, 16 seeds each unless --seeds, in a section of their own: per-segment "
                         "figures and the robustness rule against CODuel (no value: the presets of tutorduel worlds "
                         "stress; else comma-separated worlds)")
+    p.add_argument("--world-seeds", type=int_in(4, 64), default=4, metavar="N",
+                   help="with --stress: the robustness rule for policies beyond the paper's is read over N fresh "
+                        "worlds of each stress world's knobs (generator seeds 10 on, built into the worlds folder), "
+                        "16 seeds each, all pairs pooled (default 4, the fewest it is read over)")
     sweep_options(p)
     common_options(p)
     p.set_defaults(fn=cmd_leaderboard)
