@@ -52,53 +52,17 @@ class RecentType(NamedTuple):
     sessions: float          # the posterior mean length of that type run (0: none)
 
 
-def _spd(mats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(inverses, log determinants) of SPD matrices [B, d, d] (the kernels' own Cholesky: no BLAS)."""
-    inv, logdet = kernels.spd_factors(np.ascontiguousarray(mats, dtype=float))
-    if not np.isfinite(logdet).all():
-        raise FloatingPointError("change point: a matrix that should be positive definite is not")
-    return inv, logdet
-
-
-def type_terms(lik_prec, lik_lin, lik_const, width: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each session's likelihood of a type mean m once its own theta ~ N(m, width I) is integrated out:
-    log p(y_u | m) = e_u - m' J_u m / 2 + k_u' m.
-
-    Parameters
-    ----------
-    lik_prec, lik_lin, lik_const : arrays [B, d, d], [B, d], [B]
-        The sessions' likelihood surrogates.
-    width : float
-        The type's variance per coordinate.
-
-    Returns
-    -------
-    (J [B, d, d], k [B, d], e [B])
-    """
-    B, d = lik_lin.shape
-    P = np.eye(d) / width
-    inv, logdet = _spd(lik_prec + P[None])                       # (Lam_u + P)^-1
-    Bh = np.einsum("bij,bj->bi", inv, lik_lin)
-    J = P[None] - np.einsum("ij,bjk,kl->bil", P, inv, P)
-    J = 0.5 * (J + J.transpose(0, 2, 1))
-    k = Bh / width
-    e = lik_const - 0.5 * d * np.log(width) - 0.5 * logdet + 0.5 * np.einsum("bi,bi->b", lik_lin, Bh)
-    return J, k, e
-
-
 def population_log_evidence(lik_prec, lik_lin, lik_const, weights, means, covs) -> np.ndarray:
     """[B] each session's log evidence under a Gaussian mixture prior (weights [C], means [C, d], covs [C, d, d]),
-    under the likelihood surrogates."""
-    out = []
-    for w, m, S in zip(weights, means, covs):
-        Pinv, logdetS = _spd(S[None])
-        P = Pinv[0]
-        inv, logdet = _spd(lik_prec + P[None])
-        lin = lik_lin + np.einsum("ij,j->i", P, m)[None]
-        quad = np.einsum("bi,bij,bj->b", lin, inv, lin)
-        out.append(np.log(w) + lik_const - 0.5 * logdetS[0] - 0.5 * logdet + 0.5 * quad
-                   - 0.5 * float(np.einsum("i,ij,j->", m, P, m)))
-    return np.logaddexp.reduce(np.array(out), axis=0)
+    under the likelihood surrogates [B, d, d], [B, d], [B]."""
+    out = kernels.mixture_log_evidence(*_floats(lik_prec, lik_lin, lik_const, weights, means, covs))
+    if not np.isfinite(out).all():
+        raise FloatingPointError("change point: a matrix that should be positive definite is not")
+    return out
+
+
+def _floats(*arrays) -> list[np.ndarray]:
+    return [np.ascontiguousarray(a, dtype=float) for a in arrays]
 
 
 def recent_type(lik_prec, lik_lin, lik_const, weights, means, covs, hazard: float, broad_var: float,
@@ -142,61 +106,23 @@ def recent_type(lik_prec, lik_lin, lik_const, weights, means, covs, hazard: floa
     if gain.shape != (R,) or not np.isfinite(gain).all():
         raise FloatingPointError(f"change point: the sessions' population evidence gains are not {R} finite numbers")
     base = alone + gain
-    starts, ends = np.triu_indices(R + 1, 1)                 # the runs of sessions starts[i] .. ends[i] - 1
-    log_ev, post_mean, post_cov = [], [], []
-    for width in WIDTHS:
-        J_u, k_u, e_u = type_terms(lik_prec, lik_lin, lik_const, width)
-        CJ = np.concatenate([np.zeros((1, d, d)), np.cumsum(J_u, axis=0)])
-        Ck, Ce = np.concatenate([np.zeros((1, d)), np.cumsum(k_u, axis=0)]), np.r_[0.0, np.cumsum(e_u)]
-        J = np.eye(d)[None] / broad_var + CJ[ends] - CJ[starts]
-        k = Ck[ends] - Ck[starts]
-        logdetJ, quad = kernels.spd_logdet_quad(np.ascontiguousarray(J), np.ascontiguousarray(k))
-        if not (np.isfinite(logdetJ).all() and np.isfinite(quad).all() and np.isfinite(Ce).all()):
-            raise FloatingPointError("change point: a matrix that should be positive definite is not")
-        ev = np.zeros((R + 1, R + 1))                         # ev[s, t]: sessions s .. t - 1 as one type (0: none)
-        ev[starts, ends] = Ce[ends] - Ce[starts] - 0.5 * d * np.log(broad_var) - 0.5 * logdetJ + 0.5 * quad
-        log_ev.append(ev)
-        last = np.flatnonzero(ends == R)                      # runs that end with the newest session, by start
-        Jinv, _ = _spd(J[last])
-        post_mean.append(np.einsum("pij,pj->pi", Jinv, k[last]))
-        post_cov.append(Jinv + width * np.eye(d)[None])
-    log_ev = np.array(log_ev)                                 # [widths, R + 1, R + 1]
-    runs = _run_posterior(base, log_ev, hazard)               # [1 + widths, R]: by kind (population first), start
+    log_ev, post_mean, post_cov = kernels.type_run_evidence(*_floats(lik_prec, lik_lin, lik_const, WIDTHS),
+                                                            float(broad_var))
+    if not np.isfinite(log_ev).all():
+        raise FloatingPointError("change point: a matrix that should be positive definite is not")
+    runs = kernels.run_posterior(base, log_ev, float(hazard))  # [1 + widths, R]: by kind (population first), start
     typed = runs[1:, :max(R - MIN_SESSIONS + 1, 0)]           # type runs of at least MIN_SESSIONS sessions
     shared = float(typed.sum())
     if not shared > 0:
         return RecentType(0.0, np.zeros(d), broad_var * np.eye(d), 0.0)
     q = (typed / shared).ravel()
-    m = np.concatenate([x[:R - MIN_SESSIONS + 1] for x in post_mean])
+    m = post_mean[:, :R - MIN_SESSIONS + 1].reshape(-1, d)
     mean = np.einsum("h,hi->i", q, m)
     dev = m - mean[None]
-    cov = (np.einsum("h,hij->ij", q, np.concatenate([x[:R - MIN_SESSIONS + 1] for x in post_cov]))
+    cov = (np.einsum("h,hij->ij", q, post_cov[:, :R - MIN_SESSIONS + 1].reshape(-1, d, d))
            + np.einsum("h,hi,hj->ij", q, dev, dev))
     r = np.tile(R - np.arange(R - MIN_SESSIONS + 1), len(WIDTHS))
     return RecentType((1.0 - hazard) * shared, mean, 0.5 * (cov + cov.T), float(np.dot(q, r)))
-
-
-def _run_posterior(base: np.ndarray, log_ev: np.ndarray, hazard: float) -> np.ndarray:
-    """P(the run the newest session is in started at session s, and is of kind c) [1 + widths, R], by Bayesian
-    online change-point detection's recursion over the sessions, oldest first: the oldest is in a population run,
-    then a run either continues (1 - hazard) or a new one starts (hazard), of the population (half) or of a new
-    type of each width (the other half, evenly); a session's predictive is its population evidence `base` [R] in
-    a population run, and the increase of its run's evidence `log_ev` [widths, R + 1, R + 1] in a type run."""
-    W, R = log_ev.shape[0], len(base)
-    log_kind = np.log(np.r_[0.5, np.full(W, 0.5 / W)])
-    log_run = np.full((1 + W, R), -np.inf)
-    s = np.arange(R)
-    for t in range(R):
-        if t:
-            total = np.logaddexp.reduce(log_run[:, :t], axis=None)
-            log_run[:, :t] += np.log1p(-hazard)
-            log_run[:, t] = total + np.log(hazard) + log_kind
-        else:
-            log_run[0, 0] = 0.0                               # the oldest session is the population's
-        log_run[0, :t + 1] += base[t]
-        log_run[1:, :t + 1] += log_ev[:, s[:t + 1], t + 1] - log_ev[:, s[:t + 1], t]
-        log_run -= np.logaddexp.reduce(log_run[:, :t + 1], axis=None)
-    return np.exp(log_run)
 
 
 def new_kind_probability(gains: np.ndarray, hazard: float) -> float:
@@ -239,9 +165,10 @@ def new_kind_probability(gains: np.ndarray, hazard: float) -> float:
     if not (ref > 0.0 and sd > 0.0):
         return 0.0
     z = np.r_[0.0, np.cumsum(-0.5 * (g / sd) ** 2)]                   # a new kind's log likelihood, summed
-    runs = _run_posterior(-0.5 * ((g - ref) / sd) ** 2, (z[None, :] - z[:, None])[None], hazard)
+    runs = kernels.run_posterior(-0.5 * ((g - ref) / sd) ** 2, np.ascontiguousarray((z[None, :] - z[:, None])[None]),
+                                 float(hazard))
     return (1.0 - hazard) * float(runs[1, :R - MIN_SESSIONS + 1].sum())
 
 
-__all__ = ["RecentType", "MIN_SESSIONS", "MIN_GAINS", "WIDTHS", "type_terms", "population_log_evidence", "recent_type",
+__all__ = ["RecentType", "MIN_SESSIONS", "MIN_GAINS", "WIDTHS", "population_log_evidence", "recent_type",
            "new_kind_probability"]

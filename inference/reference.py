@@ -8,7 +8,12 @@ tests check the kernel against it (tests/inference/test_kernels.py), and the lib
     fit_recalibration_map_reference  ``kernels.recalibration_newton`` (``inference.recalibration_fit``)
     ridge_logistic_reference         ``kernels.ridge_logistic.ridge_logistic_mode`` (``inference.estimators.ridge_logistic``)
 
-the last two through one penalised logistic Newton (`penalised_logistic_newton`).
+the last two through one penalised logistic Newton (`penalised_logistic_newton`); and the change-point view's
+closed forms (``inference.change_point``):
+
+    type_run_evidence_reference      ``kernels.type_run_evidence`` (each session's `type_terms`, then each run)
+    mixture_log_evidence_reference   ``kernels.mixture_log_evidence``
+    run_posterior_reference          ``kernels.run_posterior``
 
 The lookahead pair rule's statement is ``online.lookahead_reference``.
 """
@@ -161,3 +166,78 @@ def ridge_logistic_reference(Z: np.ndarray, y: np.ndarray, lam: float, init: np.
     d = Z.shape[1]
     w0 = np.zeros(d) if init is None else np.array(init, dtype=float)
     return penalised_logistic_newton(Z, y, np.zeros(len(y)), np.full(d, float(lam)), np.zeros(d), w0, iters, tol)[0]
+
+
+def _spd(mats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(inverses, log determinants) of SPD matrices [B, d, d], by NumPy."""
+    return np.linalg.inv(mats), np.linalg.slogdet(mats)[1]
+
+
+def type_terms(lik_prec, lik_lin, lik_const, width: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each session's likelihood of a type mean m once its own theta ~ N(m, width I) is integrated out:
+    log p(y_u | m) = e_u - m' J_u m / 2 + k_u' m. Returns (J [B, d, d], k [B, d], e [B]) for the surrogates
+    [B, d, d], [B, d], [B]."""
+    B, d = lik_lin.shape
+    P = np.eye(d) / width
+    inv, logdet = _spd(lik_prec + P[None])                       # (Lam_u + P)^-1
+    Bh = np.einsum("bij,bj->bi", inv, lik_lin)
+    J = P[None] - np.einsum("ij,bjk,kl->bil", P, inv, P)
+    J = 0.5 * (J + J.transpose(0, 2, 1))
+    k = Bh / width
+    e = lik_const - 0.5 * d * np.log(width) - 0.5 * logdet + 0.5 * np.einsum("bi,bi->b", lik_lin, Bh)
+    return J, k, e
+
+
+def type_run_evidence_reference(lik_prec, lik_lin, lik_const, widths, broad_var: float):
+    """(log_ev [H, R + 1, R + 1], post_mean [H, R, d], post_cov [H, R, d, d]): the log evidence of sessions
+    s .. t - 1 as one type of each width (0 where t <= s), and the next user's predictive after each run that ends
+    with the newest session."""
+    R, d = lik_lin.shape
+    starts, ends = np.triu_indices(R + 1, 1)
+    log_ev, post_mean, post_cov = [], [], []
+    for width in widths:
+        J_u, k_u, e_u = type_terms(lik_prec, lik_lin, lik_const, width)
+        CJ = np.concatenate([np.zeros((1, d, d)), np.cumsum(J_u, axis=0)])
+        Ck, Ce = np.concatenate([np.zeros((1, d)), np.cumsum(k_u, axis=0)]), np.r_[0.0, np.cumsum(e_u)]
+        J = np.eye(d)[None] / broad_var + CJ[ends] - CJ[starts]
+        k = Ck[ends] - Ck[starts]
+        Jinv, logdetJ = _spd(J)
+        ev = np.zeros((R + 1, R + 1))
+        ev[starts, ends] = (Ce[ends] - Ce[starts] - 0.5 * d * np.log(broad_var) - 0.5 * logdetJ
+                            + 0.5 * np.einsum("bi,bij,bj->b", k, Jinv, k))
+        log_ev.append(ev)
+        last = np.flatnonzero(ends == R)
+        post_mean.append(np.einsum("pij,pj->pi", Jinv[last], k[last]))
+        post_cov.append(Jinv[last] + width * np.eye(d)[None])
+    return np.array(log_ev), np.array(post_mean), np.array(post_cov)
+
+
+def mixture_log_evidence_reference(lik_prec, lik_lin, lik_const, weights, means, covs) -> np.ndarray:
+    """[B] each session's log evidence under a Gaussian mixture prior (weights [C], means [C, d], covs [C, d, d])."""
+    out = []
+    for w, m, S in zip(weights, means, covs):
+        P = np.linalg.inv(S)
+        inv, logdet = _spd(lik_prec + P[None])
+        lin = lik_lin + (P @ m)[None]
+        quad = np.einsum("bi,bij,bj->b", lin, inv, lin)
+        out.append(np.log(w) + lik_const - 0.5 * np.linalg.slogdet(S)[1] - 0.5 * logdet + 0.5 * quad - 0.5 * m @ P @ m)
+    return logsumexp(np.array(out), axis=0)
+
+
+def run_posterior_reference(base: np.ndarray, log_ev: np.ndarray, hazard: float) -> np.ndarray:
+    """[1 + H, R] the run-length and kind posterior of ``kernels.run_posterior``, one session at a time."""
+    H, R = log_ev.shape[0], len(base)
+    log_kind = np.log(np.r_[0.5, np.full(H, 0.5 / H)])
+    log_run = np.full((1 + H, R), -np.inf)
+    s = np.arange(R)
+    for t in range(R):
+        if t:
+            total = logsumexp(log_run[:, :t])
+            log_run[:, :t] += np.log1p(-hazard)
+            log_run[:, t] = total + np.log(hazard) + log_kind
+        else:
+            log_run[0, 0] = 0.0                               # the oldest session is the population's
+        log_run[0, :t + 1] += base[t]
+        log_run[1:, :t + 1] += log_ev[:, s[:t + 1], t + 1] - log_ev[:, s[:t + 1], t]
+        log_run -= logsumexp(log_run[:, :t + 1])
+    return np.exp(log_run)

@@ -3,7 +3,6 @@ the markdown table, the learning curves and the HTML page."""
 from __future__ import annotations
 
 import os
-import sys
 import time
 from pathlib import Path
 
@@ -35,7 +34,7 @@ WORLD_SEEDS = MIN_WORLDS     # fresh worlds of each stress world's knobs the rob
 FRESH_WORLD_SEED = 10        # the first of their generator seeds (the change point's tuning used world seeds 0-9)
 REAL_SESSION_ROSTERS = tuple(resample_name(r) for r in (0, 1))
 REAL_SESSION_SEEDS = 16
-from tutorduel.store_commands import report_sweep_notes, shown_rows
+from tutorduel.store_commands import announce_compile, report_sweep_notes, shown_rows
 
 
 def leaderboard_rosters(named: list[str] | None, allow_test: bool, worlds_dir=None) -> list[str]:
@@ -68,9 +67,7 @@ def run_leaderboard(store: RunStore, out, rosters: list[str] | None = None, seed
     per-segment figures and the robustness rule (``diagnostics.robustness``), read for the policies beyond the
     paper's over `world_seeds` fresh worlds of each stress world's knobs (``fresh_worlds``). Returns 1 if a cell
     failed, else 0."""
-    if isinstance(world_seeds, bool) or not isinstance(world_seeds, int) or not MIN_WORLDS <= world_seeds <= 64:
-        raise InputError(f"world seeds {world_seeds!r}: the fresh worlds of each stress world the robustness rule is "
-                         f"read over, an integer in [{MIN_WORLDS}, 64]")
+    check_world_seeds(world_seeds)
     rosters = leaderboard_rosters(rosters, allow_test, worlds_dir)
     published_curves = imported_curves(worlds_dir)
     stress = stress_worlds(stress, allow_test, worlds_dir)
@@ -85,11 +82,7 @@ def run_leaderboard(store: RunStore, out, rosters: list[str] | None = None, seed
     tally = {"failed": 0, "computed": 0, "stored": 0, "spent": {}}
     started = time.perf_counter()
     rows_by_world, worlds, plateaus = {}, {}, {}
-    from inference.kernel_cache import compile_note
-
-    note = compile_note()
-    if note:
-        print(note, file=sys.stderr, flush=True)
+    announce_compile()
 
     def run_world(name: str, seed_list: list[int], specs: list[str] = specs, plot: bool = True) -> list[dict]:
         res = run_sweep([name], seed_list, specs, store, allow_test=allow_test, worlds_dir=worlds_dir,
@@ -127,31 +120,47 @@ def run_leaderboard(store: RunStore, out, rosters: list[str] | None = None, seed
             lines_by_roster[roster] = leaderboard(rows, worlds[roster])
     stress_md = []
     if stress:
-        stress_lines = {}
-        family_of, fresh_rows = {}, {}
-        for name in stress:
-            changes = len(segment_starts(stress_knobs_of(open_world(name, directory=worlds_dir)))) > 1
-            rows = run_world(name, seeds or list(range(BLOCK_SEEDS if changes else STRESS_SEEDS)))
-            if rows:
-                stress_lines[name] = leaderboard(rows, worlds[name])
-            for fresh in families.get(name, []):
-                family_of[fresh] = world_name(name)
-                fresh_rows[fresh] = run_world(fresh, seeds or list(range(STRESS_SEEDS)), [BASELINE, *judged],
-                                              plot=False)
+        stress_lines, fresh_rows, family_of = run_stress(run_world, stress, families, seeds, judged, worlds_dir)
         stress_md = stress_section(stress_lines, {w: rows_by_world[w] for w in stress_lines}, worlds,
                                    {w: rows_by_world[w] for w in lines_by_roster
                                     if not int(worlds[w].attrs["held_out"])}, fresh_rows, family_of, judged)
     write_reports(out, lines_by_roster, stress_md, codes, figures, curves, plateaus, published_curves,
                   tuning_lines(worlds, specs) + dev_pair_lines(worlds, rows_by_world, list(lines_by_roster)))
-    if sweep_options.get("scheduler"):
-        where = f"the Dask scheduler {sweep_options['scheduler']}"
-    elif sweep_options.get("dask_workers"):
-        where = f"a local Dask cluster of {sweep_options['dask_workers']} workers, {os.cpu_count()} cores"
-    else:
-        where = f"{sweep_options.get('jobs') or 1} worker process(es), {os.cpu_count()} cores"
     print(time_summary(time.perf_counter() - started, tally["computed"], tally["stored"], tally["failed"],
-                       tally["spent"], where))
+                       tally["spent"], where_it_ran(sweep_options)))
     return 1 if tally["failed"] else 0
+
+
+def check_world_seeds(world_seeds) -> None:
+    """Refuse a count of fresh worlds per stress world that is not an integer in [MIN_WORLDS, 64]."""
+    if isinstance(world_seeds, bool) or not isinstance(world_seeds, int) or not MIN_WORLDS <= world_seeds <= 64:
+        raise InputError(f"world seeds {world_seeds!r}: the fresh worlds of each stress world the robustness rule is "
+                         f"read over, an integer in [{MIN_WORLDS}, 64]")
+
+
+def run_stress(run_world, stress: list[str], families: dict[str, list[str]], seeds, judged: list[str], worlds_dir):
+    """Each stress world at `STRESS_SEEDS` seeds (`BLOCK_SEEDS` where its population changes) unless `seeds`, then
+    its fresh worlds (`families`) for CODuel and the `judged` policies only. Returns (leaderboard lines by stress
+    world, rows by fresh world, the stress world's name by fresh world)."""
+    stress_lines, fresh_rows, family_of = {}, {}, {}
+    for name in stress:
+        changes = len(segment_starts(stress_knobs_of(open_world(name, directory=worlds_dir)))) > 1
+        rows = run_world(name, seeds or list(range(BLOCK_SEEDS if changes else STRESS_SEEDS)))
+        if rows:
+            stress_lines[name] = leaderboard(rows, open_world(name, directory=worlds_dir))
+        for fresh in families.get(name, []):
+            family_of[fresh] = world_name(name)
+            fresh_rows[fresh] = run_world(fresh, seeds or list(range(STRESS_SEEDS)), [BASELINE, *judged], plot=False)
+    return stress_lines, fresh_rows, family_of
+
+
+def where_it_ran(sweep_options: dict) -> str:
+    """The workers of a sweep, in words, for the time line."""
+    if sweep_options.get("scheduler"):
+        return f"the Dask scheduler {sweep_options['scheduler']}"
+    if sweep_options.get("dask_workers"):
+        return f"a local Dask cluster of {sweep_options['dask_workers']} workers, {os.cpu_count()} cores"
+    return f"{sweep_options.get('jobs') or 1} worker process(es), {os.cpu_count()} cores"
 
 
 def stress_worlds(stress, allow_test: bool, worlds_dir) -> list[str]:

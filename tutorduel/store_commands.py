@@ -25,15 +25,20 @@ from tutorduel.reference_cache import cached_reference_table
 from tutorduel.store_view import apply_verdicts, current_code, moved_aside, stored_rows, verified_rows
 
 
-def replay_and_report(store: RunStore, worlds: list[str], seeds: list[int], specs: list[str], *, allow_test=False,
-                      worlds_dir=None, arrivals=None, **sweep_options) -> int:
-    """Run the sweep of worlds x seeds x policies through the store, then print the tables of what it touched.
-    Returns the exit status: 0, 1 if a cell failed, 130 if interrupted (what finished is stored)."""
+def announce_compile() -> None:
+    """Say on stderr, before a run, that its kernels compile first (``inference.kernel_cache.compile_note``)."""
     from inference.kernel_cache import compile_note
 
     note = compile_note()
     if note:
         print(note, file=sys.stderr, flush=True)
+
+
+def replay_and_report(store: RunStore, worlds: list[str], seeds: list[int], specs: list[str], *, allow_test=False,
+                      worlds_dir=None, arrivals=None, **sweep_options) -> int:
+    """Run the sweep of worlds x seeds x policies through the store, then print the tables of what it touched.
+    Returns the exit status: 0, 1 if a cell failed, 130 if interrupted (what finished is stored)."""
+    announce_compile()
     try:
         res = run_sweep(worlds, seeds, specs, store, allow_test=allow_test, arrivals=arrivals, worlds_dir=worlds_dir,
                         **sweep_options)

@@ -25,6 +25,7 @@ from inference.kernels._scalar import click_mode, probit_log_predictive
 from inference.kernels.belief import (coduel_pair, greedy_pair, lookahead_bank, lookahead_pair,
                                      lookahead_scores, mixture_greedy, mixture_update, recalibrated, update_both)
 from inference.kernels.belief_updates import belief_update, coduel_click, coduel_click_belief
+from inference.kernels.change_point import mixture_log_evidence, run_posterior, type_run_evidence
 from inference.kernels.component_information import component_information
 from inference.kernels.laplace import laplace_units, surrogate_estep, surrogate_units
 from inference.kernels.linalg import spd_factors, spd_logdet_quad
@@ -34,4 +35,4 @@ __all__ = ["click_mode", "probit_log_predictive",
            "belief_update", "component_information", "coduel_click", "coduel_click_belief", "coduel_pair", "greedy_pair", "lookahead_bank", "lookahead_pair", "lookahead_scores",
            "mixture_greedy", "mixture_update", "recalibrated",
            "update_both", "laplace_units", "surrogate_estep", "surrogate_units", "spd_factors", "spd_logdet_quad",
-           "recalibration_newton"]
+           "recalibration_newton", "mixture_log_evidence", "run_posterior", "type_run_evidence"]

@@ -3,8 +3,10 @@ surrogate evidence, and what it concludes from sessions of one new type, of the 
 import numpy as np
 import pytest
 
-from inference.change_point import (MIN_GAINS, WIDTHS, new_kind_probability, population_log_evidence, recent_type,
-                                    type_terms)
+from inference import kernels
+from inference.change_point import MIN_GAINS, WIDTHS, new_kind_probability, population_log_evidence, recent_type
+from inference.reference import (mixture_log_evidence_reference, run_posterior_reference, type_run_evidence_reference,
+                                 type_terms)
 from inference.population import surrogate_units
 
 
@@ -181,3 +183,44 @@ def test_a_type_every_session_shares_from_the_first_is_the_populations():
     same = [np.array([2.5, -2.0, 0, 0, 0]) + 0.3 * rng.standard_normal(d) for _ in range(12)]
     r = recent_type(*_sessions(same, rng), w, means, covs, 0.05, 4.0)
     assert r.weight > 0.9 and 10.0 < r.sessions <= 11.0 + 1e-9
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_compiled_run_evidence_is_its_numpy_statement(seed):
+    """Every run's evidence and the newest runs' predictives, with singular surrogates among them, agree to
+    rounding with the statement in inference.reference."""
+    rng = np.random.default_rng(seed)
+    R, d = 1 + seed * 3, 7 if seed % 2 else 3
+    lam, h, c = _surrogates(rng, R, d, singular=seed % 3 == 0)
+    got = kernels.type_run_evidence(lam, h, c, np.array(WIDTHS), 2.0)
+    want = type_run_evidence_reference(lam, h, c, WIDTHS, 2.0)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_compiled_mixture_evidence_and_run_posterior_are_their_numpy_statements(seed):
+    rng = np.random.default_rng(seed)
+    R, d, C = 12, 7, 4
+    lam, h, c = _surrogates(rng, R, d, singular=seed % 2 == 0)
+    A = rng.standard_normal((C, d, d))
+    covs = np.einsum("cij,ckj->cik", A, A) + 0.5 * np.eye(d)
+    w, means = rng.dirichlet(np.ones(C)), rng.standard_normal((C, d))
+    np.testing.assert_allclose(kernels.mixture_log_evidence(lam, h, c, w, means, covs),
+                               mixture_log_evidence_reference(lam, h, c, w, means, covs), rtol=1e-10, atol=1e-9)
+    log_ev = type_run_evidence_reference(lam, h, c, WIDTHS, 2.0)[0]
+    base = rng.normal(-5.0, 3.0, R)
+    for hazard in (1e-6, 0.05, 0.5, 1 - 1e-6):
+        np.testing.assert_allclose(kernels.run_posterior(base, log_ev, hazard),
+                                   run_posterior_reference(base, log_ev, hazard), rtol=1e-9, atol=1e-12)
+
+
+def test_a_surrogate_that_is_not_a_number_is_a_named_error_not_a_nan_belief():
+    rng = np.random.default_rng(3)
+    lam, h, c = _surrogates(rng, 5, 3)
+    lam[2, 0, 0] = np.nan
+    w, means, covs = np.ones(1), np.zeros((1, 3)), np.eye(3)[None]
+    with pytest.raises(FloatingPointError, match="positive definite"):
+        population_log_evidence(lam, h, c, w, means, covs)
+    with pytest.raises(FloatingPointError, match="positive definite"):
+        recent_type(lam, h, c, w, means, covs, 0.05, 1.0, gain=np.ones(5))
