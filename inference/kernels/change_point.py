@@ -50,6 +50,40 @@ def _logsumexp_columns(a, n):
 
 
 @njit(cache=CACHE)
+def _type_terms_summed(lik_prec, lik_lin, lik_const, w, CJ, Ck, Ce):
+    """Each session's likelihood of the type mean m once its theta ~ N(m, w I) is integrated out,
+    e_u - m' J_u m / 2 + k_u' m, summed over sessions 0 .. u - 1 into CJ[u] [d, d], Ck[u] [d], Ce[u]
+    (row 0 is zero); False if some Lam_u + I / w is not positive definite."""
+    R, d = lik_lin.shape
+    M, L, inv = np.empty((d, d)), np.empty((d, d)), np.empty((d, d))
+    e_vec, col, Bh = np.empty(d), np.empty(d), np.empty(d)
+    for u in range(R):
+        for i in range(d):
+            for j in range(d):
+                M[i, j] = lik_prec[u, i, j]
+            M[i, i] += 1.0 / w
+        if not _cholesky(M, L):
+            return False
+        logdet = 0.0
+        for i in range(d):
+            logdet += 2.0 * math.log(L[i, i])
+        _inverse_from_chol(L, inv, e_vec, col)
+        _chol_solve(L, lik_lin[u], Bh)
+        hb = 0.0
+        for i in range(d):
+            hb += lik_lin[u, i] * Bh[i]
+        for i in range(d):
+            for j in range(d):
+                J_ij = -0.5 * (inv[i, j] + inv[j, i]) / (w * w)
+                if i == j:
+                    J_ij += 1.0 / w
+                CJ[u + 1, i, j] = CJ[u, i, j] + J_ij
+            Ck[u + 1, i] = Ck[u, i] + Bh[i] / w
+        Ce[u + 1] = Ce[u] + lik_const[u] - 0.5 * d * math.log(w) - 0.5 * logdet + 0.5 * hb
+    return True
+
+
+@njit(cache=CACHE)
 def type_run_evidence(lik_prec, lik_lin, lik_const, widths, broad_var):
     """The evidence of each run of sessions as users of one new type, theta_u ~ N(m, W I), m ~ N(0, broad_var I).
 
@@ -79,30 +113,9 @@ def type_run_evidence(lik_prec, lik_lin, lik_const, widths, broad_var):
     CJ, Ck, Ce = np.zeros((R + 1, d, d)), np.zeros((R + 1, d)), np.zeros(R + 1)
     for h in range(H):
         w = widths[h]
-        for u in range(R):                       # each session's likelihood of m: e_u - m' J_u m / 2 + k_u' m
-            for i in range(d):
-                for j in range(d):
-                    M[i, j] = lik_prec[u, i, j]
-                M[i, i] += 1.0 / w
-            if not _cholesky(M, L):
-                log_ev[:] = np.nan
-                return log_ev, post_mean, post_cov
-            logdet = 0.0
-            for i in range(d):
-                logdet += 2.0 * math.log(L[i, i])
-            _inverse_from_chol(L, inv, e_vec, col)
-            _chol_solve(L, lik_lin[u], Bh)
-            hb = 0.0
-            for i in range(d):
-                hb += lik_lin[u, i] * Bh[i]
-            for i in range(d):
-                for j in range(d):
-                    J_ij = -0.5 * (inv[i, j] + inv[j, i]) / (w * w)
-                    if i == j:
-                        J_ij += 1.0 / w
-                    CJ[u + 1, i, j] = CJ[u, i, j] + J_ij
-                Ck[u + 1, i] = Ck[u, i] + Bh[i] / w
-            Ce[u + 1] = Ce[u] + lik_const[u] - 0.5 * d * math.log(w) - 0.5 * logdet + 0.5 * hb
+        if not _type_terms_summed(lik_prec, lik_lin, lik_const, w, CJ, Ck, Ce):
+            log_ev[:] = np.nan
+            return log_ev, post_mean, post_cov
         for s in range(R):
             for t in range(s + 1, R + 1):
                 for i in range(d):
