@@ -49,6 +49,16 @@ UNTUNED = {"coduel": "coduel", "no-transfer": "no-transfer", "rucb": "rucb", "po
 # (its tuning is reported, not used), no-transfer is its ablation and moves only with it, random has none.
 PAPER_SETTINGS = ("coduel", "no-transfer", "random")
 UNTUNED_MARK = " (untuned)"
+# Policies beyond the paper's that the leaderboard runs by default, each judged by the robustness rule against
+# CODuel wherever it runs (docs/results/recovery.md) and marked on every table.
+BEYOND_PAPER = {"coduel-change-point": "coduel-change-point"}
+BEYOND_MARK = " (beyond the paper)"
+
+
+def default_policies() -> list[str]:
+    """The specs `tutorduel leaderboard` runs unless told otherwise: the paper's rows (`leaderboard_policies`),
+    then the policies beyond the paper's (`BEYOND_PAPER`)."""
+    return [*leaderboard_policies().values(), *BEYOND_PAPER.values()]
 
 
 def leaderboard_policies(path: str | Path = TUNED_FILE) -> dict[str, str]:
@@ -72,7 +82,8 @@ def _policies(path: str, stamp) -> tuple:
 
 def display_name(spec_or_label: str) -> str:
     """The published row's name for the spec the leaderboard runs for it (any spelling); "NAME (untuned)" for
-    a row's untuned spec where the leaderboard runs tuned settings; else the text itself."""
+    a row's untuned spec where the leaderboard runs tuned settings; "NAME (beyond the paper)" for a default
+    policy beyond the paper's (`BEYOND_PAPER`); else the text itself."""
     from online.registry import PolicySpecError, canonical_spec
 
     try:
@@ -85,6 +96,9 @@ def display_name(spec_or_label: str) -> str:
     for name, spec in UNTUNED.items():
         if canonical_spec(spec) == canonical:
             return name + UNTUNED_MARK
+    for name, spec in BEYOND_PAPER.items():
+        if canonical_spec(spec) == canonical:
+            return name + BEYOND_MARK
     return spec_or_label
 
 

@@ -136,6 +136,17 @@ def format_family_robustness(by_policy: dict[str, list[FamilyVerdict]], baseline
     return "\n".join(out)
 
 
+def format_world_differences(by_policy: dict[str, list[WorldVerdict]], baseline: str = BASELINE) -> str:
+    """Markdown: per policy and world, the paired score difference from the baseline with its 95% interval, the
+    common seeds, and whether its lower end is above `MARGIN`."""
+    out = [f"| policy | roster | score - {baseline}, paired | seeds | lower end > {MARGIN:g} |", "|---|---|---|---|---|"]
+    for spec, vs in by_policy.items():
+        for v in vs:
+            out.append(f"| {spec} | {v.world} | {v.mean:+.1f} [{v.lo:+.1f}, {v.hi:+.1f}] | {v.n} | "
+                       f"{'yes' if v.passes else 'no'} |")
+    return "\n".join(out)
+
+
 def passes(verdicts: list[WorldVerdict]) -> bool:
     """Whether a policy passes on every world."""
     return bool(verdicts) and all(v.passes for v in verdicts)
@@ -153,4 +164,5 @@ def format_robustness(by_policy: dict[str, list[WorldVerdict]], baseline: str = 
 
 
 __all__ = ["MARGIN", "BASELINE", "MIN_WORLDS", "WorldVerdict", "FamilyVerdict", "robustness", "family_robustness",
-           "passes", "format_robustness", "format_family_robustness"]
+           "passes", "format_robustness", "format_family_robustness",
+           "format_world_differences"]

@@ -8,13 +8,14 @@ from pathlib import Path
 
 import numpy as np
 
-from diagnostics.leaderboard_report import (PUBLISHED_ROSTERS, SEEDS, display_name, fidelity_table, findings,
-                                            leaderboard_policies, published, write_page)
+from diagnostics.leaderboard_report import (PUBLISHED_ROSTERS, SEEDS, default_policies, display_name, fidelity_table,
+                                            findings, leaderboard_policies, published, write_page, UNTUNED_MARK)
 from diagnostics.references import fixed_pair_scores, hindsight_pair
 from diagnostics.learning_curves import learning_curve, per_user_excess, plot_learning_curves
 from diagnostics.paper_agreement import published_column
 from diagnostics.published_curves import CURVES_FILE, load_curves, our_plateau
-from diagnostics.robustness import BASELINE, MARGIN, MIN_WORLDS, family_robustness, format_family_robustness
+from diagnostics.robustness import (BASELINE, MARGIN, MIN_WORLDS, family_robustness, format_family_robustness,
+                                   format_world_differences, robustness)
 from diagnostics.segments import block_report, segment_report
 from diagnostics.stats import leaderboard
 from online.registry import canonical_spec
@@ -60,8 +61,9 @@ def leaderboard_rosters(named: list[str] | None, allow_test: bool, worlds_dir=No
 def run_leaderboard(store: RunStore, out, rosters: list[str] | None = None, seeds: list[int] | None = None,
                     specs: list[str] | None = None, allow_test: bool = False, worlds_dir=None,
                     stress: str | list[str] | None = None, world_seeds: int = WORLD_SEEDS, **sweep_options) -> int:
-    """Run (or resume) every policy over the rosters, write out/leaderboard.md, out/leaderboard.html and a curve
-    plot per roster, and print the table and the paper's findings. With `stress` ("presets": the stress presets
+    """Run (or resume) every policy (`specs`, default ``default_policies``: the paper's and those beyond it) over
+    the rosters, write out/leaderboard.md, out/leaderboard.html and a curve plot per roster, and print the table,
+    the paper's findings and each policy beyond the paper's against CODuel, paired, per roster. With `stress` ("presets": the stress presets
     of ``tdmodels.stress_worlds``; or a list of worlds), also over those worlds, `STRESS_SEEDS` seeds each unless
     `seeds` (`BLOCK_SEEDS` where the population changes, for the per-block floors), in a section of their own with
     per-segment figures and the robustness rule (``diagnostics.robustness``), read for the policies beyond the
@@ -71,9 +73,9 @@ def run_leaderboard(store: RunStore, out, rosters: list[str] | None = None, seed
     rosters = leaderboard_rosters(rosters, allow_test, worlds_dir)
     published_curves = imported_curves(worlds_dir)
     stress = stress_worlds(stress, allow_test, worlds_dir)
-    specs = [canonical_spec(s) for s in (specs or leaderboard_policies().values())]
+    specs = list(dict.fromkeys(canonical_spec(s) for s in (specs or default_policies())))
     paper = {canonical_spec(s) for s in leaderboard_policies().values()}
-    judged = [s for s in specs if s not in paper]
+    judged = [s for s in specs if s not in paper and not display_name(s).endswith(UNTUNED_MARK)]
     families = {name: fresh_worlds(name, world_seeds, worlds_dir) for name in stress} if judged else {}
     out = Path(out)
     check_output_path(out / "leaderboard.md")
@@ -118,10 +120,10 @@ def run_leaderboard(store: RunStore, out, rosters: list[str] | None = None, seed
                                                               else 32))))
         if rows:
             lines_by_roster[roster] = leaderboard(rows, worlds[roster])
-    stress_md = []
+    stress_md = beyond_paper_section({r: rows_by_world[r] for r in lines_by_roster if r in rows_by_world}, judged)
     if stress:
         stress_lines, fresh_rows, family_of = run_stress(run_world, stress, families, seeds, judged, worlds_dir)
-        stress_md = stress_section(stress_lines, {w: rows_by_world[w] for w in stress_lines}, worlds,
+        stress_md += stress_section(stress_lines, {w: rows_by_world[w] for w in stress_lines}, worlds,
                                    {w: rows_by_world[w] for w in lines_by_roster
                                     if not int(worlds[w].attrs["held_out"])}, fresh_rows, family_of, judged)
     write_reports(out, lines_by_roster, stress_md, codes, figures, curves, plateaus, published_curves,
@@ -314,7 +316,22 @@ def stress_section(lines_by_world: dict, rows_by_world: dict, worlds: dict, rost
     if not judged:
         return md + ["No policy beyond the paper's was run (`--policies`), so none is judged."]
     verdicts = family_robustness({**roster_rows, **(fresh_rows or {})}, family_of or {}, judged, BASELINE)
-    return md + [format_family_robustness(verdicts, BASELINE)]
+    return md + [format_family_robustness({display_name(k): v for k, v in verdicts.items()}, BASELINE)]
+
+
+def beyond_paper_section(rows_by_roster: dict, judged) -> list[str]:
+    """Markdown lines: each policy beyond the paper's (`judged`) against CODuel on every roster run, held-out ones
+    included (evaluation only), paired over their common seeds; nothing where none was run."""
+    if not judged or not rows_by_roster:
+        return []
+    by_world = robustness(rows_by_roster, BASELINE)
+    verdicts = {display_name(spec): by_world.get(spec, []) for spec in judged if spec not in (BASELINE, "random")}
+    if not verdicts:
+        return []
+    return ["", "## Beyond the paper, against CODuel", "",
+            f"Each policy beyond the paper's, its score minus CODuel's on the same seeds: the mean and its paired 95% "
+            f"t interval. Where a lower end is at or below {MARGIN:g} on a roster that is not held out, the policy "
+            f"fails the robustness rule.", "", format_world_differences(verdicts, BASELINE)]
 
 
 def time_summary(wall: float, computed: int, stored: int, failed: int, spent: dict, where: str) -> str:

@@ -109,8 +109,9 @@ def add_parsers(sub) -> None:
                                           "scores beside ours, learning curves and an HTML page")
     p.add_argument("--rosters", help="comma-separated rosters (default: dev and, with --allow-test, the four held-out)")
     p.add_argument("--seeds", help="seed range for every roster (default: the paper's counts, 32 or 64)")
-    p.add_argument("--policies", help="comma-separated specs (default: CODuel, no-transfer and the seven competitors, "
-                                      "random)")
+    p.add_argument("--policies", help="comma-separated specs (default: CODuel, no-transfer and the seven competitors "
+                                      "at their settings chosen on dev, random, and coduel-change-point, the one "
+                                      "policy beyond the paper's, marked as such)")
     p.add_argument("--out", default="leaderboard", type=folder_arg,
                    help="folder for leaderboard.md, leaderboard.html and the curves")
     p.add_argument("--stress", nargs="?", const="presets", metavar="WORLDS",
