@@ -10,6 +10,7 @@ import base64
 import functools
 import html
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -331,7 +332,7 @@ def write_page(path: str | Path, table: str, findings_lines: list[str], figures:
             f"{table_html(table)}"
             "<h2>Findings of the paper on this simulator</h2>"
             f"<ul>{''.join(f'<li>{html.escape(x)}</li>' for x in findings_lines)}</ul>"
-            f"{markdown_html(extra_md or [])}"
+            f"{markdown_html(extra_md or [], Path(path).parent)}"
             "<h2>Learning curves</h2><p class='muted'>Excess regret per user, centred 25-arrival moving mean with its 95% "
             "band over seeds. Choose a roster and the policies to show.</p><div class='tabs' id='tabs'></div>"
             "<div class='pols' id='pols'></div><div id='plot'></div>"
@@ -361,9 +362,19 @@ def table_html(table: str, marks_best: bool = True) -> str:
     return f"<table class='lb'><thead><tr>{thead}</tr></thead><tbody>{rows}</tbody></table>"
 
 
-def markdown_html(lines: list[str]) -> str:
-    """The few markdown forms the leaderboard writes (## and ### headings, tables, paragraphs) as HTML; a table
-    is sortable, with no best cell marked."""
+def _image(line: str, folder) -> str | None:
+    """An ``<img>`` with the PNG a markdown image line names in `folder` embedded; None for any other line (or
+    a name that is not a plain PNG file there)."""
+    m = re.fullmatch(r"!\[([^\]]*)\]\(([\w.-]+\.png)\)", line.strip())
+    if m is None or folder is None or not (Path(folder) / m.group(2)).is_file():
+        return None
+    data = base64.b64encode((Path(folder) / m.group(2)).read_bytes()).decode()
+    return f"<img alt='{html.escape(m.group(1))}' src='data:image/png;base64,{data}' style='max-width:100%'/>"
+
+
+def markdown_html(lines: list[str], folder: str | Path | None = None) -> str:
+    """The few markdown forms the leaderboard writes (## and ### headings, tables, paragraphs, and images
+    ``![alt](NAME.png)`` of a PNG in `folder`, embedded) as HTML; a table is sortable, with no best cell marked."""
     out, block = [], []
 
     def flush():
@@ -379,6 +390,8 @@ def markdown_html(lines: list[str]) -> str:
             out.append(f"<h3>{html.escape(ln[4:])}</h3>")
         elif ln.startswith("## "):
             out.append(f"<h2>{html.escape(ln[3:])}</h2>")
+        elif (image := _image(ln, folder)) is not None:
+            out.append(image)
         elif ln.strip():
             out.append(f"<p>{html.escape(ln)}</p>")
     flush()

@@ -321,6 +321,11 @@ def test_the_leaderboard_stress_section_has_segments_and_the_robustness_rule(env
     assert "arrivals 2-5 at least -10 and arrivals 6 on at least -2" in stress
     rule = stress.split("### The robustness rule")[1]
     assert "No policy beyond the paper's was run" in rule
+    assert "## Beyond the paper" not in md
+    # recovery after a change: no-transfer's and CODuel's score by arrival within a block, on the segmented world only
+    assert "![tiny-drift: recovery after a change](recovery-tiny-drift.png)" in stress
+    assert (out_dir / "recovery-tiny-drift.png").stat().st_size > 0 and not (out_dir / "recovery-tiny-steady.png").exists()
+    assert "alt='tiny-drift: recovery after a change' src='data:image/png;base64," in (out_dir / "leaderboard.html").read_text()
     assert main(["leaderboard", "--rosters", "dev", "--seeds", "0-1", "--policies", "coduel,coduel-greedy",
                  "--stress", "tiny-drift", "--out", str(out_dir)]) == 0
     out = capsys.readouterr().out
@@ -332,6 +337,8 @@ def test_the_leaderboard_stress_section_has_segments_and_the_robustness_rule(env
     assert "| coduel[lookahead=false] | dev (1) |" in rule and "over 2 pairs" in rule
     assert "| coduel[lookahead=false] | tiny-drift (4) |" in rule and "over 8 pairs" in rule    # four worlds pooled
     assert "tiny-drift-seed13" in rule and "- coduel[lookahead=false]:" in rule
+    beyond = (out_dir / "leaderboard.md").read_text().split("## Beyond the paper, against CODuel")[1].split("##")[0]
+    assert "| coduel[lookahead=false] | dev | " in beyond and " | 2 | " in beyond         # paired over seeds 0-1
     page = (out_dir / "leaderboard.html").read_text()
     assert "<h2>Stress worlds</h2>" in page and "<h3>The robustness rule</h3>" in page
     capsys.readouterr()

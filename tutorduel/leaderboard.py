@@ -9,11 +9,13 @@ from pathlib import Path
 import numpy as np
 
 from diagnostics.leaderboard_report import (PUBLISHED_ROSTERS, SEEDS, default_policies, display_name, fidelity_table,
-                                            findings, leaderboard_policies, published, write_page, UNTUNED_MARK)
+                                            findings, leaderboard_policies, published, write_page, BEYOND_MARK,
+                                            UNTUNED_MARK)
 from diagnostics.references import fixed_pair_scores, hindsight_pair
 from diagnostics.learning_curves import learning_curve, per_user_excess, plot_learning_curves
 from diagnostics.paper_agreement import published_column
 from diagnostics.published_curves import CURVES_FILE, load_curves, our_plateau
+from diagnostics.recovery_curves import SHOWN as RECOVERY_SHOWN, blocks_after_a_change, plot_recovery, recovery_curve
 from diagnostics.robustness import (BASELINE, MARGIN, MIN_WORLDS, family_robustness, format_family_robustness,
                                    format_world_differences, robustness)
 from diagnostics.segments import block_report, segment_report
@@ -125,7 +127,7 @@ def run_leaderboard(store: RunStore, out, rosters: list[str] | None = None, seed
         stress_lines, fresh_rows, family_of = run_stress(run_world, stress, families, seeds, judged, worlds_dir)
         stress_md += stress_section(stress_lines, {w: rows_by_world[w] for w in stress_lines}, worlds,
                                    {w: rows_by_world[w] for w in lines_by_roster
-                                    if not int(worlds[w].attrs["held_out"])}, fresh_rows, family_of, judged)
+                                    if not int(worlds[w].attrs["held_out"])}, fresh_rows, family_of, judged, out)
     write_reports(out, lines_by_roster, stress_md, codes, figures, curves, plateaus, published_curves,
                   tuning_lines(worlds, specs) + dev_pair_lines(worlds, rows_by_world, list(lines_by_roster)))
     print(time_summary(time.perf_counter() - started, tally["computed"], tally["stored"], tally["failed"],
@@ -290,12 +292,13 @@ def write_reports(out: Path, lines_by_roster: dict, stress_md: list[str], codes:
 
 
 def stress_section(lines_by_world: dict, rows_by_world: dict, worlds: dict, roster_rows: dict,
-                   fresh_rows: dict | None = None, family_of: dict | None = None, judged=()) -> list[str]:
+                   fresh_rows: dict | None = None, family_of: dict | None = None, judged=(), out=None) -> list[str]:
     """The leaderboard's stress section as markdown lines: the stress worlds' table, each segmented world's
     per-segment table against no-transfer and its per-block tables against no-transfer and CODuel
     (``diagnostics.segments.block_report``), and the robustness rule against CODuel for the `judged` policies,
     over each stress world's fresh worlds (`fresh_rows`, {world: rows}, `family_of` naming each one's stress
-    world) pooled, and over each roster in `roster_rows` (the non-held-out ones run)."""
+    world) pooled, and over each roster in `roster_rows` (the non-held-out ones run). With `out` (a folder), each
+    segmented world's recovery figure (``diagnostics.recovery_curves``) is written there and shown."""
     if not lines_by_world:
         return []
     md = ["", "## Stress worlds", "", "Generated worlds nobody tuned a policy on (`tutorduel worlds stress`); score, "
@@ -308,6 +311,8 @@ def stress_section(lines_by_world: dict, rows_by_world: dict, worlds: dict, rost
                 blocks = block_report(rows, worlds[name], base)
                 if blocks:
                     md += ["", f"Per block, against {base}:", "", blocks]
+            if out is not None:
+                md += recovery_figure(rows, worlds[name], name, Path(out))
     md += ["", "### The robustness rule", "", f"A policy beyond the paper's is a default only if the paired 95% "
            f"interval of its score minus CODuel's has its lower end above {MARGIN:g} on every roster that is not held "
            f"out, and over the fresh worlds of each stress world's knobs (at least {MIN_WORLDS}, generator seeds the "
@@ -317,6 +322,22 @@ def stress_section(lines_by_world: dict, rows_by_world: dict, worlds: dict, rost
         return md + ["No policy beyond the paper's was run (`--policies`), so none is judged."]
     verdicts = family_robustness({**roster_rows, **(fresh_rows or {})}, family_of or {}, judged, BASELINE)
     return md + [format_family_robustness({display_name(k): v for k, v in verdicts.items()}, BASELINE)]
+
+
+def recovery_figure(rows: list[dict], world, name: str, out: Path) -> list[str]:
+    """Markdown lines with the recovery figure of no-transfer, CODuel and the change point on one segmented world
+    (out/recovery-NAME.png), those of them that ran; nothing where none of them did."""
+    by: dict[str, list[dict]] = {}
+    for r in rows:
+        by.setdefault(display_name(r["policy"]).removesuffix(BEYOND_MARK), []).append(r)
+    curves = {n: c for n in RECOVERY_SHOWN if (c := recovery_curve(by.get(n, []), world)) is not None}
+    if not curves:
+        return []
+    path = out / f"recovery-{world_name(name)}.png"
+    plot_recovery(curves, f"{name}: recovery after a change", path)
+    c = next(iter(curves.values()))
+    return ["", f"{name}: the score at each arrival of a block, over {blocks_after_a_change(c.blocks)} taken "
+                f"together, mean over seeds with its 95% band:", "", f"![{name}: recovery after a change]({path.name})"]
 
 
 def beyond_paper_section(rows_by_roster: dict, judged) -> list[str]:

@@ -82,3 +82,26 @@ def test_the_leaderboard_names_its_tuned_spec_after_the_paper_and_the_untuned_on
         if canonical_spec(spec) != canonical_spec(UNTUNED[name]):
             assert name not in PAPER_SETTINGS and display_name(UNTUNED[name]) == f"{name} (untuned)"
     assert leaderboard_policies()["coduel"] == "coduel" and leaderboard_policies()["no-transfer"] == "no-transfer"
+
+
+def test_the_change_point_runs_by_default_after_the_papers_rows_and_is_marked_beyond_the_paper():
+    from diagnostics.leaderboard_report import default_policies, display_name, fidelity_table, leaderboard_policies
+
+    assert default_policies() == [*leaderboard_policies().values(), "coduel-change-point"]
+    for spelling in ("coduel-change-point", "coduel[change_weight_max=0.25,change_hazard=0.05]"):
+        assert display_name(spelling) == "coduel-change-point (beyond the paper)"
+    table = fidelity_table({"dev": [{"name": "coduel-change-point", "kind": "policy", "score": (52.0, 0.3), "n": 32}]})
+    assert "| coduel-change-point (beyond the paper) | 52.0 ± 0.3 [32] |" in table          # no published score
+    out = findings({"dev": _lines(**{"coduel": 50.0, "coduel-change-point": 51.0})})
+    assert "dev: policies beyond the paper's, against CODuel: coduel-change-point (beyond the paper) 51.0 (+1.0)" in out
+
+
+def test_the_page_embeds_a_png_the_markdown_names_in_its_folder_and_nothing_else(tmp_path):
+    from diagnostics.leaderboard_report import markdown_html
+
+    (tmp_path / "r.png").write_bytes(b"\x89PNG\r\n\x1a\nxx")
+    (tmp_path / "sub").mkdir()
+    html = markdown_html(["![a figure](r.png)", "![gone](missing.png)", "![up](../r.png)", "![dir](sub)"], tmp_path)
+    assert html.count("<img") == 1 and "alt='a figure' src='data:image/png;base64," in html
+    assert "<p>![gone](missing.png)</p>" in html and "<p>![up](../r.png)</p>" in html
+    assert "<img" not in markdown_html(["![a figure](r.png)"])                       # no folder: text
