@@ -4,10 +4,11 @@ population changes (``diagnostics.segments``), the blocks after every switch tak
 For one run (seed), the score at position k of a block is the benchmark score (``online.scoring``) over the
 k-th arrival of every block that starts at a switch (the first block, which follows no change, is left out);
 the curve is its mean over seeds with a 95% t band. Positions run to the shortest of those blocks, at most
-`MAX_SPAN`.
+`MAX_SPAN`. The figure shows no-transfer, CODuel and the change point (`SHOWN`), those of them that ran.
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
@@ -81,9 +82,27 @@ def plot_recovery(curves: dict[str, RecoveryCurve], title: str, path) -> None:
     atomic_save(path, lambda tmp: fig.savefig(tmp, dpi=100, bbox_inches="tight", format="png"))
 
 
+def write_recovery_figure(rows: list[dict], world, name: str, folder) -> tuple[Path, int] | None:
+    """folder/recovery-NAME.png: the recovery curves of the `SHOWN` policies among `rows` (stored rows of one world,
+    one truncation) on a segmented world; returns (its path, the blocks after a change), or None where the world
+    has no change in the runs or none of those policies ran."""
+    from diagnostics.leaderboard_report import BEYOND_MARK, display_name
+    from tdmodels.rosters import world_name
+
+    by: dict[str, list[dict]] = {}
+    for r in rows:
+        by.setdefault(display_name(r["policy"]).removesuffix(BEYOND_MARK), []).append(r)
+    curves = {n: c for n in SHOWN if (c := recovery_curve(by.get(n, []), world)) is not None}
+    if not curves:
+        return None
+    path = Path(folder) / f"recovery-{world_name(name)}.png"
+    plot_recovery(curves, f"{name}: recovery after a change", path)
+    return path, next(iter(curves.values())).blocks
+
+
 def blocks_after_a_change(n: int) -> str:
     """"the block after the change" or "the N blocks after a change", for a figure's words."""
     return "the block after the change" if n == 1 else f"the {n} blocks after a change"
 
 
-__all__ = ["blocks_after_a_change", "MAX_SPAN", "SHOWN", "RecoveryCurve", "block_positions", "recovery_curve", "plot_recovery"]
+__all__ = ["blocks_after_a_change", "MAX_SPAN", "SHOWN", "RecoveryCurve", "block_positions", "recovery_curve", "plot_recovery", "write_recovery_figure"]

@@ -15,7 +15,7 @@ from diagnostics.references import fixed_pair_scores, hindsight_pair
 from diagnostics.learning_curves import learning_curve, per_user_excess, plot_learning_curves
 from diagnostics.paper_agreement import published_column
 from diagnostics.published_curves import CURVES_FILE, load_curves, our_plateau
-from diagnostics.recovery_curves import SHOWN as RECOVERY_SHOWN, blocks_after_a_change, plot_recovery, recovery_curve
+from diagnostics.recovery_curves import blocks_after_a_change, write_recovery_figure
 from diagnostics.robustness import (BASELINE, MARGIN, MIN_WORLDS, family_robustness, format_family_robustness,
                                    format_world_differences, robustness)
 from diagnostics.segments import block_report, segment_report
@@ -325,18 +325,13 @@ def stress_section(lines_by_world: dict, rows_by_world: dict, worlds: dict, rost
 
 
 def recovery_figure(rows: list[dict], world, name: str, out: Path) -> list[str]:
-    """Markdown lines with the recovery figure of no-transfer, CODuel and the change point on one segmented world
-    (out/recovery-NAME.png), those of them that ran; nothing where none of them did."""
-    by: dict[str, list[dict]] = {}
-    for r in rows:
-        by.setdefault(display_name(r["policy"]).removesuffix(BEYOND_MARK), []).append(r)
-    curves = {n: c for n in RECOVERY_SHOWN if (c := recovery_curve(by.get(n, []), world)) is not None}
-    if not curves:
+    """Markdown lines with the recovery figure of one segmented world (``write_recovery_figure``); nothing where
+    none of its policies ran."""
+    written = write_recovery_figure(rows, world, name, out)
+    if written is None:
         return []
-    path = out / f"recovery-{world_name(name)}.png"
-    plot_recovery(curves, f"{name}: recovery after a change", path)
-    c = next(iter(curves.values()))
-    return ["", f"{name}: the score at each arrival of a block, over {blocks_after_a_change(c.blocks)} taken "
+    path, blocks = written
+    return ["", f"{name}: the score at each arrival of a block, over {blocks_after_a_change(blocks)} taken "
                 f"together, mean over seeds with its 95% band:", "", f"![{name}: recovery after a change]({path.name})"]
 
 

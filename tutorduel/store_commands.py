@@ -10,6 +10,7 @@ import numpy as np
 
 from diagnostics.learning_curves import final_quarter_table, learning_curve, plot_learning_curves
 from diagnostics.profile_breakdown import MAX_PROFILES, format_profile_table, profile_count, profile_table
+from diagnostics.recovery_curves import write_recovery_figure
 from diagnostics.segments import block_report, segment_report
 from diagnostics.stats import format_table, leaderboard, paired_gain, t_interval
 from online.registry import canonical_spec, policy_spec
@@ -170,6 +171,9 @@ def print_world_tables(store, world_arg, allow_test, worlds_dir, against=None, a
         path = check_output_path(Path(curves) / f"curves-{name}.png")
         plot_learning_curves({k: learning_curve(v) for k, v in by.items()}, f"{name}: excess regret per user", path)
         print(f"\nlearning curves: {path}")
+        recovery = write_recovery_figure(rows, world, name, path.parent)
+        if recovery is not None:
+            print(f"recovery after a change: {recovery[0]}")
     failed = store.failures(world_digest(world))
     if failed:
         print(f"\n{len(failed)} failed cell(s) recorded for {name}:")

@@ -59,6 +59,11 @@ def test_stats_prints_segments_for_a_world_that_has_them_only(env_dirs, capsys):
     assert "per block, against coduel:" in out and "no-transfer minus coduel, paired over 2 seed(s)" in out
     assert main(["stats", "--world", "steady"]) == 0
     assert "per segment" not in capsys.readouterr().out
+    figures = env_dirs / "figs"
+    assert main(["stats", "--world", "drifting,steady", "--curves", str(figures)]) == 0
+    assert f"recovery after a change: {figures / 'recovery-drifting.png'}" in capsys.readouterr().out
+    assert sorted(p.name for p in figures.iterdir()) == ["curves-drifting.png", "curves-steady.png",
+                                                         "recovery-drifting.png"]
     assert arrival_segments(build_stress_world(StressKnobs(arrivals=5), 0, "s"), 5).tolist() == [0] * 5
 
 
