@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tdmodels.errors import check_flag
+
 from diagnostics.paper_agreement import (SHARING, format_gap_agreement, format_plateaus, gap_agreement, plateau_agreement,
                                          published_column)
 from diagnostics.page_links import GENERATOR_META, nav
@@ -344,6 +346,7 @@ def write_page(path: str | Path, table: str, findings_lines: list[str], figures:
 def table_html(table: str, marks_best: bool = True) -> str:
     """A markdown table as a sortable HTML table (reference rows, in italics, kept last; with `marks_best`
     the best policy of each column in bold)."""
+    marks_best = check_flag("marks_best", marks_best)
     lines = [ln for ln in table.splitlines() if ln.startswith("|") and not ln.startswith("|---")]
     head = [c.strip() for c in lines[0].strip("|").split("|")] if lines else []
     body = [[c.strip() for c in ln.strip("|").split("|")] for ln in lines[1:]]

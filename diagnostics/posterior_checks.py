@@ -91,11 +91,18 @@ def sample_mixture(rng: np.random.Generator, weights, means, covs, n: int) -> np
 
 
 def psis_khat(log_ratios: np.ndarray) -> float:
-    """Pareto k-hat of importance log ratios [S] (ArviZ's PSIS; the ratios as they are)."""
+    """Pareto k-hat of importance log ratios [S] (ArviZ's PSIS; the ratios as they are). A ratio of -inf (a
+    draw the target gives no mass) is a weight of zero; NaN or +inf is an InputError, never a k-hat."""
     lr = np.asarray(log_ratios)
     if lr.dtype.kind not in "iuf" or lr.ndim != 1 or lr.size < 5:
         raise InputError(f"psis_khat: log ratios must be a 1-D array of at least 5 numbers, got "
                          f"{lr.dtype} {lr.shape}")
+    lr = lr.astype(float)
+    bad = np.isnan(lr) | (lr == np.inf)
+    if bad.any() or not np.isfinite(lr).any():
+        where = np.flatnonzero(bad)
+        raise InputError(f"psis_khat: {int(bad.sum())} of {lr.size} log ratios are NaN or +inf (first at index "
+                         f"{int(where[0])})" if bad.any() else f"psis_khat: all {lr.size} log ratios are -inf")
     _, khat = az.psislw(lr.astype(float))
     return float(khat)
 
@@ -119,6 +126,21 @@ def _checked_mixture(weights, means, covs, d: int):
     used = w != 0                        # negative weights stay in: the sum check names them
     validate_prior(MixturePrior(w[used], m[used], S[used]), d)
     return w, m, S
+
+
+def _target_at(log_target: Callable[[np.ndarray], np.ndarray], q: np.ndarray) -> np.ndarray:
+    """log_target(q) [n], or InputError where it is not n numbers, none NaN or +inf (-inf: no mass there)."""
+    try:
+        out = np.asarray(log_target(q), dtype=float)
+    except (TypeError, ValueError):
+        raise InputError("log_target: its value is not an array of numbers") from None
+    if out.shape != (len(q),):
+        raise InputError(f"log_target: returned shape {out.shape} for {len(q)} draws; need [{len(q)}]")
+    bad = np.isnan(out) | (out == np.inf)
+    if bad.any():
+        raise InputError(f"log_target: NaN or +inf at {int(bad.sum())} of {len(q)} draws of the mixture (first: "
+                         f"{np.array2string(q[np.flatnonzero(bad)[0]], precision=3)})")
+    return out
 
 
 def check_posterior(reference: np.ndarray, weights, means, covs, log_target: Callable[[np.ndarray], np.ndarray],
@@ -152,10 +174,10 @@ def check_posterior(reference: np.ndarray, weights, means, covs, log_target: Cal
     q = sample_mixture(rng, weights, means, covs, max(n_proposal, half))
     w1 = np.array([wasserstein_distance(q[:half, i], b[:, i]) for i in range(ref.shape[1])]) / sd_p
     floor = np.array([wasserstein_distance(a[:, i], b[:, i]) for i in range(ref.shape[1])]) / sd_p
-    khats = [psis_khat(log_target(q) - mixture_logpdf(q, weights, means, covs))]
+    khats = [psis_khat(_target_at(log_target, q) - mixture_logpdf(q, weights, means, covs))]
     for _ in range(khat_replicates - 1):
         q = sample_mixture(rng, weights, means, covs, n_proposal)
-        khats.append(psis_khat(log_target(q) - mixture_logpdf(q, weights, means, covs)))
+        khats.append(psis_khat(_target_at(log_target, q) - mixture_logpdf(q, weights, means, covs)))
     khats = np.array(khats)
     return PosteriorCheck((mean_q - ref.mean(0)) / sd_p, sd_q / sd_p, w1, floor, float(khats.mean()), khats)
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from diagnostics.table_cell import cell
+
 from diagnostics.segments import masked_score
 from diagnostics.stats import mean_se, t_interval
 from online.schedule import make_schedule
@@ -91,11 +93,11 @@ def format_profile_table(lines: list[dict]) -> str:
         return f"{m:+.1f}" + (f" [{m - h:+.1f}, {m + h:+.1f}]" if np.isfinite(h) else "")
 
     out = ["| policy | profile | seeds | arrivals a run | score |", "|---|---|---|---|---|"]
-    out += [f"| {ln['name']} | {ln['profile']} | {ln['n']} | {ln['arrivals']:.1f} | {pm(*ln['score'])} |"
+    out += [f"| {cell(ln['name'])} | {cell(ln['profile'])} | {ln['n']} | {ln['arrivals']:.1f} | {pm(*ln['score'])} |"
             for ln in lines]
     paired = [ln for ln in lines if "against" in ln]
     if paired:
         out += ["", f"paired against {paired[0]['against']} (95% intervals, common seeds):", "",
                 "| policy | profile | seeds | difference |", "|---|---|---|---|"]
-        out += [f"| {ln['name']} | {ln['profile']} | {ln['n_common']} | {diff(*ln['diff'])} |" for ln in paired]
+        out += [f"| {cell(ln['name'])} | {cell(ln['profile'])} | {ln['n_common']} | {diff(*ln['diff'])} |" for ln in paired]
     return "\n".join(out)

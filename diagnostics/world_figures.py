@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections import Counter
 
 import numpy as np
+
+from diagnostics.table_cell import cell
 import xarray as xr
 
 from online.schedule import make_schedule
@@ -56,10 +58,10 @@ def world_figures(world: xr.Dataset, seed: int = 0, arrivals: int | None = None)
 def format_side_by_side(a: dict, b: dict | None, name_a: str, name_b: str = "sample") -> str:
     """Markdown table of two `world_figures` dicts side by side (`b` may be None: shown as -)."""
     keys = [k for k in a if k != "best persona share"]
-    lines = [f"| figure | {name_a} | {name_b} |", "|---|---|---|"]
+    lines = [f"| figure | {cell(name_a)} | {cell(name_b)} |", "|---|---|---|"]
     fmt = lambda v: "-" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
     for k in keys:
         lines.append(f"| {k} | {fmt(a[k])} | {fmt(b.get(k) if b else None)} |")
     for p, v in a["best persona share"].items():
-        lines.append(f"| best persona: {p} | {v:.3f} | {fmt(b['best persona share'].get(p) if b else None)} |")
+        lines.append(f"| best persona: {cell(p)} | {v:.3f} | {fmt(b['best persona share'].get(p) if b else None)} |")
     return "\n".join(lines)

@@ -21,6 +21,7 @@ from inference.laplace import laplace_fit_batch
 from inference.nuts import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_WARMUP, check_sampler_settings, run_nuts
 from inference.unit_model import whiten_units, whitened_units
 from inference.user_reference import DEFAULT_PRUNE, ImportanceWarning, check_design, per_user_prior
+from tdmodels.errors import check_flag
 from tdmodels.priors import MixturePrior
 
 log = logging.getLogger(__name__)
@@ -35,6 +36,7 @@ def fit_users_joint(z, y, prior: MixturePrior, seed: int = 0, chains: int = DEFA
     in sample_stats attrs; a miss warns (FitHealthWarning) or, with strict, raises.
     """
     z, y = check_design(z, y)
+    strict = check_flag("strict", strict)            # here, not after the sampling
     check_sampler_settings(seed, chains, warmup, draws)
     U, S, d = z.shape
     w, m, C = per_user_prior(prior, U, d)

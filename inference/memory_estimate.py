@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import math
 import os
+import numbers
 from typing import NamedTuple
 
-from tdmodels.errors import InputError
+from tdmodels.errors import InputError, check_flag
 
 FIXED_BYTES = 1_400_000_000
 GIB = 1 << 30
@@ -39,7 +40,16 @@ class MemoryEstimate(NamedTuple):
 def reference_memory(users: int, components: int, chains: int, draws: int, chunk: int, rounds: int = 24,
                      dim: int = 7, is_draws: int = 4000, validate: bool = False) -> MemoryEstimate:
     """The estimate for a reference of `users` users under priors of `components` components, `chunk` units at a
-    time (a user's units are never split, so a chunk holds up to max(chunk, components) units)."""
+    time (a user's units are never split, so a chunk holds up to max(chunk, components) units). Every count
+    must be a positive integer (InputError naming it): a zero or negative one had given a smaller, or
+    negative, estimate."""
+    for name, v in (("users", users), ("components", components), ("chains", chains), ("draws", draws),
+                    ("chunk", chunk), ("rounds", rounds), ("dim", dim), ("is_draws", is_draws)):
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
+            raise InputError(f"reference_memory: {name}={v!r} must be a positive integer")
+    validate = check_flag("reference_memory: validate", validate)
+    users, components, chains, draws, chunk, rounds, dim, is_draws = (
+        int(v) for v in (users, components, chains, draws, chunk, rounds, dim, is_draws))
     units = max(chunk, components)
     per_call = max(os.cpu_count() or 1, chains) * 64     # lanes run 64 to a device, one device a core (configure_jax)
     lanes = -(-units * chains // per_call) * per_call

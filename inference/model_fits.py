@@ -158,6 +158,7 @@ def fit_recalibration(first, second, rater, y, prior: MixturePrior, seed: int = 
                       warmup: int = DEFAULT_WARMUP, draws: int = DEFAULT_DRAWS, ridge: float = RIDGE,
                       strict: bool = False) -> az.InferenceData:
     """NUTS on the recalibration model; first, second [U, S] ints, rater [U, S, K], y [U, S]."""
+    strict = check_flag("strict", strict)            # here, not after the sampling
     rater = np.asarray(rater, dtype=float)
     U, S, K = rater.shape
     if not np.all(np.isfinite(rater)):

@@ -47,7 +47,7 @@ from inference.unit_model import WhitenedUnits, whiten_units
 from inference.unit_nuts import (RETRY_TREE_DEPTH, UnitHealth, lane_keys, overall_health, replace_units,
                                  sample_units, unit_health)
 from tdmodels.priors import MixturePrior, validate_prior
-from tdmodels.errors import InputError
+from tdmodels.errors import InputError, check_flag
 from tdmodels.run_inputs import checked_count
 
 DEFAULT_PRUNE = 1e-3
@@ -228,6 +228,7 @@ def fit_users(z, y, prior: MixturePrior, seed: int = 0, chains: int = DEFAULT_CH
         ``observed_data.y``, ``constant_data`` (designs and prior); the run's health in sample_stats attrs.
     """
     z, y = check_design(z, y)
+    strict = check_flag("strict", strict)            # here, not after the sampling
     check_sampler_settings(seed, chains, warmup, draws)
     checked_count(chunk, "chunk (units sampled together)", 1, 1 << 20)
     if progress is not None and not callable(progress):

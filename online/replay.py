@@ -7,6 +7,8 @@ versions and settings that produced it; `replay_logged` also returns the click l
 """
 from __future__ import annotations
 
+import numbers
+
 import platform
 import time
 from importlib import metadata
@@ -200,10 +202,13 @@ def _ignore(kind, arrival, round_, info):
 
 def _pair_of(out, fn: str, spec: str, arrival: int, round_: int):
     """A learner function's (state or pair, info), or one PolicyOutputError naming what it returned."""
+    where = f"arrival {arrival}" + (f", round {round_}" if round_ >= 0 else "")
     if type(out) is tuple and len(out) == 2:
+        if fn == "select" and isinstance(out[0], (numbers.Integral, np.integer)):
+            raise PolicyOutputError(f"policy {spec!r} at {where}: select returned {repr(out)[:80]}, a bare pair; a "
+                                    f"learner's select returns (pair, info), e.g. (({out[0]}, {out[1]!r}), None)")
         return out
     first = "the pair" if fn == "select" else "k or None" if fn == "ask" else "the state"
-    where = f"arrival {arrival}" + (f", round {round_}" if round_ >= 0 else "")
     raise PolicyOutputError(f"policy {spec!r} at {where}: {fn} returned {repr(out)[:80]}, expected ({first}, info)")
 
 

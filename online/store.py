@@ -33,7 +33,7 @@ import re
 from pathlib import Path
 from typing import Iterator, NamedTuple
 
-from tdmodels.atomic_file import atomic_save, folder_problem
+from tdmodels.atomic_file import atomic_save, check_output_path, folder_problem
 from tdmodels.file_read import UnreadableFileError, read_regular, read_regular_text
 from tdmodels.errors import InputError
 
@@ -134,6 +134,11 @@ def _label_problem(row: dict) -> str | None:
     return None
 
 
+# a label printed into tables: a line break in one would forge a row of its own
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+MAX_LABEL = 4_096
+
+
 def row_problem(row) -> str | None:
     """What is wrong with a row against the schema, or None."""
     if not isinstance(row, dict):
@@ -149,6 +154,9 @@ def row_problem(row) -> str | None:
             return f"field {k!r} missing or not a {t.__name__}"
     if row.get("kind") != "policy":
         return f"field 'kind' is {row.get('kind')!r}, expected 'policy'"
+    for k in ("world", "policy", "target"):
+        if _CONTROL.search(row[k]) or len(row[k]) > MAX_LABEL:
+            return f"field {k!r} is not one line of at most {MAX_LABEL:,} visible characters"
     label = _label_problem(row)
     if label:
         return label
@@ -355,7 +363,8 @@ class RunStore:
                 continue
             if isinstance(rec, dict) and isinstance(rec.get("error"), str) and rec["error"].strip() \
                     and isinstance(rec.get("policy"), str) and isinstance(rec.get("seed"), int) \
-                    and not isinstance(rec.get("seed"), bool):
+                    and not isinstance(rec.get("seed"), bool) and not _CONTROL.search(rec["policy"]) \
+                    and not _CONTROL.search(str(rec.get("code", ""))):
                 out.append(rec)
         return out
 
@@ -372,7 +381,7 @@ class RunStore:
             names = json.loads(read_regular_text(self.root / digest / "world.json", RECORD_BYTES)).get("names", [])
         except (OSError, ValueError, AttributeError, RecursionError):
             return set()
-        return {n for n in names if isinstance(n, str)} if isinstance(names, list) else set()
+        return {n for n in names if isinstance(n, str) and not _CONTROL.search(n)} if isinstance(names, list) else set()
 
     def world_digests(self) -> list[str]:
         if not self.root.is_dir():
@@ -429,7 +438,7 @@ class RunStore:
     def export(self, path: str | os.PathLike, world_digest: str | None = None, rows: list[dict] | None = None) -> Path:
         """Flat table of the scalar fields of `rows` (default: every row that passes the schema check, of one
         world if given, not verified: see `rows`): .csv (stdlib) or .parquet (pandas + pyarrow)."""
-        path = Path(path)
+        path = check_output_path(path)         # the name as given: 'rows.csv/.' names a folder
         if path.suffix not in (".csv", ".parquet"):
             raise InputError(f"export to {path}: use a .csv or .parquet file name")
         records = [{c: (r["code"]["digest"] if c == "code" else r.get(c)) for c in EXPORT_COLUMNS}

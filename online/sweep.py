@@ -118,6 +118,9 @@ def trusted_row(world, cell: Cell, row: dict, log) -> dict:
     return row
 
 
+MAX_DASK_WORKERS = 1_024       # local Dask workers started for one command
+
+
 def _scheduler_problem(scheduler) -> str | None:
     """Why `scheduler` is not a Dask scheduler address as distributed reads one ([SCHEME://]HOST:PORT, with
     a scheme it has a backend for; tcp by default), or None."""
@@ -138,11 +141,20 @@ def _scheduler_problem(scheduler) -> str | None:
     return None
 
 
-def _check_executor(jobs, scheduler, dask_workers, cell_timeout, inline) -> None:
+def check_dask_options(scheduler, dask_workers) -> None:
+    """SweepError (an InputError) where `scheduler` is not a Dask scheduler address, `dask_workers` is not None
+    or a positive integer (0 workers had left a command waiting forever), or both are given."""
     if scheduler is not None and _scheduler_problem(scheduler):
         raise SweepError(f"Dask scheduler {scheduler!r}: {_scheduler_problem(scheduler)}, e.g. tcp://10.0.0.5:8786")
+    if dask_workers is not None and (isinstance(dask_workers, bool) or not isinstance(dask_workers, int)
+                                     or not 1 <= dask_workers <= MAX_DASK_WORKERS):
+        raise SweepError(f"dask_workers must be an integer in [1, {MAX_DASK_WORKERS:,}], got {dask_workers!r}")
     if scheduler and dask_workers:
         raise SweepError("give either a scheduler address to join or a number of Dask workers to start, not both")
+
+
+def _check_executor(jobs, scheduler, dask_workers, cell_timeout, inline) -> None:
+    check_dask_options(scheduler, dask_workers)
     for what, v in (("jobs", jobs), ("dask_workers", dask_workers)):
         if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
             raise SweepError(f"{what} must be a positive integer, got {v!r}")

@@ -57,13 +57,26 @@ def unwritable(folder: str | os.PathLike) -> str | None:
     return None
 
 
+def names_a_folder(raw: str | bytes) -> bool:
+    """Whether a path as written names a folder whatever is on disk: it is empty, ends in a slash, or its
+    last component is '.' or '..' (pathlib drops a trailing '.', so 'pages/p.html/.' would be 'pages/p.html')."""
+    text = os.fsdecode(raw)
+    seps = "/" + (os.sep if os.sep != "/" else "") + (os.altsep or "")
+    if not text or text.endswith(tuple(seps)):
+        return True
+    last = text
+    for sep in seps:
+        last = last.rsplit(sep, 1)[-1]
+    return last in (".", "..")
+
+
 def check_output_path(path: str | os.PathLike) -> Path:
     """Refuse (OutputPathError naming it) a path where writing would replace anything but a regular file, or
-    whose folder cannot exist (a regular file in its way), or a name written as a folder (ending in a
-    slash); return it as a Path."""
+    whose folder cannot exist (a regular file in its way), or a name written as a folder (`names_a_folder`);
+    return it as a Path."""
     raw = os.fspath(path)
-    if isinstance(raw, str) and raw.endswith(("/", os.sep)) or isinstance(raw, bytes) and raw.endswith(b"/"):
-        raise OutputPathError(f"{raw!s}: names a folder (it ends in a slash); give a file name")
+    if names_a_folder(raw):
+        raise OutputPathError(f"{raw!s}: names a folder (it ends in a slash, '.' or '..'); give a file name")
     path = Path(path)
     try:
         st = _stat(path)
@@ -85,6 +98,9 @@ def folder_problem(path: str | os.PathLike, writable: bool = False) -> str | Non
     """What keeps `path` from being used as a folder (None if it is one, or does not exist yet): a file, a
     device, a symlink loop, a regular file among its parents, no permission; with `writable`, also a folder
     where files cannot be created (read-only, no write permission)."""
+    from tdmodels.errors import check_flag
+
+    writable = check_flag("writable", writable)
     path = Path(path)
     try:
         st = _stat(path)

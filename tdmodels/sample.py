@@ -132,6 +132,7 @@ def load_sample(path: str | Path) -> xr.Dataset:
         attrs={"roster": "sample", "arrivals": len(arrivals), "topics_per_session": 4, "chains_per_topic": 2,
                "questions_per_chain": 3, "arrival_mode": "fixed", "held_out": 0, "rater_available": 0,
                "beta": beta, "bank_size": 16, "format_version": FORMAT_VERSION, "generator": "site-sample",
-               "description": "48 real arrivals of the reference's held-out-profile roster (judge data; no rater feature)",
+               "description": f"{len(arrivals)} real arrivals of the reference's held-out-profile roster (judge data; "
+                              "no rater feature)",
                "source": str(raw.get("source", "")), "cues": "\n".join(cues)},
     )

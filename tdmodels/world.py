@@ -122,6 +122,34 @@ def _attr_problem(value) -> str | None:
     return f"{type(value).__name__} {str(value)[:60]!r} cannot be written"
 
 
+# Control characters (line breaks and tabs too), DEL, C1 controls and the bidirectional overrides: a name or a
+# text of a world is printed into tables and sessions, where a line break would forge a row of its own.
+_NOT_ONE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+MULTILINE_ATTRS = ("cues",)      # the toolkit's own list of question cues, one per line
+
+
+def _check_one_line(ds, source):
+    """WorldFormatError naming the first string of the world (an attribute, a coordinate, a variable) that
+    holds a control character: names and texts are one line of visible text."""
+    for key, value in ds.attrs.items():
+        for x in (value if isinstance(value, (list, tuple, np.ndarray)) else [value]):
+            if isinstance(x, str):
+                found = _NOT_ONE_LINE.findall(x.replace("\n", "") if key in MULTILINE_ATTRS else x)
+                if found:
+                    _fail(source, f"attrs.{key}", f"holds the control character {found[0]!r}; a world's names and "
+                                                  f"texts are one line of visible text")
+    for name, var in ds.variables.items():
+        if var.dtype.kind not in "USO":
+            continue
+        flat = np.ravel(var.values)
+        for i, x in enumerate(flat):
+            text = x.decode("utf-8", "replace") if isinstance(x, bytes) else x
+            if isinstance(text, str) and _NOT_ONE_LINE.search(text):
+                where = f" at {var.dims[0]} {np.unravel_index(i, var.shape)[0]}" if var.ndim else ""
+                _fail(source, str(name), f"holds the control character {_NOT_ONE_LINE.search(text).group()!r}{where} "
+                                         f"({text[:40]!r}); a world's names and texts are one line of visible text")
+
+
 def _check_attrs(ds, source):
     for key, typ in REQUIRED_ATTRS.items():
         if key not in ds.attrs:
@@ -148,6 +176,7 @@ def _check_attrs(ds, source):
         if var.dtype.kind in "USO" and any((b"\x00" if isinstance(x, bytes) else "\x00") in x
                                            for x in np.ravel(var.values) if isinstance(x, (str, bytes))):
             _fail(source, str(name), "a string holds a NUL character, which a netCDF file cannot store")
+    _check_one_line(ds, source)
     beta = float(ds.attrs["beta"])
     if not (np.isfinite(beta) and beta > 0):
         _fail(source, "attrs.beta", f"{beta}; the click scale must be a finite positive number")

@@ -86,10 +86,13 @@ def test_fit_writes_inference_data_beside_the_row(env_dirs, capsys):
     assert idata.posterior.theta.shape == (2, 150, 6, 7) and idata.posterior.attrs["model"] == "users"
 
 
-@pytest.mark.parametrize("command", ["fit", pytest.param("validate", marks=pytest.mark.slow)])
-def test_what_a_click_log_records_is_checked_before_it_is_believed(env_dirs, capsys, command):
+@pytest.mark.parametrize("command,edit", [("fit", "edited"), ("fit", "stripped"),
+                                          pytest.param("validate", "edited", marks=pytest.mark.slow)])
+def test_what_a_click_log_records_is_checked_before_it_is_believed(env_dirs, capsys, command, edit):
     """A stored log whose pairs and clicks are the row's but whose recorded beliefs were edited (+3 on
-    every mean) is refused before any fit: fit and validate read the beliefs as the truth."""
+    every mean) is refused before any fit: fit and validate read the beliefs as the truth. So is one
+    stripped of every record (priors, recalibration, beliefs, predictions): fit took it as a log of a policy
+    that records nothing and fitted it under no-transfer's prior, exit 0."""
     from online.clicklog import load_click_log, save_click_log
     from online.replay import run_key
     from online.store import RunStore
@@ -104,13 +107,18 @@ def test_what_a_click_log_records_is_checked_before_it_is_believed(env_dirs, cap
         store.path(key).unlink()
         cell_click_log(open_world("dev"), 0, "coduel", store, 4)
     log = load_click_log(path)
-    save_click_log(log._replace(beliefs=log.beliefs._replace(means=log.beliefs.means + 3.0)), path)
+    if edit == "edited":
+        save_click_log(log._replace(beliefs=log.beliefs._replace(means=log.beliefs.means + 3.0)), path)
+    else:
+        save_click_log(log._replace(priors=None, recalibration=None, beliefs=None, predictions={}), path)
     capsys.readouterr()
     argv = ([command, *base, "--model", "users", "--chains", "2", "--warmup", "5", "--draws", "5"] if command == "fit"
             else [command, *base, "--users", "1", "--chains", "2", "--warmup", "5", "--draws", "5"])
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert "beliefs.means is not what the policy records on a replay" in err and "Traceback" not in err
+    want = ("beliefs.means is not what the policy records on a replay" if edit == "edited"
+            else "its click log lacks beliefs.covs, the replay's has")
+    assert want in err and "Traceback" not in err
     assert not list(path.parent.glob("*.users.nc")) and not list(path.parent.glob("*validation*"))
 
 

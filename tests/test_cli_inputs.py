@@ -291,3 +291,49 @@ def test_a_population_fit_refuses_a_bad_budget_of_rounds_from_python():
     for bad in (0, True, "3", 10**9):
         with pytest.raises(InputError, match="max_rounds"):
             fit_population(z, y, chains=2, warmup=5, draws=5, max_seconds=60.0, max_rounds=bad)
+
+
+def _subcommands(parser, path=()):
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            described = {c.dest: c.help for c in action._choices_actions}
+            for name, sub in action.choices.items():
+                yield path + (name,), described.get(name)
+                yield from _subcommands(sub, path + (name,))
+
+
+def test_every_command_and_action_the_help_lists_is_described():
+    """`worlds --help` listed nine actions and described six."""
+    from tutorduel.cli import build_parser
+
+    found = list(_subcommands(build_parser()))
+    assert len(found) > 20
+    bare = [" ".join(path) for path, text in found if not (text and text.strip())]
+    assert bare == []
+
+
+@pytest.mark.parametrize("argv", [["leaderboard", "--rosters", "dev,dev", "--seeds", "0"],
+                                  ["replay", "--world", "dev,dev", "--seeds", "0", "--policies", "random"],
+                                  ["stats", "--world", "dev,dev"], ["export", "{dir}/e.csv", "--world", "dev,dev"],
+                                  ["verify", "--world", "dev,dev"]])
+def test_a_world_named_twice_is_refused_before_any_work(env_dirs, capsys, argv):
+    """`leaderboard --rosters dev,dev,...` had run one sweep per repeat."""
+    assert main([a.replace("{dir}", str(env_dirs)) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert "'dev' is given twice" in err and "Traceback" not in err
+    assert not (env_dirs / "runs").exists()
+
+
+def test_run_leaderboard_from_python_refuses_a_repeated_roster_and_a_flag_that_is_not_a_bool(env_dirs):
+    from tdmodels.errors import InputError
+    from tutorduel.leaderboard import leaderboard_rosters
+
+    with pytest.raises(InputError, match="'dev' is given twice"):
+        leaderboard_rosters(["dev", "dev"], False)
+    with pytest.raises(InputError, match="allow_test='no'"):
+        leaderboard_rosters(["dev"], "no")
+    with pytest.raises(InputError, match="give a list of names"):
+        leaderboard_rosters("dev", False)
+    assert leaderboard_rosters(["dev"], False) == ["dev"]

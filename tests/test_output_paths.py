@@ -72,11 +72,21 @@ def test_a_writer_that_leaves_a_symlink_is_refused(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["victim.txt"]      # nothing left behind
 
 
-@pytest.mark.parametrize("name", ["e.csv/", "sub/e.csv/", "e.csv" + os.sep])
+@pytest.mark.parametrize("name", ["e.csv/", "sub/e.csv/", "e.csv" + os.sep, "e.csv/.", "sub/e.csv/..", "e.csv/./"])
 def test_a_name_ending_in_a_slash_is_a_folder_not_a_file(tmp_path, name):
-    with pytest.raises(OutputPathError, match="ends in a slash"):
+    """pathlib drops a last '.': 'p.html/.' had been written as the file p.html."""
+    with pytest.raises(OutputPathError, match="names a folder"):
         atomic_save(str(tmp_path) + "/" + name, lambda tmp: tmp.write_text("x"))
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("suffix", ["/.", "/.."])
+def test_a_page_named_as_a_folder_is_refused_before_anything_is_written(env_dirs, capsys, suffix):
+    out = str(env_dirs / "pages" / "p.html") + suffix
+    with pytest.raises(SystemExit) as exc:
+        main(["play", "--world", "dev", "--no-compare", "--sessions", "2", "--out", out])
+    assert exc.value.code == 2 and "names a folder" in capsys.readouterr().err
+    assert not (env_dirs / "pages").exists()
 
 
 def test_export_to_a_name_ending_in_a_slash_exits_2(env_dirs, capsys):

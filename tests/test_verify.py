@@ -191,6 +191,41 @@ def test_a_row_relabelled_as_another_policy_verifies_but_does_not_replay(env_dir
     assert main(["verify", "--replay", "--policies", "random", "--jobs", "2"]) == 0
 
 
+def test_export_names_a_rows_world_from_its_digest_not_its_label(env_dirs, capsys):
+    """A row labelled 'foo' was exported as world foo."""
+    import csv
+
+    st = _sweep()
+    _edit(_path(st, 0, "random"), lambda r: r.update(world="foo"))
+    for argv in (["export", str(env_dirs / "a.csv")], ["export", str(env_dirs / "b.csv"), "--world", "dev"]):
+        assert main(argv) == 0
+        with open(argv[1]) as f:
+            worlds = {r["world"] for r in csv.DictReader(f)}
+        assert worlds == {"dev"}
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:              # refused while the arguments are parsed
+        main(["export", str(env_dirs / "c.csv") + "/."])
+    assert exc.value.code == 2 and "names a folder" in capsys.readouterr().err and not (env_dirs / "c.csv").exists()
+
+
+def test_a_row_stored_under_a_non_canonical_name_is_one_policy_not_two(env_dirs, capsys):
+    """A row stored under no-transfer[prior_var=4.0] (the default written out) was a second policy in stats."""
+    st = _sweep()
+    row = json.loads(_path(st, 1, "no-transfer").read_text())
+    row.update(policy="no-transfer[prior_var=4.0]")
+    forged = st.put(row)
+    assert forged != _path(st, 1, "no-transfer") and forged.exists()
+    assert main(["stats", "--world", "dev", "--arrivals", "6"]) == 0
+    out, err = capsys.readouterr()
+    assert "prior_var" not in out and "| no-transfer | 2 |" in out
+    assert "1 row(s) stored under 'no-transfer[prior_var=4.0]', a non-canonical name of 'no-transfer'" in err
+    assert main(["verify"]) == 1
+    out = capsys.readouterr().out
+    assert f"run row {forged}: stored under 'no-transfer[prior_var=4.0]', a non-canonical name" in out
+    assert not forged.exists()
+    assert main(["verify"]) == 0
+
+
 def test_a_click_log_edited_where_the_world_decides_fails_verify_and_one_edited_where_the_policy_does_fails_replay(
         env_dirs, capsys):
     """The hostile CLI review's: phi_first scaled and question set to 0 passed verify and fit used them;

@@ -14,6 +14,29 @@ MAX_MINUTES = 7 * 24 * 60.0     # a time budget: one week
 REPLAY_TIMEOUT_S = 900.0        # verify --replay: a row's replay runs seconds; one past this is a policy that hangs
 
 
+MAX_NAMES = 1_000               # worlds or rosters in one comma-separated list
+
+
+def distinct_names(names, what: str) -> list[str]:
+    """`names` (a list of strings) as a list, or InputError naming the first empty one, the first given twice
+    or a list of more than MAX_NAMES: a repeated roster had run its sweep once per repeat."""
+    from tdmodels.errors import InputError
+
+    if isinstance(names, (str, bytes)) or not all(isinstance(n, str) for n in names):
+        raise InputError(f"{what}: give a list of names, got {names!r:.80}")
+    names = list(names)
+    if len(names) > MAX_NAMES:
+        raise InputError(f"{what}: {len(names):,} names; at most {MAX_NAMES:,}")
+    seen = set()
+    for n in names:
+        if not n.strip():
+            raise InputError(f"{what}: an empty name")
+        if n in seen:
+            raise InputError(f"{what}: {n!r:.80} is given twice")
+        seen.add(n)
+    return names
+
+
 def _range_text(lo, hi, lo_open) -> str:
     return f"{'(' if lo_open else '['}{lo:,}, {hi:,}]"
 

@@ -71,11 +71,11 @@ def _records_problem(world, row: dict, log: ClickLog) -> str | None:
     """What the policy recorded of itself in `log` (its priors, recalibration, beliefs, predictions) that a
     replay of the row's run on this code does not reproduce, or None. The pairs and clicks are checked
     against the row and world without running anything (``click_log_problem``); the records can only be
-    checked by running the policy again, and ``fit`` and ``validate`` read them as the truth."""
+    checked by running the policy again, and ``fit`` and ``validate`` read them as the truth. A log that
+    records nothing is checked too: what a policy records is the policy's, and a log stripped of its records
+    would be fitted under another prior."""
     from online.replay_check import replay_problem
 
-    if log.priors is None and log.beliefs is None and log.recalibration is None and not log.predictions:
-        return None
     answer = replay_problem(world, row, log)
     if answer is None:
         return None
@@ -164,8 +164,8 @@ def fit_cell(world, seed: int, spec: str, model: str, store: RunStore, prior: st
         raise InputError(f"--max-rounds {max_rounds!r}: must be an integer in [1, {MAX_FIT_ROUNDS:,}]")
     if max_rounds is not None and max_minutes == 0:
         raise InputError("--max-minutes 0 is one fixed run; it takes no --max-rounds")
-    path = Path(out) if out else store.fit_path(run_key(world, seed, spec, arrivals), model)
-    check_output_path(path)     # before the sampler runs, not after
+    path = check_output_path(out) if out else store.fit_path(run_key(world, seed, spec, arrivals), model)
+    check_output_path(path)     # before the sampler runs, not after (the name as given: 'f.nc/.' is a folder)
     log = cell_click_log(world, seed, spec, store, arrivals, warn=progress)
     check_users(users, log.n_users)
     sl = slice(None, users)

@@ -24,7 +24,7 @@ from online.registry import canonical_spec
 from online.store import RunStore
 from online.sweep import run_sweep
 from tdmodels.atomic_file import atomic_save, check_output_path
-from tdmodels.errors import InputError
+from tdmodels.errors import InputError, check_flag
 from tdmodels.rosters import open_world, world_file, world_name, worlds_dir as worlds_dir_path
 from tdmodels.sample_roster import resample_name, resample_of
 from tdmodels.simulator import ROSTERS
@@ -38,12 +38,16 @@ FRESH_WORLD_SEED = 10        # the first of their generator seeds (the change po
 REAL_SESSION_ROSTERS = tuple(resample_name(r) for r in (0, 1))
 REAL_SESSION_SEEDS = 16
 from tutorduel.store_commands import announce_compile, report_sweep_notes, shown_rows
+from tutorduel.arg_types import distinct_names
 
 
 def leaderboard_rosters(named: list[str] | None, allow_test: bool, worlds_dir=None) -> list[str]:
     """The rosters to run: the named ones (held-out ones need `allow_test`), else the published ones and, where
     the real sample is imported, the real-session rosters (``tdmodels.sample_roster``), held-out ones left out
-    with a note unless `allow_test`."""
+    with a note unless `allow_test`. A roster named twice is an InputError."""
+    allow_test = check_flag("allow_test", allow_test)
+    if named is not None:
+        named = distinct_names(named, "rosters")
     rosters = named or list(PUBLISHED_ROSTERS)
     if not named:
         if world_file("sample", worlds_dir).exists():

@@ -2,6 +2,7 @@
 (``diagnostics.play_page``, ``diagnostics.watch_page``)."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from diagnostics.play_page import play_data, play_in_terminal, write_play_page
@@ -18,7 +19,12 @@ def default_world(worlds_dir=None) -> str:
 
 
 def page_path(out: str) -> Path:
-    """The --out of a page command, checked before any work: a file name, not a folder."""
+    """The --out of a page command, checked before any work: a file name, not a folder (nor a name written
+    as one: 'p.html/.' had been written as p.html)."""
+    from tdmodels.atomic_file import names_a_folder
+
+    if isinstance(out, (str, bytes, os.PathLike)) and not isinstance(out, Path) and names_a_folder(os.fspath(out)):
+        raise InputError(f"--out {out}: names a folder (it ends in a slash, '.' or '..'); give the page's file name")
     path = Path(out)
     if path.is_dir():
         raise InputError(f"--out {out}: is a folder; give the page's file name, e.g. {path / 'page.html'}")

@@ -23,7 +23,8 @@ from tdmodels.errors import InputError, check_flag
 from tdmodels.rosters import is_path, open_world, world_file, world_name
 from tdmodels.world import WorldFormatError, world_digest
 from tutorduel.reference_cache import cached_reference_table
-from tutorduel.store_view import apply_verdicts, current_code, moved_aside, stored_rows, verified_rows
+from tutorduel.store_view import (non_canonical, apply_verdicts, current_code, moved_aside, stored_rows,
+                                  verified_rows)
 
 
 def announce_compile() -> None:
@@ -106,6 +107,7 @@ def print_family_robustness(store, world_args: list[str], allow_test, worlds_dir
     """Where several of the worlds named are stress worlds of one family (the same knobs), the robustness rule
     (``diagnostics.robustness.family_robustness``) against `against` (default CODuel) for every policy beyond the
     paper's stored on them: all their (world, seed) pairs pooled, each world's beside. Prints nothing otherwise."""
+    allow_test, any_code = check_flag("allow_test", allow_test), check_flag("any_code", any_code)
     from diagnostics.leaderboard_report import leaderboard_policies
     from diagnostics.robustness import BASELINE, family_robustness, format_family_robustness
 
@@ -138,6 +140,8 @@ def print_world_tables(store, world_arg, allow_test, worlds_dir, against=None, a
     name or spelling, so its rows are read (and any damaged one reported) once; `by_profile` adds the
     scores per student profile. `world`: the Dataset `world_arg` names, where the caller has it open (the
     sweep that just ran on it)."""
+    allow_test, any_code, by_profile = (check_flag(n, v) for n, v in (("allow_test", allow_test),
+                                                                      ("any_code", any_code), ("by_profile", by_profile)))
     if world is None:
         world = open_world(world_arg, allow_test=allow_test, directory=worlds_dir)
     _existing(store)
@@ -289,9 +293,11 @@ def worlds_to_check(store, world_arg, allow_test, worlds_dir) -> tuple[dict, lis
     """(digest -> world, the digests to read: None for all) from --world, else the worlds the store names."""
     if not world_arg:
         return store_worlds(store, worlds_dir), None
+    from tutorduel.arg_types import distinct_names
+
     worlds = {}
-    for w in world_arg.split(","):
-        ds = open_world(w.strip(), allow_test=allow_test, directory=worlds_dir)
+    for w in distinct_names([w.strip() for w in world_arg.split(",")], f"world list {world_arg[:80]!r}"):
+        ds = open_world(w, allow_test=allow_test, directory=worlds_dir)
         worlds[world_digest(ds)] = ds
     return worlds, list(worlds)
 
@@ -306,10 +312,17 @@ def _scan(store, digests) -> tuple[list[dict], list[str]]:
 
 def export_verified(store: RunStore, path, world_arg=None, allow_test=False, worlds_dir=None) -> int:
     """Write the scalar fields of the stored rows that verify (of the named worlds, or all) to .csv or .parquet;
-    rows of held-out worlds only with `allow_test`."""
+    rows of held-out worlds only with `allow_test`. Each row's world is named from its digest (the name given
+    in `world_arg`, else the world file it was found in), never from the row's own label."""
     allow_test = check_flag("allow_test", allow_test)
+    check_output_path(path)                       # before any row is verified
     _existing(store)
     worlds, digests = worlds_to_check(store, world_arg, allow_test, worlds_dir)
+    if world_arg:
+        names = {world_digest(open_world(w.strip(), allow_test=allow_test, directory=worlds_dir)): world_name(w.strip())
+                 for w in world_arg.split(",")}
+    else:
+        names = {d: Path(f).stem for d, f in worlds.items()}
     held = set() if allow_test else {d for d, w in worlds.items() if _held_out(w)}
     if held:
         print(f"note: rows of {len(held)} held-out world(s) left out (--allow-test to export them)", file=sys.stderr)
@@ -318,7 +331,7 @@ def export_verified(store: RunStore, path, world_arg=None, allow_test=False, wor
     rows, lines = verified_rows(store, rows, worlds)
     for line in problems + lines:
         print(f"warning: {line} (not exported)", file=sys.stderr)
-    p = store.export(path, rows=rows)
+    p = store.export(path, rows=[{**r, "world": names.get(r["world_digest"], r["world_digest"])} for r in rows])
     print(f"wrote {p} ({len(rows)} verified rows)")
     return 0
 
@@ -363,6 +376,12 @@ def verify_store(store: RunStore, world_arg=None, policies=None, allow_test=Fals
     verdicts = audit_in_fresh_process(store.root, worlds, paths)
     logs = sum(1 for _, verdict, _ in verdicts if verdict == BAD_LOG)
     good, lines = apply_verdicts(store, verdicts)
+    trusted = frozenset(policy_spec(s).target for s in policies or ())
+    for r, p in zip(rows, paths):
+        named = non_canonical(r["policy"]) if p in good and current_code([r], trusted) is not None else None
+        if named is not None:
+            good.discard(p)
+            lines.append(f"run row {p}: stored under {r['policy']!r}, {named}; {moved_aside(store, p)}")
     for line in problems + lines:
         print(line)
     bad = len(problems) + len(lines)
@@ -370,7 +389,6 @@ def verify_store(store: RunStore, world_arg=None, policies=None, allow_test=Fals
           (f"; {bad - logs} did not" if bad - logs else "") +
           (f"; {logs} click log(s) beside them did not (moved aside)" if logs else ""), file=sys.stderr)
     if replay:
-        trusted = frozenset(policy_spec(s).target for s in policies or ())
         bad += _replay_rows(store, [(r, p) for r, p in zip(rows, paths) if p in good], worlds, trusted, jobs,
                             replay_timeout)
     return 1 if bad else 0

@@ -15,10 +15,11 @@ from typing import NamedTuple
 
 from online import phase_clock
 from online.code_identity import policy_code
-from online.registry import PolicySpecError, resolve
+from online.registry import PolicySpecError, canonical_spec, resolve
 from online.replay import arrivals_limit
 from online.store import CannotMoveAsideError, CellKey, RunStore
 from online.verify import BAD_LOG, BAD_ROW, OK, audit_in_fresh_process
+from tdmodels.errors import check_flag
 from tdmodels.world import world_digest
 
 
@@ -44,6 +45,17 @@ def current_code(policy_rows: list[dict], trusted=frozenset()) -> str | None:
         return policy_code(resolve(target)).digest
     except PolicySpecError:
         return None
+
+
+def non_canonical(policy: str) -> str | None:
+    """Why a resolvable policy's stored name is not its canonical spec (a default written out,
+    settings out of order, a name of the same policy spelled otherwise), or None when it is: each
+    policy is one line, under one name."""
+    try:
+        canonical = canonical_spec(policy)
+    except PolicySpecError as exc:
+        return f"which is not a policy spec here ({exc})"
+    return None if canonical == policy else f"a non-canonical name of {canonical!r}"
 
 
 def moved_aside(store: RunStore, path: Path) -> str:
@@ -90,6 +102,7 @@ def stored_rows(store: RunStore, world, name: str, arrivals: int | None = None, 
     process has for each policy; `any_code` keeps every code version, each shown as its own line. A
     plug-in's current code is looked up only if its target is in `trusted` (see `current_code`); else each
     code version of its rows is its own line."""
+    any_code = check_flag("any_code", any_code)
     digest, limit = world_digest(world), arrivals_limit(world, arrivals)
     rows, problems = store.scan(digest)
     notes = [f"{p} (skipped)" for p in problems]
@@ -102,6 +115,11 @@ def stored_rows(store: RunStore, world, name: str, arrivals: int | None = None, 
     codes, shown = {}, []
     for policy, prs in sorted(by_policy.items()):
         code = codes[policy] = current_code(prs, trusted)
+        named = non_canonical(policy) if code is not None else None
+        if named is not None:
+            notes.append(f"{len(prs)} row(s) stored under {policy!r}, {named}; left out (tutorduel verify names "
+                         f"them, tutorduel replay stores the canonical one)")
+            continue
         if code is None:
             target = prs[0]["target"]
             why = ("cannot be loaded here" if target in trusted else

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from online.store import RunStore, StoreError, policy_slug, to_json
 from online.time_limit import time_limit
 from tdmodels.atomic_file import atomic_save
-from tdmodels.errors import HeldOutError, InputError
+from tdmodels.errors import HeldOutError, InputError, check_flag
 from tdmodels.file_read import UnreadableFileError, read_regular_text
 from tdmodels.limits import MAX_ARRIVALS, MAX_SEED
 
@@ -341,6 +341,7 @@ def tune(policy: str, world: str = "dev", budget: int = BUDGET, seeds=TUNING_SEE
     from tdmodels.rosters import world_name
     from tdmodels.world import world_digest
 
+    progress, inline = check_flag("progress", progress), check_flag("inline", inline)
     budget, seeds, store, arrivals = _checked(budget, seeds, sampler_seed, store, arrivals)
     with time_limit(cell_timeout, f"policy {policy!r}: importing it and reading its settings"):
         space = search_space(policy, searches)

@@ -11,6 +11,7 @@ when the worker running it dies.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -20,6 +21,7 @@ import numpy as np
 from online.process_pool import TaskError
 from online.registry import canonical_spec
 from online.replay import run_key
+from online.sweep import check_dask_options
 from online.store import RunStore
 from tdmodels.errors import InputError
 
@@ -77,10 +79,27 @@ def seed_figures(path: Path) -> dict:
             "tv": c.weights_tv.values, "health": str(idata.posterior.attrs.get("reference_health", ""))}
 
 
-def _finished(path: Path, settings_text: str) -> bool:
-    """A validation's file (reference or checks) already there, made with these settings (read back whole: a
-    damaged one is redone; a reference another command wrote since is foreign)."""
-    if not path.is_file():
+def _made_with(spec: str, arrivals, settings: dict) -> dict:
+    """What a validation is made with apart from its seed and click log: the settings, policy, truncation and
+    the validation code's identity."""
+    return {**settings, "policy": spec, "arrivals": arrivals, "code": _validation_code()}
+
+
+def _settings_text(made_with: dict, seed: int, log_path: Path) -> str | None:
+    """The JSON a seed's validation files carry (`SETTINGS_ATTR`): `made_with`, the seed, and a SHA-256 of the
+    click log file it validated; None where there is no log file (nothing can be read back)."""
+    try:
+        log_digest = hashlib.sha256(log_path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+    return json.dumps({**made_with, "seed": int(seed), "click_log_sha256": log_digest}, sort_keys=True)
+
+
+def _finished(path: Path, settings_text: str | None) -> bool:
+    """A validation's file (reference or checks) already there, made with these settings on this seed's click
+    log as it is now (read back whole: a damaged one is redone; a reference another command wrote since is
+    foreign; another seed's file under this seed's name, or one made on another log, is made again)."""
+    if settings_text is None or not path.is_file():
         return False
     try:
         import arviz as az
@@ -109,17 +128,18 @@ def validate_seeds(world, seeds: list[int], spec: str, store: RunStore, jobs: in
         raise InputError(f"--seeds: give 1 to {MAX_VALIDATE_SEEDS} seeds (got {len(seeds)})")
     if scheduler is not None and (not isinstance(scheduler, str) or not scheduler.strip()):
         raise InputError(f"--scheduler {scheduler!r}: give the scheduler's address, e.g. tcp://HOST:PORT")
+    check_dask_options(scheduler, dask_workers)
     check_fit_ranges(chains=settings["chains"], warmup=settings["warmup"], draws=settings["draws"],
                      chunk=settings["chunk"], jobs=jobs, **({"seed": max(seeds)} if seeds else {}))
     spec = canonical_spec(spec)
-    settings_text = json.dumps({**settings, "policy": spec, "arrivals": arrivals, "code": _validation_code()},
-                               sort_keys=True)
-    paths = {s: (store.fit_path(run_key(world, s, spec, arrivals), "users"),
-                 store.fit_path(run_key(world, s, spec, arrivals), "validate")) for s in seeds}
+    made_with = _made_with(spec, arrivals, settings)
+    keys = {s: run_key(world, s, spec, arrivals) for s in seeds}
+    paths = {s: (store.fit_path(keys[s], "users"), store.fit_path(keys[s], "validate")) for s in seeds}
     for pair in paths.values():
         for p in pair:
             check_output_path(p)
-    todo = [s for s in seeds if not all(_finished(p, settings_text) for p in paths[s])]
+    todo = [s for s in seeds
+            if not all(_finished(p, _settings_text(made_with, s, store.clicks_path(keys[s]))) for p in paths[s])]
     for s in seeds:
         if s not in todo and progress:
             progress(f"seed {s}: validated before with the same settings ({paths[s][1]}); read, not recomputed")
@@ -128,7 +148,8 @@ def validate_seeds(world, seeds: list[int], spec: str, store: RunStore, jobs: in
         log = log_with_beliefs(world, s, spec, store, arrivals, progress)
         check_validation_settings(log, settings["users"], tuple(settings["rounds"]), settings["holdout"],
                                   tuple(settings["beliefs"]))            # here, before any worker starts
-        jobs_by_seed[s] = {"log": log, "seed": s, "spec": spec, "settings": settings, "settings_text": settings_text}
+        jobs_by_seed[s] = {"log": log, "seed": s, "spec": spec, "settings": settings,
+                           "settings_text": _settings_text(made_with, s, store.clicks_path(keys[s]))}
     if jobs_by_seed and scheduler is None:          # the workers are on this machine (a LocalCluster's too)
         from inference.memory_estimate import check_reference_memory, reference_memory
         from tdmodels.memory import memory_available

@@ -196,7 +196,8 @@ def import_sample(path, directory=None, force: bool = False, resamples=(0, 1)) -
                 if not same:
                     raise InputError(f"world file {target} exists with other content; pass --force to replace it")
     out = save_world(ds, world_file("sample", directory))
-    print(f"sample: {out} (48 arrivals of real judge data; rater feature absent); {digest_check(ds)}")
+    print(f"sample: {out} ({ds.attrs['arrivals']} arrivals of real judge data; rater feature absent); "
+          f"{digest_check(ds)}")
     for name, world in rosters.items():
         out = save_world(world, world_file(name, directory))
         print(f"{name}: {out} ({world.attrs['arrivals']} arrivals resampled from the sample's sessions; held out); "

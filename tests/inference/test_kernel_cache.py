@@ -66,10 +66,11 @@ def test_the_test_session_itself_caches_its_kernels_in_the_folder_of_their_diges
 def test_a_run_says_it_compiles_when_the_cache_holds_no_kernels(tmp_path, monkeypatch):
     from inference.kernel_cache import compile_note
 
-    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "empty"))
-    assert "compiling the policies' kernels" in compile_note() and str(tmp_path / "empty") in compile_note()
-    (tmp_path / "empty" / "kernels_x").mkdir(parents=True)
-    (tmp_path / "empty" / "kernels_x" / "belief.coduel_pair-12.py311.nbi").write_bytes(b"")
+    empty = tmp_path / "empty" / kernel_digest()
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(empty))
+    assert "compiling the policies' kernels" in compile_note() and str(empty) in compile_note()
+    (empty / "kernels_x").mkdir(parents=True)
+    (empty / "kernels_x" / "belief.coduel_pair-12.py311.nbi").write_bytes(b"")
     assert compile_note() is None
     monkeypatch.delenv("NUMBA_CACHE_DIR")
     assert compile_note() is None              # no configured cache: nothing claimed
@@ -102,3 +103,53 @@ def test_every_example_configures_the_cache_before_it_imports_the_kernels():
         imports = [i for i, node in enumerate(body) if isinstance(node, (ast.Import, ast.ImportFrom))
                    and not (isinstance(node, ast.ImportFrom) and node.module == "inference.kernel_cache")]
         assert calls and calls[0] < min(imports), script.name
+
+
+def _compiled_beside_the_sources() -> set[Path]:
+    return {p for pattern in ("*.nbi", "*.nbc") for p in ROOT.rglob(pattern) if ".venv" not in p.parts}
+
+
+def test_an_unusable_cache_folder_caches_nothing_and_nothing_beside_the_sources(tmp_path):
+    """With NUMBA_CACHE_DIR at a regular file, numba fell back to __pycache__ beside the kernel sources (the
+    cache the digest exists to avoid: an edit of inference/constants.py kept the old score under the new
+    code digest), and the line on screen named a folder that could not exist."""
+    planted = tmp_path / "not-a-folder"
+    planted.write_text("a file\n")
+    before = _compiled_beside_the_sources()
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(planted), "TUTORDUEL_STORE": str(tmp_path / "runs"),
+           "TUTORDUEL_WORLDS": str(tmp_path / "worlds")}
+    out = subprocess.run([sys.executable, "-m", "tutorduel.cli", "replay", "--world", "dev", "--seeds", "0",
+                          "--arrivals", "2", "--policies", "coldb-lr"], env=env, capture_output=True, text=True,
+                         timeout=600, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "cannot be used" in out.stderr and str(planted) in out.stderr and "nothing is cached" in out.stderr
+    assert _compiled_beside_the_sources() - before == set()
+    assert planted.read_text() == "a file\n"
+    assert not list(tmp_path.rglob("*.nbi"))
+
+
+@pytest.mark.parametrize("kind", ["file", "under-a-file"])
+def test_a_folder_numba_cannot_write_is_not_a_disk_cache(tmp_path, kind):
+    from inference.kernel_cache import _disk_cache, folder_problem
+
+    blocker = tmp_path / "blocker"
+    blocker.write_text("x")
+    folder = blocker if kind == "file" else blocker / kernel_digest()
+    assert folder_problem(folder) is not None
+    assert not _disk_cache(str(folder))
+    assert folder_problem(tmp_path / "fresh" / kernel_digest()) is None       # created, writable
+    assert _disk_cache(str(tmp_path / "fresh" / kernel_digest()))
+
+
+def test_a_child_of_a_process_with_an_unusable_folder_caches_nothing_either(tmp_path):
+    code = ("from inference.kernel_cache import configure_kernel_cache, compile_note; "
+            "print(configure_kernel_cache()); print(compile_note())")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env["TUTORDUEL_UNUSABLE_KERNEL_CACHE"] = "/x/y: Not a directory"
+    env["XDG_CACHE_HOME"] = str(tmp_path)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120,
+                         cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.splitlines()
+    assert lines[0] == "None" and "cannot be used (/x/y: Not a directory)" in lines[1]
+    assert not (tmp_path / "tutorduel").exists()

@@ -56,3 +56,56 @@ def test_a_run_seed_past_2_to_the_31_is_a_sampler_seed():
 
     check_sampler_settings(seed=3_000_000_000)
     check_sampler_settings(seed=2**63 - 1)
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_a_non_finite_log_ratio_is_an_error_not_a_khat(value):
+    """NaN ratios had given k-hat = inf, read as a verdict."""
+    lr = np.random.default_rng(1).standard_normal(400)
+    lr[7] = value
+    with pytest.raises(InputError, match="1 of 400 log ratios are NaN or \\+inf \\(first at index 7\\)"):
+        psis_khat(lr)
+    with pytest.raises(InputError, match="all 400 log ratios are -inf"):
+        psis_khat(np.full(400, -np.inf))
+    lr[7] = -np.inf                                   # a draw the target gives no mass: a weight of zero
+    assert np.isfinite(psis_khat(lr))
+
+
+@pytest.mark.parametrize("target", [lambda t: np.full(len(t), np.nan), lambda t: np.zeros(3),
+                                    lambda t: np.where(t[:, 0] > 0, np.inf, 0.0)])
+def test_check_posterior_refuses_a_target_that_is_not_a_finite_log_density(target):
+    from diagnostics.posterior_checks import check_posterior
+
+    ref = np.random.default_rng(1).standard_normal((100, 2))
+    with pytest.raises(InputError, match="log_target"):
+        check_posterior(ref, np.ones(1), np.zeros((1, 2)), np.eye(2)[None], target, np.random.default_rng(0))
+    with pytest.raises(InputError, match="non-finite"):
+        check_posterior(ref, np.array([np.nan]), np.zeros((1, 2)), np.eye(2)[None], lambda t: -0.5 * (t ** 2).sum(1),
+                        np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("name, value", [("users", 0), ("components", -3), ("chains", 0), ("draws", -10),
+                                         ("chunk", 0), ("rounds", -30), ("dim", 0), ("is_draws", 2.5),
+                                         ("users", True), ("validate", "no")])
+def test_reference_memory_refuses_a_count_that_is_not_positive(name, value):
+    """Negative counts had given smaller, or negative, estimates (and passed the memory check)."""
+    from inference.memory_estimate import reference_memory
+
+    args = {"users": 3, "components": 2, "chains": 2, "draws": 10, "chunk": 1, "rounds": 24, "dim": 7,
+            "is_draws": 100, "validate": False, name: value}
+    with pytest.raises(InputError, match=f"reference_memory: {name}"):
+        reference_memory(**args)
+    assert reference_memory(**{**args, name: 1 if name != "validate" else True}).total > 0
+
+
+def test_a_strict_that_is_not_a_bool_is_refused_before_any_sampling():
+    """fit_users(..., strict='no') had sampled every unit, then been refused."""
+    from inference.joint_reference import fit_users_joint
+    from inference.model_fits import fit_recalibration
+
+    for fit in (lambda: fit_users(Z, Y, PRIOR, strict="no", draws=10**6),
+                lambda: fit_users_joint(Z, Y, PRIOR, strict="no", draws=10**6),
+                lambda: fit_recalibration(np.zeros((3, 4), int), np.ones((3, 4), int), np.zeros((3, 4, 3)), Y, PRIOR,
+                                          strict="no", draws=10**6)):
+        with pytest.raises(InputError, match="strict='no': give True or False"):
+            fit()

@@ -183,9 +183,18 @@ def update_returns_nothing():
     return base._replace(update=lambda state, Phi, pair, y: None)
 
 
+def select_returns_a_bare_pair():
+    base = resolve("random")()
+    return base._replace(select=lambda state, Phi, rng: (0, 1))
+
+
 def test_a_learner_function_that_returns_no_info_pair_is_one_clear_error(dev_world):
     with pytest.raises(PolicyOutputError, match=r"update returned None, expected \(the state, info\)"):
         replay(dev_world, 0, "tests.online.test_capabilities:update_returns_nothing", 2)
+    # (0, 1) had been read as pair 0 with info 1, and the message said a pair was expected, not (pair, info)
+    with pytest.raises(PolicyOutputError, match=r"select returned \(0, 1\), a bare pair; .* returns \(pair, info\), "
+                                                r"e\.g\. \(\(0, 1\), None\)"):
+        replay(dev_world, 0, "tests.online.test_capabilities:select_returns_a_bare_pair", 2)
 
 
 @pytest.mark.parametrize("record, kind, info, words", [

@@ -242,3 +242,35 @@ def test_the_memory_guard_respects_the_process_address_space_limit(tmp_path):
     assert out.returncode == 2, out.stderr[-2000:]
     assert "GiB available" in out.stderr and "Traceback" not in out.stderr
     assert not (tmp_path / "worlds" / "mid.nc").exists()
+
+
+@pytest.mark.parametrize("where", ["student_profile", "question_text", "student_traits", "persona", "description",
+                                   "generator"])
+@pytest.mark.parametrize("char", ["\n", "\r", "\t", "\x1b", "\u2028", "\u202e"])
+def test_a_line_break_or_control_character_in_a_worlds_text_is_named(where, char):
+    """A profile name holding a newline and a table row made `stats --by-profile` print a row for a policy that
+    never ran; a question text with newlines made `play --terminal` print a fake end of session."""
+    w = _small_world()
+    forged = f"x{char}| forged | 99.9 |"
+    if where in ("description", "generator"):
+        w.attrs[where] = forged
+    elif where == "persona":
+        names = w["persona"].values.astype(object)
+        names[1] = forged
+        w = w.assign_coords(persona=names, first=names, second=names)
+    else:
+        values = w[where].values.astype(object)
+        values[-1] = forged
+        w[where] = (w[where].dims, values)
+    field = f"attrs.{where}" if where in ("description", "generator") else where
+    with pytest.raises(WorldFormatError, match=f"field '{field}': holds the control character"):
+        validate_world(w)
+
+
+def test_the_cues_list_keeps_its_line_breaks_and_nothing_else():
+    w = _small_world()
+    w.attrs["cues"] = "why\nhow"
+    validate_world(w)
+    w.attrs["cues"] = "why\nhow\x1b[2J"
+    with pytest.raises(WorldFormatError, match="attrs.cues"):
+        validate_world(w)

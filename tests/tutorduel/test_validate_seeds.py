@@ -1,6 +1,8 @@
 """`validate --seeds`: one validation per seed in worker processes, each seed's files written as it finishes,
 a finished seed read instead of recomputed, and the same figures from local workers and from Dask."""
+import json
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -35,6 +37,16 @@ def test_seeds_run_in_workers_and_a_finished_seed_is_read_not_recomputed(env_dir
     import arviz as az
     text = az.from_netcdf(str(done[0])).posterior.attrs[SETTINGS_ATTR]
     assert _finished(done[0], text) and not _finished(done[0], text.replace('"draws": 60', '"draws": 70'))
+    # A file read back must be its seed's, made on its click log: seed 0's files under seed 1's names were
+    # reported as seed 1's validation.
+    texts = {p: az.from_netcdf(str(p)).posterior.attrs[SETTINGS_ATTR] for p in done}
+    mine = {json.loads(t)["seed"]: (p, t) for p, t in texts.items()}
+    assert sorted(mine) == [0, 1] and all(len(json.loads(t)["click_log_sha256"]) == 64 for t in texts.values())
+    (p0, t0), (p1, t1) = mine[0], mine[1]
+    assert _finished(p1, t1)
+    shutil.copyfile(p0, p1)
+    assert not _finished(p1, t1)
+    assert not _finished(p0, t0.replace(json.loads(t0)["click_log_sha256"], "0" * 64))     # another log
     done[0].write_bytes(b"not netCDF")                                    # damaged: computed again
     assert not _finished(done[0], text)
 
@@ -72,3 +84,21 @@ def test_seeds_on_dask_give_the_local_figures(env_dirs, capsys, tmp_path):
     a = az.from_netcdf(_files(env_dirs / "runs", "users")[0]).posterior.theta.values
     b = az.from_netcdf(_files(tmp_path / "dask-runs", "users")[0]).posterior.theta.values
     np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("kw, words", [({"dask_workers": 0}, "dask_workers must be an integer in"),
+                                       ({"dask_workers": True}, "dask_workers must be an integer in"),
+                                       ({"dask_workers": 2, "scheduler": "tcp://127.0.0.1:8786"}, "not both"),
+                                       ({"scheduler": "nowhere"}, "cannot be read as an address|scheme")])
+def test_validate_seeds_from_python_refuses_a_dask_option_that_cannot_work(env_dirs, kw, words):
+    """dask_workers=0 had started a cluster of no workers and waited for it forever."""
+    from online.store import RunStore
+    from tdmodels.errors import InputError
+    from tdmodels.rosters import open_world
+    from tutorduel.validate_seeds import validate_seeds
+
+    settings = {"users": 2, "chains": 2, "warmup": 10, "draws": 10, "check_seed": 0, "rounds": (4,),
+                "holdout": 0, "beliefs": (), "chunk": 8}
+    with pytest.raises(InputError, match=words):
+        validate_seeds(open_world("dev"), [0], "coduel", RunStore(env_dirs / "runs"), arrivals=4, **kw, **settings)
+    assert not (env_dirs / "runs").exists() or not list((env_dirs / "runs").rglob("*.json"))

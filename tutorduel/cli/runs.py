@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from online import phase_clock
-from tutorduel.arg_types import MAX_JOBS, REPLAY_TIMEOUT_S, arrivals_int, file_arg, float_in, folder_arg, int_in
+from tutorduel.arg_types import (MAX_JOBS, REPLAY_TIMEOUT_S, arrivals_int, distinct_names, file_arg, float_in,
+                                 folder_arg, int_in)
 from tutorduel.cli.options import DEFAULT_POLICIES, WORLD_HELP, common_options, sweep_keywords, sweep_options
 
 
@@ -12,8 +13,8 @@ def _worlds(text: str) -> list[str]:
 
     names = [w.strip() for w in text.split(",")]
     if not all(names):
-        raise InputError(f"world list {text!r}: an empty name between commas")
-    return names
+        raise InputError(f"world list {text[:80]!r}: an empty name between commas")
+    return distinct_names(names, f"world list {text[:80]!r}")
 
 
 def cmd_replay(a) -> int:

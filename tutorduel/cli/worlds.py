@@ -111,7 +111,8 @@ def add_parsers(sub) -> None:
     common_options(q, store=False)
     q.set_defaults(fn=cmd_list)
 
-    q = wsub.add_parser("build")
+    q = wsub.add_parser("build", help="build simulated rosters into the --worlds folder (default: all seven), "
+                                      "from its simulator file or a named generator")
     q.add_argument("names", nargs="*", help="rosters to build (default: all seven)")
     q.add_argument("--simulator", metavar="FILE", help="a simulator file (simulator.json of `worlds calibrate`): the "
                                                        "--worlds folder generates its rosters from it from now on")
@@ -120,7 +121,8 @@ def add_parsers(sub) -> None:
     common_options(q, store=False)
     q.set_defaults(fn=cmd_build)
 
-    q = wsub.add_parser("describe")
+    q = wsub.add_parser("describe", help="one world's size, personas, questions and profiles, and its per-seed "
+                                         "figures")
     q.add_argument("name", help=WORLD_HELP)
     q.add_argument("--seeds", default="0-3")
     common_options(q, store=False)
@@ -179,7 +181,8 @@ def add_parsers(sub) -> None:
 
 def _add_import_parsers(wsub) -> None:
     """`worlds import-sample`, `import-curves` and `from-arrays`: worlds and figures from files."""
-    q = wsub.add_parser("import-sample")
+    q = wsub.add_parser("import-sample", help="the reference's real sample of arrivals as a world, and the "
+                                              "real-session rosters resampled from its sessions")
     q.add_argument("path", help="path to tutorduel-site-sample.json")
     q.add_argument("--force", action="store_true", help="replace existing world files of other content")
     q.add_argument("--resamples", type=int_list_in(0, MAX_RESAMPLE), default=(0, 1), metavar="R,R",
