@@ -28,6 +28,7 @@ ALLOWANCE = 1.5
 MAX_MACHINE_FACTOR = 1.5    # however slow a machine looks, a ratio over ALLOWANCE x this x committed fails
 MAX_TABLE_BYTES = 1 << 20   # a short table is a few kB
 MAX_REPEATS = 20            # best of this many replays at most (a table asking more is refused, not obeyed)
+MAX_TABLE_POLICIES = 64     # policies a table replays at most (each once)
 
 
 def load_baseline(path: str | Path) -> tuple[dict, dict]:
@@ -57,6 +58,11 @@ def load_baseline(path: str | Path) -> tuple[dict, dict]:
         specs = split_specs(meta["policies"])
     except PolicySpecError as exc:
         raise ValueError(f"{path}: meta policies: {exc}") from None
+    if len(set(specs)) != len(specs) or len(specs) > MAX_TABLE_POLICIES:
+        twice = next((s for s in specs if specs.count(s) > 1), None)
+        raise ValueError(f"{path}: meta policies " + (f"name {twice!r} twice" if twice else
+                                                      f"name {len(specs):,} policies; at most {MAX_TABLE_POLICIES}")
+                         + " (a table this runner wrote names each policy once)")
     plugins = [s for s in specs if registered_target(s) is None]
     if plugins:
         raise ValueError(f"{path}: meta policies may name registered policies only, not {', '.join(map(repr, plugins))} "

@@ -80,6 +80,8 @@ def parse(argv=None) -> argparse.Namespace:
     if a.short:
         a.only = "replay"
     groups = [g.strip() for g in a.only.split(",")] if a.only else list(GROUPS if a.long else SHORT)
+    if len(set(groups)) != len(groups):
+        ap.error(f"--only {a.only!r}: a group is given twice")
     unknown = sorted(repr(g) for g in set(groups) - set(GROUPS))
     if unknown:
         ap.error(f"unknown group(s) {', '.join(unknown)}; known: {', '.join(GROUPS)}")
@@ -90,10 +92,12 @@ def parse(argv=None) -> argparse.Namespace:
     from online.registry import PolicySpecError, policy_spec, split_specs
 
     try:
-        for spec in split_specs(a.policies):
-            policy_spec(spec)
+        canonical = [policy_spec(spec).canonical for spec in split_specs(a.policies)]
     except PolicySpecError as exc:
-        ap.error(f"policies {a.policies!r}: {exc}")
+        ap.error(f"policies {a.policies[:200]!r}: {exc}")
+    if len(set(canonical)) != len(canonical):
+        ap.error(f"policies {a.policies[:200]!r}: {next(c for c in canonical if canonical.count(c) > 1)!r} is "
+                 f"given twice")
     if a.json:
         from tdmodels.atomic_file import OutputPathError, check_output_path
 
@@ -120,12 +124,21 @@ def parse(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> int:
     """Run the benchmarks; print through ``tutorduel.terminal_text.VisibleStream`` (a table's names are data)."""
-    from tutorduel.terminal_text import VisibleStream
+    from tutorduel.terminal_text import VisibleStream, silence
+
+    from tdmodels.atomic_file import WriteFailedError
+    from tdmodels.errors import InputError
 
     streams = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = VisibleStream(sys.stdout), VisibleStream(sys.stderr)
     try:
         return _main(argv)
+    except (InputError, WriteFailedError) as exc:          # a full disk at --json, after the measuring
+        print(f"benchmarks: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:                                # `... | head`: the reader has gone
+        silence(streams[0])
+        return 141
     finally:
         sys.stdout, sys.stderr = streams
 
@@ -136,7 +149,9 @@ def _main(argv=None) -> int:
     configure_kernel_cache()             # before numba starts: compiled kernels cached by their source
     a = parse(argv)
     quick = a.quick
-    policies = a.policies.split(",")
+    from online.registry import split_specs
+
+    policies = split_specs(a.policies)         # commas inside brackets belong to a spec
     if any(g in a.groups for g in ("nuts", "population")):
         from inference import configure_jax
 

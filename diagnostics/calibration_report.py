@@ -16,9 +16,8 @@ import numpy as np
 
 from diagnostics.figures import new_figure
 from diagnostics.leaderboard_report import PAGE_STYLE
-from diagnostics.page_links import GENERATOR_META, nav
+from diagnostics.page_links import GENERATOR_META, nav, save_page
 from diagnostics.validation_report import _png
-from tdmodels.atomic_file import atomic_save
 
 
 def figure_table(idata) -> list[dict]:
@@ -139,7 +138,7 @@ def write_calibration_report(idata, path: str | Path) -> Path:
             f"last wave's draws, on the fit's schedule seeds; sim-1's and the calibrated figures are on schedule seeds "
             f"{_seeds(idata)}.</p>{_html_table(format_figure_table(rows))}{imgs[0]}"
             f"<h2>Parameters</h2>{_html_table(format_parameter_table(prows))}{imgs[1]}</body></html>")
-    return atomic_save(path, lambda tmp: Path(tmp).write_text(page))
+    return save_page(path, page)
 
 
 __all__ = ["figure_table", "parameter_table", "format_figure_table", "format_parameter_table",

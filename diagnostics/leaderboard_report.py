@@ -19,9 +19,8 @@ from tdmodels.errors import check_flag
 
 from diagnostics.paper_agreement import (SHARING, format_gap_agreement, format_plateaus, gap_agreement, plateau_agreement,
                                          published_column)
-from diagnostics.page_links import GENERATOR_META, nav
+from diagnostics.page_links import GENERATOR_META, nav, save_page
 from diagnostics.tuned_settings import TUNED_FILE, read_tuned_settings
-from tdmodels.atomic_file import atomic_save
 
 # The reference paper's leaderboard (scores), from ../shared/COMPETITORS.md.
 # Roster letters there: U test_profiles, C composite, I quirky, T test_topics, D dev.
@@ -340,7 +339,7 @@ def write_page(path: str | Path, table: str, findings_lines: list[str], figures:
             "<div class='pols' id='pols'></div><div id='plot'></div>"
             f"<details><summary>static figures (all policies)</summary>{imgs}</details>"
             f"<script type='application/json' id='curves'>{payload}</script><script>{PAGE_JS}{PAGE_SCRIPT}</script></body></html>")
-    return atomic_save(path, lambda tmp: tmp.write_text(page))
+    return save_page(path, page)
 
 
 def table_html(table: str, marks_best: bool = True) -> str:

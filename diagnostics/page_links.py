@@ -1,39 +1,62 @@
-"""The links between the project's pages: a page links only to pages this toolkit wrote beside it.
+"""The links between the project's pages: a page links only to pages this toolkit wrote beside it, and can
+show it wrote.
 
-Every page the toolkit writes carries ``GENERATOR_META`` in its head. ``nav`` lists the regular files beside a
-page that carry it (never a symlink, never a file someone else put there, whatever its name) and links each
-with a relative URL that cannot be read as a scheme: a file named ``javascript:alert(7).html`` is linked, if it
-were ours, as ``./javascript%3Aalert%287%29.html``, a file name and nothing else.
+A marker in a page proves nothing: anyone who can put a file in an output folder can copy it (a planted page
+carrying the toolkit's generator ``<meta>`` and a script had been offered in every page's navigation). So each
+page is written through `save_page`, which records the page's SHA-256 under its resolved path in a list this
+toolkit keeps outside the output folder (``$TUTORDUEL_CACHE/pages``, beside the verified-row verdicts); ``nav``
+links a sibling only when it is a regular file (never a symlink) whose content is the one recorded for that
+path. Each link is a relative URL that cannot be read as a scheme: a file named ``javascript:alert(7).html`` is
+linked, if it were ours, as ``./javascript%3Aalert%287%29.html``, a file name and nothing else.
 """
 from __future__ import annotations
 
+import hashlib
 import html
 import os
-import stat
 from pathlib import Path
 from urllib.parse import quote
 
+from tdmodels.atomic_file import atomic_save, save_cache_file
+from tdmodels.file_read import UnreadableFileError, read_regular, regular_file_digest
+
 GENERATOR_META = "<meta name='generator' content='tutorduel'>"
-_HEAD_BYTES = 4096              # the marker sits in the head, within the first bytes of the file
 SIBLING_PAGES = (("leaderboard.html", "leaderboard"), ("play.html", "be the policy"), ("watch.html", "watch CODuel learn"))
 MAX_LINKS = 200                 # a folder of thousands of pages gets the first ones, in name order
 
 
+MAX_PAGE_BYTES = 256 << 20     # a page larger than this is not read to be checked (not linked)
+
+
+def _record_path(path: Path) -> Path:
+    from online.code_identity import cache_root
+
+    key = hashlib.sha256(b"tutorduel-page\0" + os.fsencode(os.path.realpath(path))).hexdigest()
+    return cache_root() / "pages" / key[:2] / key[2:]
+
+
+def _record(path: Path, digest: str) -> bytes:
+    return f"tutorduel page\npath {os.path.realpath(path)}\nsha256 {digest}\n".encode()
+
+
+def save_page(path: str | os.PathLike, page: str) -> Path:
+    """Write `page` (HTML text) at `path` (``tdmodels.atomic_file.atomic_save``) and record that this toolkit
+    wrote it (best effort: where the record cannot be written, the page is written and simply not linked)."""
+    data = page.encode("utf-8")
+    out = atomic_save(path, lambda tmp: Path(tmp).write_bytes(data))
+    save_cache_file(_record_path(out), _record(out, hashlib.sha256(data).hexdigest()))
+    return out
+
+
 def written_by_us(path: str | os.PathLike) -> bool:
-    """Whether `path` is a regular file (not a symlink) whose head carries ``GENERATOR_META``."""
-    try:      # never follows a symlink, never blocks on a pipe swapped in after a check
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
-        return False
+    """Whether `path` is a regular file (not a symlink) whose content is what `save_page` recorded writing at
+    that path."""
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return False
-        head = os.read(fd, _HEAD_BYTES)
-    except OSError:
+        digest = regular_file_digest(path, MAX_PAGE_BYTES, follow=False)
+        want = _record(Path(path), digest.hex())
+        return read_regular(_record_path(Path(path)), len(want) + 1) == want
+    except (OSError, UnreadableFileError):
         return False
-    finally:
-        os.close(fd)
-    return GENERATOR_META.encode() in head
 
 
 def page_href(name: str) -> str:
@@ -57,4 +80,4 @@ def nav(path: str | os.PathLike) -> str:
     return f"<nav>{links}</nav>" if links else ""
 
 
-__all__ = ["GENERATOR_META", "nav", "page_href", "written_by_us"]
+__all__ = ["GENERATOR_META", "nav", "page_href", "save_page", "written_by_us"]

@@ -25,8 +25,7 @@ from online.replay import replay
 from online.schedule import make_schedule, session_utilities
 from online.scoring import benchmark_score, floor_regret, random_regret, strong_regret
 from diagnostics.leaderboard_report import PAGE_JS
-from diagnostics.page_links import GENERATOR_META, nav
-from tdmodels.atomic_file import atomic_save
+from diagnostics.page_links import GENERATOR_META, nav, save_page
 from tdmodels.catalog import PERSONAS
 from tdmodels.limits import MAX_PAGE_ARRIVALS
 from tdmodels.run_inputs import checked_count, checked_seed, checked_world
@@ -220,7 +219,7 @@ lose against the best one; random pairs score 0, the two best personas every rou
 (CODuel had learned from the students before it); they saw the same clicks for the same pairs.</p>
 <button class="act" id="again">Play this session again</button></div>
 <script type="application/json" id="data">{payload}</script><script>{PAGE_JS}{_SCRIPT}</script></body></html>"""
-    return atomic_save(path, lambda tmp: tmp.write_text(page))
+    return save_page(path, page)
 
 
 def play_in_terminal(data: dict, arrival: int = 0, ask=input, say=print) -> float:

@@ -275,7 +275,20 @@ def exact_component_weights(units, n_users: int, n_components: int) -> np.ndarra
 
 
 def weights_distance(online: np.ndarray, exact: np.ndarray) -> np.ndarray:
-    """Total variation distance [U] between the online and the exact component weights [U, C]."""
+    """Total variation distance [U] between the online and the exact component weights [U, C] (the online ones
+    normalised). InputError where the shapes differ or a weight is negative, NaN or infinite, or a user's
+    weights sum to zero (a NaN or a distance over 1 had been reported as a verdict)."""
+    try:
+        online, exact = np.asarray(online, dtype=float), np.asarray(exact, dtype=float)
+    except (TypeError, ValueError):
+        raise InputError("weights_distance: weights must be arrays of numbers") from None
+    if online.ndim != 2 or online.shape != exact.shape:
+        raise InputError(f"weights_distance: online {online.shape} and exact {exact.shape} weights must both be "
+                         f"[users, components]")
+    for name, w in (("online", online), ("exact", exact)):
+        if not np.all(np.isfinite(w)) or np.any(w < 0) or np.any(w.sum(-1) <= 0):
+            raise InputError(f"weights_distance: the {name} weights must be finite, non-negative and of positive "
+                             f"sum for every user")
     p = online / online.sum(-1, keepdims=True)
     return 0.5 * np.abs(p - exact).sum(-1)
 

@@ -17,9 +17,8 @@ import numpy as np
 
 from diagnostics.figures import new_figure
 from diagnostics.leaderboard_report import PAGE_STYLE
-from diagnostics.page_links import GENERATOR_META, nav
+from diagnostics.page_links import GENERATOR_META, nav, save_page
 from diagnostics.posterior_checks import KHAT_MAX
-from tdmodels.atomic_file import atomic_save
 
 
 def _png(fig) -> str:
@@ -247,4 +246,4 @@ def write_report(idata: az.InferenceData, path: str | Path, n_users: int = 3) ->
               f"{rows}</table>"]
     page = (f"<!doctype html><html lang='en'><head><meta charset='utf-8'>{GENERATOR_META}<title>{html.escape(title)}</title>"
             f"<style>{PAGE_STYLE}</style></head><body>{nav(path)}" + "\n".join(parts) + "</body></html>")
-    return atomic_save(path, lambda tmp: Path(tmp).write_text(page))
+    return save_page(path, page)

@@ -24,8 +24,7 @@ from online.policies.coduel import recalibrate
 from online.replay import prepare_run, play, replay
 from online.scoring import floor_regret, random_regret, strong_regret
 from diagnostics.leaderboard_report import PAGE_JS
-from diagnostics.page_links import GENERATOR_META, nav
-from tdmodels.atomic_file import atomic_save
+from diagnostics.page_links import GENERATOR_META, nav, save_page
 from tdmodels.catalog import PERSONAS
 from tdmodels.limits import MAX_CURVE_SEEDS, MAX_PAGE_ARRIVALS
 from tdmodels.run_inputs import checked_count
@@ -204,7 +203,7 @@ prior is refitted after each session, and the next student starts from what earl
 <span id="llr"></span></span></p><p class="muted">population components' weights in the belief</p><div class="w" id="weights"></div>
 <p class="muted">learning curve ({band}black: this seed; red: this arrival)</p><div id="curve"></div></div></div>
 <script type="application/json" id="data">{payload}</script><script>{PAGE_JS}{_SCRIPT}</script></body></html>"""
-    return atomic_save(path, lambda tmp: tmp.write_text(page))
+    return save_page(path, page)
 
 
 __all__ = ["watch_data", "write_watch_page"]

@@ -78,7 +78,10 @@ def fit_health(idata: az.InferenceData, var_names: list[str] | None = None) -> H
     rhat, ess_b = rhat_and_bulk_ess(draws)
     ess_t = tail_ess(draws)
     # constant parameters (e.g. fixed entries) have no R-hat (NaN), nor has one chain; chains stuck at
-    # different constants have an infinite one, which counts (and fails)
+    # different constants have an infinite one, which counts (and fails). A parameter with a NaN or infinite
+    # draw fails too (it had been taken for a constant one, not counted, and the fit called healthy).
+    broken = ~np.isfinite(draws).all(axis=(0, 1))
+    rhat, ess_b, ess_t = np.where(broken, np.inf, rhat), np.where(broken, 0.0, ess_b), np.where(broken, 0.0, ess_t)
     counted = ~np.isnan(rhat)
     stats = idata.sample_stats
     div = int(stats["diverging"].sum()) if "diverging" in stats else 0

@@ -17,6 +17,7 @@ import numpy as np
 from scipy import stats
 
 from inference.user_reference import fit_users, user_draws
+from tdmodels.errors import InputError
 from tdmodels.population_model import PopulationHyper
 from tdmodels.priors import MixturePrior, validate_prior
 
@@ -68,7 +69,16 @@ def sbc_ranks(theta: np.ndarray, draws: np.ndarray, L: int) -> np.ndarray:
 
 
 def rank_uniformity(ranks: np.ndarray, L: int, bins: int = 10) -> tuple[np.ndarray, float]:
-    """Chi-square p-value of uniform ranks per coordinate [d], and the Bonferroni-combined p-value."""
+    """Chi-square p-value of uniform ranks per coordinate [d], and the Bonferroni-combined p-value. InputError
+    where L or bins is not a positive integer (bins=0 had given p = NaN, combined into 1.0: a pass) or a rank
+    is not an integer in [0, L]."""
+    for name, v, lo in (("L", L, 1), ("bins", bins, 2)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+            raise InputError(f"rank_uniformity: {name}={v!r} must be an integer of at least {lo}")
+    ranks = np.asarray(ranks)
+    if ranks.ndim != 2 or len(ranks) < 1 or not np.all(np.isfinite(ranks)) or np.any(ranks < 0) \
+            or np.any(ranks > L) or np.any(ranks != np.round(ranks)):
+        raise InputError(f"rank_uniformity: ranks must be [simulations >= 1, d] integers in [0, {L}]")
     edges = np.linspace(0, L + 1, bins + 1)
     p = np.empty(ranks.shape[1])
     for c in range(ranks.shape[1]):
@@ -79,7 +89,12 @@ def rank_uniformity(ranks: np.ndarray, L: int, bins: int = 10) -> tuple[np.ndarr
 
 
 def coverage(theta: np.ndarray, draws: np.ndarray, prob: float = 0.9) -> np.ndarray:
-    """Fraction [d] of users whose central `prob` interval holds the truth."""
+    """Fraction [d] of users whose central `prob` interval holds the truth. InputError for a `prob` outside
+    (0, 1) or a NaN among the truth or the draws (which had counted as not covered)."""
+    if isinstance(prob, bool) or not isinstance(prob, (int, float, np.floating)) or not 0 < prob < 1:
+        raise InputError(f"coverage: prob={prob!r} must be a number in (0, 1)")
+    if np.isnan(np.asarray(theta, dtype=float)).any() or np.isnan(np.asarray(draws, dtype=float)).any():
+        raise InputError("coverage: NaN among the true values or the draws")
     lo, hi = np.quantile(draws, [(1 - prob) / 2, (1 + prob) / 2], axis=0)
     return np.mean((theta >= lo) & (theta <= hi), axis=0)
 

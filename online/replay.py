@@ -204,7 +204,8 @@ def _pair_of(out, fn: str, spec: str, arrival: int, round_: int):
     """A learner function's (state or pair, info), or one PolicyOutputError naming what it returned."""
     where = f"arrival {arrival}" + (f", round {round_}" if round_ >= 0 else "")
     if type(out) is tuple and len(out) == 2:
-        if fn == "select" and isinstance(out[0], (numbers.Integral, np.integer)):
+        if fn == "select" and all(isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, (bool, np.bool_))
+                                  for v in out):
             raise PolicyOutputError(f"policy {spec!r} at {where}: select returned {repr(out)[:80]}, a bare pair; a "
                                     f"learner's select returns (pair, info), e.g. (({out[0]}, {out[1]!r}), None)")
         return out

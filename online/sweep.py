@@ -148,7 +148,7 @@ def check_dask_options(scheduler, dask_workers) -> None:
         raise SweepError(f"Dask scheduler {scheduler!r}: {_scheduler_problem(scheduler)}, e.g. tcp://10.0.0.5:8786")
     if dask_workers is not None and (isinstance(dask_workers, bool) or not isinstance(dask_workers, int)
                                      or not 1 <= dask_workers <= MAX_DASK_WORKERS):
-        raise SweepError(f"dask_workers must be an integer in [1, {MAX_DASK_WORKERS:,}], got {dask_workers!r}")
+        raise SweepError(f"dask_workers must be a positive integer (at most {MAX_DASK_WORKERS:,}), got {dask_workers!r}")
     if scheduler and dask_workers:
         raise SweepError("give either a scheduler address to join or a number of Dask workers to start, not both")
 

@@ -14,6 +14,53 @@ NO_WORKERS_S = 120               # a Dask cluster without workers this long fail
 HEAL_S = 5                       # our LocalCluster without workers this long gets fresh ones
 
 
+def connect_client(address, error=SweepError):
+    """A distributed Client of the scheduler at `address` (or of a LocalCluster), or `error` naming the address
+    within DASK_CONNECT_S seconds or so. The client's own timeout bounds only the TCP connect: a server that
+    accepts and never answers had left the command waiting forever, and one that answers garbage had raised
+    from distributed's frame reader (a multi-exabyte MemoryError among others). So the connection, its
+    handshake and the client's first exchange run in a thread this process waits on for a bounded time, and
+    whatever they raise is one error naming the address."""
+    import asyncio
+    import threading
+
+    import dask
+    from distributed import Client
+
+    where = address if isinstance(address, str) else "the local cluster"
+    made: dict = {}
+
+    async def handshake():
+        from distributed.comm import connect as open_comm
+
+        comm = await open_comm(address, timeout=DASK_CONNECT_S)
+        if not isinstance(comm.remote_info, dict) or "compression" not in comm.remote_info:
+            raise ValueError(f"its handshake is not a Dask server's ({str(comm.remote_info)[:80]})")
+        await comm.close()
+
+    def connect():
+        try:
+            if isinstance(address, str):          # a bare exchange first: a Client on garbage dies messily
+                asyncio.run(asyncio.wait_for(handshake(), 2 * DASK_CONNECT_S))
+            with dask.config.set({"distributed.comm.timeouts.connect": f"{DASK_CONNECT_S}s"}):
+                made["client"] = Client(address, timeout=DASK_CONNECT_S, set_as_default=False)
+        except BaseException as exc:     # noqa: BLE001 -- MemoryError, AssertionError...: garbage from a non-scheduler
+            made["error"] = exc if not isinstance(exc, asyncio.TimeoutError) else TimeoutError(
+                f"no Dask handshake within {2 * DASK_CONNECT_S:g} s")
+
+    thread = threading.Thread(target=connect, name="dask-connect", daemon=True)
+    thread.start()
+    thread.join(3 * DASK_CONNECT_S)
+    if thread.is_alive():
+        raise error(f"the Dask scheduler at {where} did not answer within {3 * DASK_CONNECT_S:g} s (is it a Dask "
+                    f"scheduler, e.g. started by `dask scheduler`?)")
+    if "error" in made:
+        exc = made["error"]
+        raise error(f"cannot reach the Dask scheduler at {where}: {type(exc).__name__}: {str(exc)[:200]} (is it a "
+                    f"Dask scheduler?)")
+    return made["client"]
+
+
 def run_on_dask(todo, sources, keep_clicks, finish, scheduler, n_workers, cell_timeout, should_stop):
     """Cells as Dask tasks; results come back to this process (the only store writer) as they finish.
 
@@ -23,7 +70,7 @@ def run_on_dask(todo, sources, keep_clicks, finish, scheduler, n_workers, cell_t
     so a cell that fails with KilledWorker is run again after the others, alone on the cluster: only a
     cell that kills its workers when it runs by itself fails for good."""
     import dask
-    from distributed import Client, LocalCluster
+    from distributed import LocalCluster
 
     cluster = None
     try:
@@ -31,10 +78,7 @@ def run_on_dask(todo, sources, keep_clicks, finish, scheduler, n_workers, cell_t
             with dask.config.set({"distributed.scheduler.allowed-failures": DASK_RETRIES,
                                   "distributed.scheduler.worker-saturation": 1.0}):
                 cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None)
-        try:
-            client = Client(scheduler or cluster, timeout=DASK_CONNECT_S)
-        except (OSError, TimeoutError, ValueError) as exc:
-            raise SweepError(f"cannot reach the Dask scheduler at {scheduler}: {type(exc).__name__}: {exc}") from None
+        client = connect_client(scheduler or cluster, SweepError)
         with client:
             client.run(warm_up)         # imports outside the cells' clocks (workers that restart later pay them in-cell)
             payloads = {d: Path(sources[d]).read_bytes() for d in {c.digest for c in todo}}

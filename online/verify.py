@@ -238,16 +238,29 @@ def log_digest(row_path: Path) -> bytes | None:
     return regular_file_digest(log, LOG_BYTES)
 
 
+def _verdict_text(row_bytes: bytes, log_digest: bytes | None) -> bytes:
+    """What a passing verdict's file holds: which bytes it verified (the row's and the click log's SHA-256)
+    and by which verifier, so that a file is a verdict only of what it names."""
+    return (f"tutorduel verified\nrow {hashlib.sha256(row_bytes).hexdigest()}\n"
+            f"log {log_digest.hex() if log_digest is not None else '-'}\nverifier {verifier_identity()}\n").encode()
+
+
 def known_good(row_bytes: bytes, log_digest: bytes | None = None) -> bool:
-    """Whether these exact row bytes (and click log, by its SHA-256) verified before on this machine."""
-    return _verdict_path(row_bytes, log_digest).exists()
+    """Whether these exact row bytes (and click log, by its SHA-256) verified before on this machine: the
+    verdict's file is there, a regular file, and says it verified these bytes (an empty folder or any other
+    file at its path had counted as a verdict)."""
+    want = _verdict_text(row_bytes, log_digest)
+    try:
+        return read_regular(_verdict_path(row_bytes, log_digest), len(want) + 1) == want
+    except (OSError, UnreadableFileError):
+        return False
 
 
 def remember_good(row_bytes: bytes, log_digest: bytes | None = None) -> None:
     """Cache a passing verdict (best effort: an unwritable cache only costs the work next time)."""
     from tdmodels.atomic_file import save_cache_file
 
-    save_cache_file(_verdict_path(row_bytes, log_digest), b"ok\n")
+    save_cache_file(_verdict_path(row_bytes, log_digest), _verdict_text(row_bytes, log_digest))
 
 
 # --- auditing stored rows ----------------------------------------------------------------------------------

@@ -13,12 +13,14 @@ class UnreadableFileError(InputError):
     """A path that is not a regular file, cannot be opened, or is larger than the reader allows."""
 
 
-def _chunks(path: str | os.PathLike, limit: int):
+def _chunks(path: str | os.PathLike, limit: int, follow: bool = True):
     """The bytes of the regular file at `path` in 1 MiB chunks, at most `limit` in all; UnreadableFileError for
-    anything else (checked on the open file, so a path swapped after a check is still refused)."""
+    anything else (checked on the open file, so a path swapped after a check is still refused); with `follow`
+    False, a symlink at `path` is refused too."""
     path = Path(path)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (0 if follow else getattr(os, "O_NOFOLLOW", 0))
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))   # a pipe must not block the open
+        fd = os.open(path, flags)   # a pipe must not block the open
     except OSError as exc:
         raise UnreadableFileError(f"{path}: cannot be opened ({exc.strerror or exc})") from None
     st = os.fstat(fd)
@@ -42,11 +44,11 @@ def read_regular(path: str | os.PathLike, limit: int) -> bytes:
     return b"".join(_chunks(path, limit))
 
 
-def regular_file_digest(path: str | os.PathLike, limit: int) -> bytes:
+def regular_file_digest(path: str | os.PathLike, limit: int, follow: bool = True) -> bytes:
     """SHA-256 of the regular file at `path`, read in chunks (never held whole), at most `limit` bytes;
-    UnreadableFileError otherwise."""
+    UnreadableFileError otherwise (and for a symlink, with `follow` False)."""
     h = hashlib.sha256()
-    for chunk in _chunks(path, limit):
+    for chunk in _chunks(path, limit, follow):
         h.update(chunk)
     return h.digest()
 

@@ -71,7 +71,10 @@ def check_run_memory(world: xr.Dataset, n_arrivals: int, what: str = "a run") ->
 
 def check_pair_memory(world: xr.Dataset, n_arrivals: int, what: str) -> None:
     """Refuse a computation over every pair of personas on every scheduled question (references, world
-    figures: [N, S, K, K] arrays, a few at once) that would not fit."""
+    figures: [N, S, K, K] arrays, a few at once) that would not fit, with the hindsight oracle's designs
+    (``inference.hindsight``: every pair's feature difference, [N, S K (K - 1) / 2, K + 1], and its
+    temporaries), which grow as K cubed: a world of 1,000 personas had asked for 179 GiB."""
     K, S = world.sizes["persona"], session_length(world)
-    check_memory(6 * 8 * n_arrivals * S * K * (K + 1), f"{what} over {n_arrivals:,} arrivals x {S} questions x "
-                                                       f"{K} x {K} persona pairs")
+    pairs = 6 * 8 * n_arrivals * S * K * (K + 1)
+    designs = 4 * 8 * n_arrivals * S * (K * (K - 1) // 2) * (K + 1)
+    check_memory(pairs + designs, f"{what} over {n_arrivals:,} arrivals x {S} questions x {K} x {K} persona pairs")

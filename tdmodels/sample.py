@@ -21,7 +21,8 @@ import xarray as xr
 from .bradley_terry import order_averaged
 from .simulator import fit_click_scale
 from .file_read import UnreadableFileError, read_regular_text
-from .limits import MAX_SESSION
+from .limits import MAX_ARRIVALS, MAX_SESSION
+from .run_inputs import check_memory
 from .world import FORMAT_VERSION, KINDS, WorldFormatError
 
 SAMPLE_BYTES = 64 * 2**20     # the published sample is about 1 MB
@@ -32,6 +33,28 @@ _SENTENCE_END = re.compile(r"(?<=[.?!])\s+")
 def last_sentence(text: str) -> str:
     """The last sentence of `text` (the site sample's question is its last sentence)."""
     return _SENTENCE_END.split(text.strip())[-1]
+
+
+def _suffix_finder(cues: list[str]):
+    """A function text -> the index of the longest of `cues` that `text` ends with (None if none), in time
+    linear in the text: a trie of the cues read backwards (matching each text against every cue had taken
+    hours on a sample of 20 MB)."""
+    root: dict = {}
+    for i, cue in enumerate(cues):
+        node = root
+        for ch in reversed(cue):
+            node = node.setdefault(ch, {})
+        node[None] = i                    # a cue ends here (the empty cue at the root, if any)
+
+    def longest(text: str):
+        node, best = root, root.get(None)
+        for ch in reversed(text):
+            node = node.get(ch)
+            if node is None:
+                break
+            best = node.get(None, best)
+        return best
+    return longest
 
 
 def _check_structure(path, personas, arrivals) -> None:
@@ -46,6 +69,8 @@ def _check_structure(path, personas, arrivals) -> None:
         fail("personas", f"{K} personas; a world needs at least 3 (with 2, every pair is the best pair)")
     if not isinstance(arrivals, list) or not arrivals:
         fail("arrivals", "an empty list or not a list; the sample has one entry per arrival")
+    if len(arrivals) > MAX_ARRIVALS:
+        fail("arrivals", f"{len(arrivals):,} arrivals; at most {MAX_ARRIVALS:,}")
     S = None
     for a, arr in enumerate(arrivals):
         if not isinstance(arr, dict) or not isinstance(arr.get("profile_key"), str) or not isinstance(arr.get("qs"), list):
@@ -80,15 +105,18 @@ def load_sample(path: str | Path) -> xr.Dataset:
     K = len(personas)
     iu, ju = np.triu_indices(K, 1)
     profiles = sorted({a["profile_key"] for a in arrivals})
+    profile_index = {p: i for i, p in enumerate(profiles)}
     S = len(arrivals[0]["qs"])
     n_q = len(arrivals) * S
+    check_memory(8 * (len(profiles) * n_q * K * (K + 1) + n_q * K * (K + 1) * 3),
+                 f"the sample {path} as a world ({len(profiles):,} profiles x {n_q:,} questions x {K} personas)")
     probs = np.full((len(profiles), n_q, K, K), np.nan)
     U = np.full((len(profiles), n_q, K), np.nan)
     texts, sched_s, sched_q = [], [], []
     for a, arr in enumerate(arrivals):
         if len(arr["qs"]) != S:
             raise WorldFormatError(f"sample {path}: arrival {a} has {len(arr['qs'])} questions, expected {S}")
-        s = profiles.index(arr["profile_key"])
+        s = profile_index[arr["profile_key"]]
         sched_s.append(s)
         sched_q.append(list(range(a * S, (a + 1) * S)))
         for t, q in enumerate(arr["qs"]):
@@ -102,11 +130,13 @@ def load_sample(path: str | Path) -> xr.Dataset:
     counts = Counter(last_sentence(t) for t in texts)
     cues = sorted(c for c, n in counts.items() if n > 1)        # a cue recurs; a stray split does not
 
+    longest_cue = _suffix_finder(cues)
+
     def cue_of(text):
-        hits = [i for i, c in enumerate(cues) if text.rstrip().endswith(c)]
-        if not hits:
+        hit = longest_cue(text.rstrip())
+        if hit is None:
             raise WorldFormatError(f"sample {path}: question {text[:60]!r}... ends with none of the {len(cues)} cues")
-        return max(hits, key=lambda i: len(cues[i]))
+        return hit
     reach = ~np.isnan(U[..., 0])
     beta = fit_click_scale(order_averaged(probs[reach]), U[reach])
     features = np.concatenate([np.broadcast_to(np.eye(K), (n_q, K, K)), np.zeros((n_q, K, 1))], axis=2)

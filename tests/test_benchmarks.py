@@ -217,14 +217,16 @@ def test_a_slowdown_shared_by_most_policies_fails_past_the_capped_machine_factor
     assert compare([Ratio("replay", p, 20.0, "random", 1.0) for p in "abcde"], committed)[1] == []
 
 
-@pytest.mark.parametrize("where, says", [(".", "is a folder"), ("fifo", "device or special file"),
-                                         ("afile/t.json", "is a file, not a folder"), ("t.json/", "ends in a slash")])
+@pytest.mark.parametrize("where, says", [(".", "names a folder"), ("out", "is a folder"),
+                                         ("fifo", "device or special file"), ("afile/t.json", "is a file, not a folder"),
+                                         ("t.json/", "ends in a slash")])
 def test_a_json_path_that_cannot_be_written_is_refused_before_measuring(tmp_path, capsys, where, says):
     """Never a FIFO (the write would block after the whole run), a folder, a path under a file."""
     from benchmarks.run import parse
 
     os.mkfifo(tmp_path / "fifo")
     (tmp_path / "afile").write_text("keep")
+    (tmp_path / "out").mkdir()
     with pytest.raises(SystemExit) as exc:
         parse(["--json", str(tmp_path) + "/" + where])
     assert exc.value.code == 2 and says in capsys.readouterr().err

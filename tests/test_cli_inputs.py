@@ -314,26 +314,52 @@ def test_every_command_and_action_the_help_lists_is_described():
     assert bare == []
 
 
-@pytest.mark.parametrize("argv", [["leaderboard", "--rosters", "dev,dev", "--seeds", "0"],
-                                  ["replay", "--world", "dev,dev", "--seeds", "0", "--policies", "random"],
-                                  ["stats", "--world", "dev,dev"], ["export", "{dir}/e.csv", "--world", "dev,dev"],
-                                  ["verify", "--world", "dev,dev"]])
-def test_a_world_named_twice_is_refused_before_any_work(env_dirs, capsys, argv):
+def test_a_roster_named_twice_runs_once(env_dirs, capsys):
     """`leaderboard --rosters dev,dev,...` had run one sweep per repeat."""
-    assert main([a.replace("{dir}", str(env_dirs)) for a in argv]) == 2
-    err = capsys.readouterr().err
-    assert "'dev' is given twice" in err and "Traceback" not in err
-    assert not (env_dirs / "runs").exists()
+    assert main(["leaderboard", "--rosters", "dev,dev,dev", "--seeds", "0", "--policies", "random",
+                 "--out", str(env_dirs / "lb")]) == 0
+    out = capsys.readouterr().out
+    assert out.count("dev: 1 cells computed") == 1 and "already stored" in out
 
 
-def test_run_leaderboard_from_python_refuses_a_repeated_roster_and_a_flag_that_is_not_a_bool(env_dirs):
+def test_run_leaderboard_from_python_reads_a_repeated_roster_once_and_refuses_a_flag_that_is_not_a_bool(env_dirs):
     from tdmodels.errors import InputError
     from tutorduel.leaderboard import leaderboard_rosters
 
-    with pytest.raises(InputError, match="'dev' is given twice"):
-        leaderboard_rosters(["dev", "dev"], False)
+    assert leaderboard_rosters(["dev", "dev"], False) == ["dev"]
     with pytest.raises(InputError, match="allow_test='no'"):
         leaderboard_rosters(["dev"], "no")
     with pytest.raises(InputError, match="give a list of names"):
         leaderboard_rosters("dev", False)
     assert leaderboard_rosters(["dev"], False) == ["dev"]
+
+
+def test_output_into_a_pipe_whose_reader_has_gone_ends_quietly_with_141(env_dirs):
+    """`tutorduel stats ... | head -1` had ended in a BrokenPipeError traceback."""
+    import os
+    import subprocess
+
+    assert main(["replay", "--world", "dev", "--seeds", "0", "--arrivals", "3", "--policies", "random"]) == 0
+    read, write = os.pipe()
+    os.close(read)                                          # the reader is gone before the first line
+    try:
+        out = subprocess.run([sys.executable, "-m", "tutorduel.cli", "stats", "--world", "dev", "--arrivals", "3"],
+                             stdout=write, stderr=subprocess.PIPE, text=True, timeout=300, env=os.environ.copy())
+    finally:
+        os.close(write)
+    assert out.returncode == 141 and "Traceback" not in out.stderr and "Exception ignored" not in out.stderr
+
+
+@pytest.mark.parametrize("raised, status", [("write", 2), ("pipe", 141)])
+def test_the_benchmark_runner_names_a_failed_write_and_ends_quietly_on_a_broken_pipe(monkeypatch, capsys, raised,
+                                                                                      status):
+    import benchmarks.run as run
+    from tdmodels.atomic_file import WriteFailedError
+
+    def fail(argv):
+        raise WriteFailedError("t.json: No space left on device") if raised == "write" else BrokenPipeError()
+
+    monkeypatch.setattr(run, "_main", fail)
+    assert run.main([]) == status
+    err = capsys.readouterr().err
+    assert ("No space left on device" in err and err.count("\n") == 1) if raised == "write" else err == ""

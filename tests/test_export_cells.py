@@ -19,8 +19,11 @@ def test_export_writes_no_formula(env_dirs, capsys):
     run_sweep(["dev"], [0], ["random"], st, arrivals=3, progress=False)
     p = st.path(run_key(open_world("dev"), 0, "random", 3))
     row = json.loads(p.read_text())
-    row["world"] = '=HYPERLINK("http://x","y")'      # a display name nothing checks
+    row["world"] = '=HYPERLINK("http://x","y")'      # a label: export names the world from its digest
     p.write_text(json.dumps(row))
     assert main(["export", str(env_dirs / "rows.csv"), "--world", "dev"]) == 0
     cells = [c for r in csv.reader((env_dirs / "rows.csv").open()) for c in r]
+    assert not any(c.startswith(("=", "+", "@")) for c in cells) and "dev" in cells
+    st.export(env_dirs / "api.csv", rows=[row])      # the Python API writes what it is given, defused
+    cells = [c for r in csv.reader((env_dirs / "api.csv").open()) for c in r]
     assert not any(c.startswith(("=", "+", "@")) for c in cells) and "'=HYPERLINK(\"http://x\",\"y\")" in cells

@@ -366,14 +366,15 @@ ESCAPES = "\x1b]0;pwned\x07\x1b[2J\x1b[31mred\r\x9b31m\u202egnp.exe"
 
 def test_text_from_a_world_file_reaches_the_terminal_visible(dev_world, tmp_path, capsys):
     """A world's description (any text from a file) with escape sequences that would retitle, clear and
-    recolour the terminal, a carriage return and a bidi override: printed as escapes, not sent raw."""
+    recolour the terminal, a carriage return and a bidi override: the world is refused when read (a world's
+    texts are one line of visible text), and the error that names it shows no control character raw."""
     w = dev_world.copy()
     w.attrs["description"] = ESCAPES
     path = write_world_file(w, tmp_path / "w.nc")
-    assert main(["worlds", "describe", str(path), "--seeds", "0"]) == 0
-    out = capsys.readouterr().out
-    assert "\\x1b]0;pwned\\x07\\x1b[2J\\x1b[31mred\\r\\x9b31m\\u202egnp.exe" in out
-    assert not any(c in out for c in "\x1b\x07\r\x9b\u202e")
+    assert main(["worlds", "describe", str(path), "--seeds", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "attrs.description" in err and "control character" in err
+    assert not any(c in err for c in "\x1b\x07\r\x9b\u202e")
 
 
 def test_visible_keeps_line_breaks_and_tabs_and_escapes_the_rest():

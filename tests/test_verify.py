@@ -62,6 +62,26 @@ def test_a_consistently_rescaled_row_is_caught_and_never_counted(env_dirs, capsy
     assert main(["verify"]) == 0                  # the bad row is aside: what is left verifies
 
 
+@pytest.mark.parametrize("planted", ["folder", "file"])
+def test_a_verdict_is_a_file_that_names_the_bytes_it_verified(env_dirs, capsys, planted):
+    """An empty folder at a forged row's verdict path had made export count the row as verified."""
+    from online.verify import _verdict_path, known_good, log_digest
+
+    st = _sweep()
+    p = _path(st, 0, "no-transfer")
+    _edit(p, _rescale)
+    verdict = _verdict_path(p.read_bytes(), log_digest(p))
+    if planted == "folder":
+        verdict.mkdir(parents=True)
+    else:
+        verdict.parent.mkdir(parents=True, exist_ok=True)
+        verdict.write_bytes(b"ok\n")                          # the old verdict's content, naming nothing
+    assert not known_good(p.read_bytes(), log_digest(p))
+    assert main(["export", str(env_dirs / "rows.csv")]) == 0
+    assert "does not verify" in capsys.readouterr().err
+    assert len((env_dirs / "rows.csv").read_text().splitlines()) == 1 + 3       # header and the three good rows
+
+
 def test_verify_names_each_bad_row_and_exits_1(env_dirs, capsys):
     st = _sweep()
     rescaled, edited = _path(st, 0, "no-transfer"), _path(st, 1, "random")

@@ -18,8 +18,8 @@ MAX_NAMES = 1_000               # worlds or rosters in one comma-separated list
 
 
 def distinct_names(names, what: str) -> list[str]:
-    """`names` (a list of strings) as a list, or InputError naming the first empty one, the first given twice
-    or a list of more than MAX_NAMES: a repeated roster had run its sweep once per repeat."""
+    """`names` (a list of strings) each once, in the order first given (a repeated roster had run its sweep once
+    per repeat), or InputError naming the first empty one or a list of more than MAX_NAMES."""
     from tdmodels.errors import InputError
 
     if isinstance(names, (str, bytes)) or not all(isinstance(n, str) for n in names):
@@ -27,14 +27,9 @@ def distinct_names(names, what: str) -> list[str]:
     names = list(names)
     if len(names) > MAX_NAMES:
         raise InputError(f"{what}: {len(names):,} names; at most {MAX_NAMES:,}")
-    seen = set()
-    for n in names:
-        if not n.strip():
-            raise InputError(f"{what}: an empty name")
-        if n in seen:
-            raise InputError(f"{what}: {n!r:.80} is given twice")
-        seen.add(n)
-    return names
+    if not all(n.strip() for n in names):
+        raise InputError(f"{what}: an empty name")
+    return list(dict.fromkeys(names))
 
 
 def _range_text(lo, hi, lo_open) -> str:

@@ -51,4 +51,17 @@ class VisibleStream:
         return getattr(self._stream, name)
 
 
-__all__ = ["CLEAR_LINE", "VisibleStream", "visible"]
+def silence(stream) -> None:
+    """Point `stream`'s file descriptor at the null device: after its reader has gone (a broken pipe), the
+    interpreter's last flush at exit then has nowhere to fail, instead of printing a second traceback."""
+    import os
+
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, stream.fileno())
+        os.close(null)
+    except (OSError, ValueError, AttributeError):      # a stream without a descriptor (tests' capture): nothing to do
+        pass
+
+
+__all__ = ["CLEAR_LINE", "VisibleStream", "silence", "visible"]

@@ -194,16 +194,14 @@ def _on_local(jobs_by_seed: dict, finish, jobs: int) -> None:
 
 
 def _on_dask(jobs_by_seed: dict, finish, scheduler: str | None, n_workers: int | None) -> None:
-    from distributed import Client, LocalCluster, as_completed
+    from distributed import LocalCluster, as_completed
+
+    from online.sweep_dask import connect_client
 
     cluster = None if scheduler else LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
                                                   dashboard_address=None)
     try:
-        try:
-            client = Client(scheduler or cluster, timeout=10)
-        except (OSError, TimeoutError, ValueError) as exc:
-            raise ValidationSeedError(f"cannot reach the Dask scheduler at {scheduler}: {type(exc).__name__}: {exc}") \
-                from None
+        client = connect_client(scheduler or cluster, ValidationSeedError)
         with client:
             futures = {client.submit(validation_task, job, pure=False, key=f"validate-seed-{s}-{id(job)}"): s
                        for s, job in jobs_by_seed.items()}

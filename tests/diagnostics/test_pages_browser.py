@@ -250,9 +250,9 @@ def test_the_calibration_report_runs_no_script_from_a_posterior_file(browser, tm
     names = [str(n) for n in idata.constant_data["parameter"].values]
     idata.posterior = idata.posterior.rename({n: f"{HOSTILE}{n}" for n in names})
     idata.constant_data = idata.constant_data.assign_coords(parameter=[f"{HOSTILE}{n}" for n in names])
-    from diagnostics.page_links import GENERATOR_META
+    from diagnostics.page_links import GENERATOR_META, save_page
 
-    (tmp_path / f"{HOSTILE}.html").write_text(f"<head>{GENERATOR_META}</head><p>a sibling page of ours</p>")
+    save_page(tmp_path / f"{HOSTILE}.html", f"<head>{GENERATOR_META}</head><p>a sibling page of ours</p>")
     (tmp_path / "javascript:alert(7).html").write_text("<p>planted</p>")     # not ours: never linked
     page, errors = _open(browser, write_calibration_report(idata, tmp_path / "report.html"))
     _assert_no_script_ran(page, errors)
@@ -268,10 +268,10 @@ def test_a_page_named_like_a_script_url_is_opened_as_a_file(browser, tmp_path):
     import arviz as az
 
     from diagnostics.calibration_report import write_calibration_report
-    from diagnostics.page_links import GENERATOR_META
+    from diagnostics.page_links import GENERATOR_META, save_page
 
     name = "javascript:window.__pwned=7;void(0).html"
-    (tmp_path / name).write_text(f"<head>{GENERATOR_META}</head><p id='sib'>sibling</p>")
+    save_page(tmp_path / name, f"<head>{GENERATOR_META}</head><p id='sib'>sibling</p>")
     idata = az.from_netcdf(Path(__file__).resolve().parents[2] / "calibration" / "posterior.nc")
     page, errors = _open(browser, write_calibration_report(idata, tmp_path / "report.html"))
     page.locator("nav a").first.click()

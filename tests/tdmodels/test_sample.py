@@ -1,4 +1,6 @@
 import numpy as np
+import pytest
+from hypothesis import given, strategies as st
 
 from online.replay import replay
 from tdmodels.sample import load_sample
@@ -33,3 +35,23 @@ def test_a_sample_of_another_size_is_described_by_its_own_size(sample_path, tmp_
     assert main(["worlds", "import-sample", str(small), "--resamples", "0", "--worlds", str(tmp_path / "w")]) == 0
     out = capsys.readouterr().out
     assert "(12 arrivals of real judge data" in out
+
+
+@given(st.lists(st.text(alphabet="ab. ", max_size=6), max_size=8, unique=True), st.text(alphabet="ab. ", max_size=12))
+def test_the_longest_cue_a_question_ends_with_is_found_as_by_matching_each(cues, text):
+    """The trie that replaced matching every text against every cue (quadratic: hours on a 20 MB sample)."""
+    from tdmodels.sample import _suffix_finder
+
+    hits = [i for i, c in enumerate(cues) if text.endswith(c)]
+    assert _suffix_finder(cues)(text) == (max(hits, key=lambda i: len(cues[i])) if hits else None)
+
+
+def test_a_sample_too_large_for_memory_is_refused_before_allocating(sample_path, tmp_path, monkeypatch):
+    """A 12 MB sample had asked for 58 GiB with no memory check."""
+    import tdmodels.run_inputs as run_inputs
+    from tdmodels.errors import InputError
+
+    monkeypatch.setattr(run_inputs, "memory_available", lambda: 2**20)
+    with pytest.raises(InputError, match=r"the sample .* as a world \(8 profiles x 1,152 questions x 6 personas\) "
+                                         r"needs about"):
+        load_sample(sample_path)

@@ -86,8 +86,8 @@ def test_seeds_on_dask_give_the_local_figures(env_dirs, capsys, tmp_path):
     np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.parametrize("kw, words", [({"dask_workers": 0}, "dask_workers must be an integer in"),
-                                       ({"dask_workers": True}, "dask_workers must be an integer in"),
+@pytest.mark.parametrize("kw, words", [({"dask_workers": 0}, "dask_workers must be a positive integer"),
+                                       ({"dask_workers": True}, "dask_workers must be a positive integer"),
                                        ({"dask_workers": 2, "scheduler": "tcp://127.0.0.1:8786"}, "not both"),
                                        ({"scheduler": "nowhere"}, "cannot be read as an address|scheme")])
 def test_validate_seeds_from_python_refuses_a_dask_option_that_cannot_work(env_dirs, kw, words):

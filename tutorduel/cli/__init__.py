@@ -43,7 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    """Run the command line; returns the exit status (2: bad input, named on one line; 130: interrupted)."""
+    """Run the command line; returns the exit status (2: bad input, named on one line; 130: interrupted; 141:
+    its output's reader went away)."""
     from inference.kernel_cache import configure_kernel_cache
 
     configure_kernel_cache()             # first: compiled kernels cached by their source (before numba starts)
@@ -55,12 +56,15 @@ def main(argv=None) -> int:
         previous = signal.signal(signal.SIGINT, InterruptFlag())
         sys.unraisablehook = quiet_unraisable(hook)
     status = None
-    from tutorduel.terminal_text import VisibleStream
+    from tutorduel.terminal_text import VisibleStream, silence
 
     streams = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = VisibleStream(sys.stdout), VisibleStream(sys.stderr)   # text from files, made visible
     try:
         status = _run(argv)
+    except BrokenPipeError:             # `tutorduel stats ... | head -1`: the reader has gone; what was stored stays
+        silence(streams[0])
+        status = 141                    # as a process ended by SIGPIPE reports it
     finally:
         sys.stdout, sys.stderr = streams
         if previous is not None:

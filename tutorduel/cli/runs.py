@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from online import phase_clock
-from tutorduel.arg_types import (MAX_JOBS, REPLAY_TIMEOUT_S, arrivals_int, distinct_names, file_arg, float_in,
+from tutorduel.arg_types import (MAX_JOBS, MAX_NAMES, REPLAY_TIMEOUT_S, arrivals_int, file_arg, float_in,
                                  folder_arg, int_in)
 from tutorduel.cli.options import DEFAULT_POLICIES, WORLD_HELP, common_options, sweep_keywords, sweep_options
 
@@ -14,7 +14,9 @@ def _worlds(text: str) -> list[str]:
     names = [w.strip() for w in text.split(",")]
     if not all(names):
         raise InputError(f"world list {text[:80]!r}: an empty name between commas")
-    return distinct_names(names, f"world list {text[:80]!r}")
+    if len(names) > MAX_NAMES:
+        raise InputError(f"world list {text[:80]!r}: {len(names):,} names; at most {MAX_NAMES:,}")
+    return names
 
 
 def cmd_replay(a) -> int:
