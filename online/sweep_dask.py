@@ -79,7 +79,7 @@ def run_on_dask(todo, sources, keep_clicks, finish, scheduler, n_workers, cell_t
                                   "distributed.scheduler.worker-saturation": 1.0}):
                 cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None)
         client = connect_client(scheduler or cluster, SweepError)
-        with client:
+        with client, client.as_current():    # distributed.wait finds its client here (none is made the default)
             client.run(warm_up)         # imports outside the cells' clocks (workers that restart later pay them in-cell)
             payloads = {d: Path(sources[d]).read_bytes() for d in {c.digest for c in todo}}
 

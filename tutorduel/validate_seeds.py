@@ -202,7 +202,7 @@ def _on_dask(jobs_by_seed: dict, finish, scheduler: str | None, n_workers: int |
                                                   dashboard_address=None)
     try:
         client = connect_client(scheduler or cluster, ValidationSeedError)
-        with client:
+        with client, client.as_current():
             futures = {client.submit(validation_task, job, pure=False, key=f"validate-seed-{s}-{id(job)}"): s
                        for s, job in jobs_by_seed.items()}
             errors = []
