@@ -22,12 +22,12 @@ import numpy as np
 import xarray as xr
 
 from diagnostics.leaderboard_report import PUBLISHED, PUBLISHED_ROSTERS
-from diagnostics.stats import reference_table
+from diagnostics.stats import checked_level, reference_table
 from online.schedule import make_schedule, session_utilities
 from online.scoring import floor_regret, random_regret
 from tdmodels import ties
 from tdmodels.bradley_terry import order_averaged
-from tdmodels.run_inputs import check_pair_memory
+from tdmodels.run_inputs import check_pair_memory, checked_count
 from tdmodels.errors import InputError
 
 PER_USER_PAIR = {"test_profiles": 76, "composite": 66, "quirky": 68}    # quoted in the reference text
@@ -73,7 +73,19 @@ def session_statistics(world: xr.Dataset, seed: int = 0, arrivals: int | None = 
 
 def bootstrap_means(stats: dict[str, np.ndarray], draws: int = 2000, seed: int = 0,
                     level: float = 0.95) -> dict[str, tuple[float, float, float]]:
-    """Mean and percentile bootstrap interval over sessions (the same resamples for every figure)."""
+    """Mean and percentile bootstrap interval over sessions (the same resamples for every figure): each figure
+    [sessions], all of one length, finite."""
+    if not stats:
+        raise InputError("a bootstrap needs at least one figure")
+    stats = {k: np.asarray(v, dtype=float) for k, v in stats.items()}
+    lengths = {v.shape for v in stats.values()}
+    if len(lengths) != 1 or len(next(iter(lengths))) != 1:
+        raise InputError(f"a bootstrap needs every figure as one value per session, got shapes {sorted(lengths)}")
+    bad = [k for k, v in stats.items() if not np.isfinite(v).all()]
+    if bad:
+        raise InputError(f"figure {bad[0]!r} holds a non-finite value: a bootstrap of it would be NaN")
+    checked_count(draws, "draws (bootstrap resamples)", 100, 10**6)
+    level = checked_level(level)
     n = len(next(iter(stats.values())))
     if n < 2:
         raise InputError(f"a bootstrap over sessions needs at least 2 sessions, got {n}")

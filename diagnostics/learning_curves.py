@@ -36,6 +36,10 @@ def per_user_excess(row: dict) -> np.ndarray:
 
 def moving_mean(x: np.ndarray, window: int = WINDOW) -> np.ndarray:
     """Centred moving mean over `window` entries, where the window fits: [len(x) - window + 1]."""
+    x = np.asarray(x, dtype=float)
+    if x.ndim != 1 or not len(x):
+        raise InputError(f"a moving mean needs a non-empty 1-d series, got shape {x.shape}")
+    checked_count(window, "window (entries averaged per point)", 1, len(x))
     c = np.concatenate([[0.0], np.cumsum(x)])
     return (c[window:] - c[:-window]) / window
 

@@ -31,7 +31,7 @@ def _values(x, what: str = "values") -> np.ndarray:
     return arr.astype(float)
 
 
-def _level(level) -> float:
+def checked_level(level) -> float:
     if isinstance(level, bool) or not isinstance(level, (int, float, np.integer, np.floating)) or not 0 < level < 1:
         raise InputError(f"level {level!r}: an interval's coverage, a number strictly between 0 and 1")
     return float(level)
@@ -47,7 +47,7 @@ def mean_se(x) -> tuple[float, float]:
 
 def t_quantile(n: int, level: float = 0.95) -> float:
     """The two-sided t quantile of a `level` interval from n observations (NaN below two)."""
-    return float(stdtrit(n - 1, 0.5 + _level(level) / 2)) if n > 1 else float("nan")
+    return float(stdtrit(n - 1, 0.5 + checked_level(level) / 2)) if n > 1 else float("nan")
 
 
 def t_interval(x, level: float = 0.95) -> tuple[float, float]:
@@ -75,7 +75,7 @@ def paired_gain(excess_a, excess_b, level: float = 0.95) -> dict:
         "gain", "lo", "hi" (NaN for one seed), "n".
     """
     a, b = _values(excess_a, "excess_a"), _values(excess_b, "excess_b")
-    level = _level(level)
+    level = checked_level(level)
     if len(a) != len(b):
         raise InputError(f"paired_gain: {len(a)} values of A against {len(b)} of B; pair them seed by seed")
     if not (np.isfinite(a).all() and np.isfinite(b).all()):

@@ -24,7 +24,7 @@ from inference.population_diagnostics import (MIN_ESS_BULK, LabelInvariantHealth
 from inference.nuts import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_WARMUP, check_sampler_settings, run_nuts
 from inference.population_gibbs import DEFAULT_DRAWS as GIBBS_DRAWS
 from inference.population_gibbs import DEFAULT_WARMUP as GIBBS_WARMUP
-from inference.population_gibbs import GibbsSettings, RoundVerdict, sample_population
+from inference.population_gibbs import GibbsSettings, RoundVerdict, checked_seconds, sample_population
 from inference.user_reference import check_design
 from tdmodels.population_model import RIDGE, PopulationHyper, population, recalibration
 from tdmodels.priors import DEFAULT_PRIOR_VAR, MixturePrior, validate_prior
@@ -93,7 +93,7 @@ def fit_population(z, y, seed: int = 0, chains: int = DEFAULT_CHAINS, warmup: in
             ess = min((q.min_ess_bulk for q in qs), default=0.0)
             return RoundVerdict(li.ok, max_rhat, ess / MIN_ESS_BULK)
 
-        budgeted = _checked_rounds(max_rounds) is not None or max_seconds is not None
+        budgeted = _checked_rounds(max_rounds) is not None or checked_seconds(max_seconds) is not None
         until = verdict if budgeted and chains >= 2 else None    # one chain is never healthy
         idata = sample_population(z, y, hyper, chains=chains, warmup=GIBBS_WARMUP if warmup is None else warmup,
                                   draws=GIBBS_DRAWS if draws is None else draws, thin=thin, seed=seed,

@@ -33,6 +33,7 @@ import xarray as xr
 
 from inference.kernels.population_gibbs import (ChainState, Clicks, Moves, MoveCounts, Target, move_counts,
                                                 no_draws, run_sweeps)
+from tdmodels.errors import InputError
 from tdmodels.population_model import PopulationHyper
 from tdmodels.prior_distributions import stick_breaking
 
@@ -208,6 +209,7 @@ def sample_population(z, y, hyper: PopulationHyper = PopulationHyper(), chains: 
         rounds, thinning, whether `until` was met.
     """
     hyper = hyper.validate()
+    checked_seconds(max_seconds)
     z = np.ascontiguousarray(z, dtype=float)
     y = np.ascontiguousarray(y, dtype=float)
     run = (lambda tasks: list((map_chains or map)(run_chain, tasks)))
@@ -248,6 +250,14 @@ def sample_population(z, y, hyper: PopulationHyper = PopulationHyper(), chains: 
             start += half * cur_thin
         kept = [_thin(k, factor) for k in kept] if factor > 1 else kept
         cur_thin, new_draws = next_thin, next_draws
+
+
+def checked_seconds(max_seconds):
+    """A time budget in seconds: None (no budget) or a finite number above 0."""
+    if max_seconds is not None and (isinstance(max_seconds, bool) or not isinstance(max_seconds, (int, float, np.integer, np.floating))
+                                    or not np.isfinite(max_seconds) or max_seconds <= 0):
+        raise InputError(f"max_seconds {max_seconds!r}: a finite number of seconds above 0, or None (no budget)")
+    return max_seconds
 
 
 def _budget_spent(seconds_after_next: float, max_seconds, rounds: int, max_rounds) -> bool:

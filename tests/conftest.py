@@ -9,6 +9,12 @@ from hypothesis import settings
 
 from inference.kernel_cache import configure_kernel_cache
 
+# JAX's compiled programs cached on disk for this test run and the processes it starts (set before JAX is
+# imported; the environment carries it to subprocesses): every NUTS fit builds its jitted functions afresh,
+# so without it each fit of the same shapes, in this process or another, compiled the same program again.
+# An executable from the cache is the one XLA compiled (keyed by the program, the backend and the versions).
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(Path(tempfile.gettempdir()) / f"tutorduel-tests-jax-{os.getuid()}"))
+
 # compiled kernels cached by their source: first, since numba reads its configuration once, when it is
 # first imported (arviz imports it, and JAX's configuration below imports arviz)
 configure_kernel_cache()

@@ -32,6 +32,7 @@ def run_groups(tmp_path, groups, *args):
     return out.stdout, check_table(tmp_path / "t.json", groups)
 
 
+@pytest.mark.slow         # CI runs the short benchmark itself after the tests (benchmarks.run --check)
 def test_the_short_benchmarks_run_in_one_process_and_print_ratios(tmp_path):
     stdout, rows = run_groups(tmp_path, ("replay", "memory", "beliefs"), "--policies", "no-transfer,coduel,tempered-kg")
     names = {(r["group"], r["name"], r["reference"]) for r in rows}

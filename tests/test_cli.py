@@ -313,8 +313,9 @@ def _exit_code(argv) -> int:
 def test_the_leaderboard_stress_section_has_segments_and_the_robustness_rule(env_dirs, capsys):
     assert main(["worlds", "stress", "--name", "tiny-drift", "--arrivals", "24", "--block-length", "8"]) == 0
     assert main(["worlds", "stress", "--name", "tiny-steady", "--arrivals", "24"]) == 0
+    assert main(["worlds", "stress", "--name", "tiny-base", "--arrivals", "24"]) == 0    # the roster: a short world
     out_dir = env_dirs / "lb"
-    assert main(["leaderboard", "--rosters", "dev", "--seeds", "0-2", "--policies", "no-transfer,coduel",
+    assert main(["leaderboard", "--rosters", "tiny-base", "--seeds", "0-2", "--policies", "no-transfer,coduel",
                  "--stress", "tiny-drift,tiny-steady", "--out", str(out_dir)]) == 0
     out = capsys.readouterr().out
     assert "tiny-drift: 6 cells computed" in out and "tiny-steady: 6 cells computed" in out
@@ -334,7 +335,7 @@ def test_the_leaderboard_stress_section_has_segments_and_the_robustness_rule(env
     assert "![tiny-drift: recovery after a change](recovery-tiny-drift.png)" in stress
     assert (out_dir / "recovery-tiny-drift.png").stat().st_size > 0 and not (out_dir / "recovery-tiny-steady.png").exists()
     assert "alt='tiny-drift: recovery after a change' src='data:image/png;base64," in (out_dir / "leaderboard.html").read_text()
-    assert main(["leaderboard", "--rosters", "dev", "--seeds", "0-1", "--policies", "coduel,coduel-greedy",
+    assert main(["leaderboard", "--rosters", "tiny-base", "--seeds", "0-1", "--policies", "coduel,coduel-greedy",
                  "--stress", "tiny-drift", "--out", str(out_dir)]) == 0
     out = capsys.readouterr().out
     # the policy beyond the paper's and CODuel on four fresh worlds of the stress world's knobs (world seeds 10-13)
@@ -342,11 +343,11 @@ def test_the_leaderboard_stress_section_has_segments_and_the_robustness_rule(env
     rule = (out_dir / "leaderboard.md").read_text().split("### The robustness rule")[1].split("## Code")[0]
     judged = [line.split(" | ")[0] for line in rule.splitlines() if line.startswith("| coduel")]
     assert judged == ["| coduel[lookahead=false]"] * 2                  # only the policy beyond the paper's is judged
-    assert "| coduel[lookahead=false] | dev (1) |" in rule and "over 2 pairs" in rule
+    assert "| coduel[lookahead=false] | tiny-base (1) |" in rule and "over 2 pairs" in rule
     assert "| coduel[lookahead=false] | tiny-drift (4) |" in rule and "over 8 pairs" in rule    # four worlds pooled
     assert "tiny-drift-seed13" in rule and "- coduel[lookahead=false]:" in rule
     beyond = (out_dir / "leaderboard.md").read_text().split("## Beyond the paper, against CODuel")[1].split("##")[0]
-    assert "| coduel[lookahead=false] | dev | " in beyond and " | 2 | " in beyond         # paired over seeds 0-1
+    assert "| coduel[lookahead=false] | tiny-base | " in beyond and " | 2 | " in beyond         # paired over seeds 0-1
     page = (out_dir / "leaderboard.html").read_text()
     assert "<h2>Stress worlds</h2>" in page and "<h3>The robustness rule</h3>" in page
     capsys.readouterr()

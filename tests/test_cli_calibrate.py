@@ -27,7 +27,9 @@ def test_build_from_a_simulator_file_makes_a_folder_of_its_generator(env_dirs, c
     folder = env_dirs / "calworlds"
     assert main(["worlds", "build", "dev", "--simulator", str(f), "--worlds", str(folder)]) == 0
     assert load_world(folder / "dev.nc").attrs["generator"] == generator_version(CALIBRATED)
-    assert main(["worlds", "build", "dev", "--simulator", str(f), "--worlds", str(folder)]) == 0   # again: same file
+    capsys.readouterr()
+    assert main(["worlds", "build", "dev", "dev", "--simulator", str(f), "--worlds", str(folder)]) == 0   # again
+    assert capsys.readouterr().out.count("dev.nc") == 1          # a roster named twice is built once
     other = _simulator_file(env_dirs / "other.json", DEFAULT_PARAMS._replace(student_scale=3.5))
     _fails_with(capsys, ["worlds", "build", "--simulator", str(other), "--worlds", str(folder)], "already generates")
 

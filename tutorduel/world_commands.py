@@ -25,6 +25,7 @@ from tdmodels.simulator_params import BASES, generator_version
 from tdmodels.stress_knobs import STRESS_PRESETS, StressKnobs, preset_knobs
 from tdmodels.stress_worlds import build_stress_world
 from tdmodels.world import WorldFormatError, check_name, load_world, save_world, validate_world, world_digest
+from tutorduel.arg_types import distinct_names
 
 
 def list_worlds(directory=None) -> int:
@@ -61,7 +62,7 @@ def build_worlds(names: list[str] | None = None, simulator=None, directory=None,
     if generator:
         adopted = adopt_generator(generator, directory)
     differ, built = 0, []
-    for n in names or list(ROSTERS):
+    for n in distinct_names(names, "rosters to build") if names else list(ROSTERS):
         target = world_file(n, directory)
         new = not target.exists()
         try:
@@ -253,7 +254,7 @@ def stress_worlds(presets: list[str] | None = None, name: str | None = None, see
     (or the defaults) changed by `knobs`. An existing file of the same content is kept; one of other content
     is replaced only with `force`."""
     force = check_flag("force", force)
-    presets = list(presets or [])
+    presets = distinct_names(presets, "presets") if presets else []
     for p in presets:
         preset_knobs(p)
     if knobs and not name:

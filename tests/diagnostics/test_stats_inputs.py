@@ -119,3 +119,26 @@ def test_stats_on_runs_of_three_arrivals_prints_no_final_quarter_of_none(env_dir
     assert main(["stats", "--world", "dev", "--arrivals", "3", "--against", "random"]) == 0
     out = capsys.readouterr().out
     assert "final quarter" not in out and "nan" not in out and "no-transfer: " in out
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(stats={}), "at least one figure"),
+    (dict(stats={"a": [1., 2.], "b": [1., 2., 3.]}), "one value per session"),
+    (dict(stats={"a": [[1., 2.], [3., 4.]]}), "one value per session"),
+    (dict(stats={"a": [1., math.nan, 2.]}), "non-finite"),
+    (dict(stats={"a": [1., 2., 3.]}, draws=0), "draws"),
+    (dict(stats={"a": [1., 2., 3.]}, draws=2.5), "draws"),
+    (dict(stats={"a": [1., 2., 3.]}, level=1.5), "level"),
+])
+def test_a_bootstrap_over_sessions_refuses_what_is_not_one_finite_value_per_session(kw, match):
+    from diagnostics.calibration_targets import bootstrap_means
+    with pytest.raises(InputError, match=match):
+        bootstrap_means(**kw)
+
+
+@pytest.mark.parametrize("x, window", [([1., 2., 3.], 0), ([1., 2., 3.], 4), ([1., 2., 3.], 1.5), ([], 1),
+                                       ([[1., 2.], [3., 4.]], 1)])
+def test_a_moving_mean_needs_a_window_that_fits_a_series(x, window):
+    from diagnostics.learning_curves import moving_mean
+    with pytest.raises(InputError):
+        moving_mean(np.asarray(x, dtype=float), window)

@@ -36,7 +36,7 @@ def test_a_command_line_process_caches_its_kernels_in_the_folder_of_their_digest
            "TUTORDUEL_WORLDS": str(tmp_path / "worlds")}
     env.pop("NUMBA_CACHE_DIR", None)
     code = ("import sys; from tutorduel.cli import main; "
-            "rc = main(['replay', '--world', 'dev', '--seeds', '0', '--arrivals', '1', '--policies', 'coduel']); "
+            "rc = main(['replay', '--world', 'dev', '--seeds', '0', '--arrivals', '1', '--policies', 'no-transfer']); "
             "import numba; print(numba.config.CACHE_DIR); sys.exit(rc)")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -119,7 +119,7 @@ def test_an_unusable_cache_folder_caches_nothing_and_nothing_beside_the_sources(
     env = {**os.environ, "NUMBA_CACHE_DIR": str(planted), "TUTORDUEL_STORE": str(tmp_path / "runs"),
            "TUTORDUEL_WORLDS": str(tmp_path / "worlds")}
     out = subprocess.run([sys.executable, "-m", "tutorduel.cli", "replay", "--world", "dev", "--seeds", "0",
-                          "--arrivals", "2", "--policies", "coldb-lr"], env=env, capture_output=True, text=True,
+                          "--arrivals", "2", "--policies", "no-transfer"], env=env, capture_output=True, text=True,
                          timeout=600, cwd=ROOT)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "cannot be used" in out.stderr and str(planted) in out.stderr and "nothing is cached" in out.stderr

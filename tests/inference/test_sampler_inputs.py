@@ -1,4 +1,6 @@
 """Sampler settings and draws a sampler or a diagnostic cannot use get one error naming them, before any work."""
+import math
+
 import numpy as np
 import pytest
 
@@ -109,3 +111,9 @@ def test_a_strict_that_is_not_a_bool_is_refused_before_any_sampling():
                                           strict="no", draws=10**6)):
         with pytest.raises(InputError, match="strict='no': give True or False"):
             fit()
+
+
+@pytest.mark.parametrize("max_seconds", [math.nan, math.inf, 0, -5.0, True, "60"])
+def test_a_time_budget_is_a_finite_positive_number_of_seconds(max_seconds):
+    with pytest.raises(InputError, match="max_seconds"):
+        fit_population(Z, Y, max_seconds=max_seconds)

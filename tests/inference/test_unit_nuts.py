@@ -28,6 +28,7 @@ def clicks(dev_world):
     return z, simulate_clicks(theta, z, rng), prior
 
 
+@pytest.mark.slow         # the mixture's test below checks the same, with weights
 def test_a_users_draws_do_not_depend_on_the_chunk(clicks):
     z, y, prior = clicks
     one = quiet_fit(z[:3], y[:3], prior, chains=2, warmup=150, draws=100, chunk=1)

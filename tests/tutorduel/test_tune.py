@@ -283,3 +283,12 @@ def test_a_choice_at_the_end_of_its_search_is_flagged(quick_tuning):
         lines = [x for x in edge_warnings(e) if x.startswith("s0_var")]
         assert (lines == []) if flagged is None else (flagged in lines[0] and "[0.001, 10]" in lines[0])
     assert edge_warnings({**entry, "spec": entry["default"]["spec"]}) == []     # the defaults kept: nothing to widen
+
+
+def test_two_plugins_of_one_module_get_their_own_tuning_files():
+    from tutorduel.cli.tuning import tuning_files
+    names = ["mypkg.policies:first", "mypkg.policies:second", "meta-ts[s0_var=0.25]", "meta-ts[s0_var=0.5]"]
+    files = [tuning_files("out", n) for n in names]
+    assert len({f for pair in files for f in pair}) == 2 * len(names)
+    assert all(md.suffix == ".md" and png.suffix == ".png" and md.with_suffix("") == png.with_suffix("")
+               for md, png in files)

@@ -54,14 +54,12 @@ def cmd_tune(a) -> int:
     if a.out:
         from pathlib import Path
 
-        from online.store import policy_slug
-
         out = Path(a.out)
         out.mkdir(parents=True, exist_ok=True)
-        stem = out / f"tuning-{policy_slug(name)}"
-        atomic_save(stem.with_suffix(".md"), lambda tmp: Path(tmp).write_text(tuning_table(entry) + "\n"))
-        plot_tuning({name: entry}, stem.with_suffix(".png"), world=tuning.world)
-        print(f"wrote {stem.with_suffix('.md')} and {stem.with_suffix('.png')}")
+        table, figure = tuning_files(out, name)
+        atomic_save(table, lambda tmp: Path(tmp).write_text(tuning_table(entry) + "\n"))
+        plot_tuning({name: entry}, figure, world=tuning.world)
+        print(f"wrote {table} and {figure}")
     if a.record:
         record_tuning(tuning, a.record, name)
         print(f"recorded {name} -> {tuning.best.spec} in {a.record}")
@@ -135,3 +133,14 @@ def add_parsers(sub) -> None:
     p.add_argument("--plot", type=file_arg, metavar="PNG", help="write the plot here")
     p.add_argument("--verbose", action="store_true", help="end with a line saying where the command's time went")
     p.set_defaults(fn=cmd_tuned)
+
+
+def tuning_files(out, name: str):
+    """The table and figure `tune --out` writes for policy `name`: one pair per name, however many dots the name
+    holds (suffixes are appended to the slug, never swapped in for its last dotted part)."""
+    from pathlib import Path
+
+    from online.store import policy_slug
+
+    stem = f"tuning-{policy_slug(name)}"
+    return Path(out) / f"{stem}.md", Path(out) / f"{stem}.png"
