@@ -11,7 +11,11 @@ click, and the component weights beside them.
   its Pareto-smoothed moments kept where PSIS k-hat trusts them, the weights from each component's
   evidence for the session (``inference.kernels.importance_laplace``; the constants in
   ``inference.constants``). It costs a fixed number of draws a component a click, each evaluating the
-  session's clicks so far.
+  session's clicks so far;
+- ``ep``: expectation propagation, each component's Gaussian refitted after every click to the exact
+  component posterior on all of the session's clicks, one Gaussian site per click, EP_PASSES passes over
+  them (the first is ADF's), the weights from each component's evidence for the session at the fitted mean
+  (``inference.kernels.expectation_propagation``). No draws; its cost grows with the clicks so far.
 
 The learners that hold a belief take it as a setting (``coduel[belief=adf]``, ``no-transfer[belief=adf]``,
 ``tempered-kg[belief=adf]``); `fold_session` replays one user's clicks through any of them, as

@@ -3,8 +3,9 @@ CODuel's click into both of its beliefs under one of them.
 
 Beliefs are coded by their index in ``inference.constants.BELIEFS``: 0 the Laplace step
 (``belief.mixture_update``), 1 assumed-density filtering (``moment_matching.mixture_update_adf``), 2 the
-importance-corrected Laplace step (``importance_laplace.mixture_update_is``, the only one that reads the
-session's earlier clicks and the prior it started from).
+importance-corrected Laplace step (``importance_laplace.mixture_update_is``), 3 expectation propagation
+(``expectation_propagation.mixture_update_ep``); 2 and 3 read the session's earlier clicks and the prior it
+started from.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import numpy as np
 from numba import njit
 
 from inference.kernels.belief import mixture_update, recalibrated, update_both
+from inference.kernels.expectation_propagation import mixture_update_ep
 from inference.kernels.importance_laplace import mixture_update_is
 from inference.kernels.moment_matching import mixture_update_adf
 from inference.kernel_cache import disk_cache
@@ -23,13 +25,15 @@ CACHE = disk_cache()     # on disk only in the folder named by the kernels' sour
 def belief_update(kind, log_w, means, covs, active, z, y, prior_log_w, prior_means, prior_covs, Zs, ys, t, base):
     """One click (z [d], y) into the belief (log_w [C], means [C, d], covs [C, d, d], active [C]) by belief
     `kind`; returns (log_w, means, covs, log p(y | belief)). The prior the session started from (same
-    slots), the session's earlier clicks Zs [S, d], ys [S] (rows [:t]) and the base draws [M, d] are read by
-    the importance-corrected step only."""
+    slots) and the session's earlier clicks Zs [S, d], ys [S] (rows [:t]) are read by the importance-corrected
+    step and expectation propagation, the base draws [M, d] by the former only."""
     if kind == 1:
         return mixture_update_adf(log_w, means, covs, active, z, y)
     if kind == 2:
         return mixture_update_is(log_w, means, covs, active, z, y, prior_log_w, prior_means, prior_covs, Zs, ys,
                                  t, base)
+    if kind == 3:
+        return mixture_update_ep(log_w, means, covs, active, z, y, prior_log_w, prior_means, prior_covs, Zs, ys, t)
     return mixture_update(log_w, means, covs, active, z, y)
 
 

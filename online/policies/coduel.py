@@ -43,7 +43,7 @@ import numpy as np
 
 from inference import kernels as kn
 from inference import population as pp
-from inference.constants import BELIEFS
+from inference.constants import BELIEFS, SESSION_BELIEFS
 from inference.kernels.importance_laplace import base_draws
 from inference.mixture_belief import MixtureBelief
 from inference.population import Population, fit_units, init_population, rebase, refit_population
@@ -125,7 +125,7 @@ class CODuelState(NamedTuple):
     t: int                       # rounds played in this session
     session: Rounds              # [S, ...] this session's rounds (rows [:t] filled)
     done: Completed
-    session_z: np.ndarray        # [S, d] this session's click designs as read (rows [:t]; kept by belief="laplace-is")
+    session_z: np.ndarray        # [S, d] this session's click designs as read (rows [:t]; kept by the beliefs that reread them, SESSION_BELIEFS)
     recent_broad: np.ndarray     # [broad_memory] the broad component's weight in the belief at the last sessions' ends
     active: np.ndarray           # [C'] the belief's live slots: the population's (C' = C), and with change_hazard
                                  # the recent type's before the broad one (C' = C + 1; ``online.policies.coduel_prior``)
@@ -289,7 +289,7 @@ def update(state: CODuelState, Phi: np.ndarray, pair: tuple[int, int], y: int,
     else:
         prior = (belief_from(pop, state.floor, settings.change_hazard, settings.change_weight_max,
                              state.arrival_gain).belief
-                 if kind == 2 else b)
+                 if settings.belief in SESSION_BELIEFS else b)
         P, z, w1, m1, S1, lp_pop, w2, m2, S2, lp_alone = kn.coduel_click_belief(
             b.log_w, b.means, b.covs, state.active, a.log_w, a.means, a.covs, Phi, state.A, i, j, int(y), kind,
             prior.log_w, prior.means, prior.covs, state.session_z, state.session.y, state.t,
@@ -297,7 +297,7 @@ def update(state: CODuelState, Phi: np.ndarray, pair: tuple[int, int], y: int,
     belief, alone = MixtureBelief(w1, m1, S1), MixtureBelief(w2, m2, S2)
     gate = gt.observe(state.gate, lp_pop, lp_alone)
     session = record_round(state.session, state.t, i, j, Phi[:, -1], float(y))
-    if kind == 2:                       # only the importance-corrected belief rereads the session's clicks
+    if settings.belief in SESSION_BELIEFS:      # the beliefs that reread the session's clicks keep them
         session_z = state.session_z.copy()
         session_z[state.t] = z
         state = state._replace(session_z=session_z)
@@ -456,7 +456,7 @@ def coduel(population: bool = True, recalibration: bool = True, lookahead: bool 
         The broad component's concentration (weight at least alpha / (alpha + n) after n sessions; 20), the
         gate's threshold in standard errors (0.5), the broad component's and the no-transfer learner's
         variance (4): the paper's settings, which ``tutorduel tune coduel`` searches and the leaderboard keeps.
-    belief : {"laplace", "adf", "laplace-is"}
+    belief : {"laplace", "adf", "laplace-is", "ep"}
         The per-user online belief, in both the population and the no-transfer learner
         (``inference.online_beliefs``): the paper's one-click Laplace step, assumed-density filtering,
         or the importance-corrected Laplace step.

@@ -17,7 +17,7 @@ from typing import Annotated, NamedTuple
 import numpy as np
 
 from inference import kernels as kn
-from inference.constants import BELIEFS
+from inference.constants import BELIEFS, SESSION_BELIEFS
 from inference.kernels.importance_laplace import base_draws
 from inference.laplace import laplace_update
 from online.learner import Learner, no_session_info, same_state
@@ -91,7 +91,7 @@ def belief_update(state: GaussianState, Phi: np.ndarray, pair: tuple[int, int], 
                                         state.prior_cov[None], state.session_z, state.session_y, t,
                                         base_draws(len(z)))
     state = state._replace(mean=m[0], cov=S[0])
-    if belief == "laplace-is":          # the only belief that rereads the session's clicks
+    if belief in SESSION_BELIEFS:       # the beliefs that reread the session's clicks keep them
         return recorded(state, z, y), UpdateInfo(float(logpred))
     return state._replace(t=t + 1), UpdateInfo(float(logpred))
 
@@ -122,7 +122,7 @@ def no_transfer(prior_var: Annotated[float, Range(MIN_POSITIVE, 1e4)] = DEFAULT_
     ----------
     prior_var : float
         Variance of the isotropic Gaussian prior on theta (logits^2), in (0, 1e4].
-    belief : {"laplace", "adf", "laplace-is"}
+    belief : {"laplace", "adf", "laplace-is", "ep"}
         The online belief (``inference.online_beliefs``): the one-click Laplace step, assumed-density
         filtering, or the importance-corrected Laplace step.
     """

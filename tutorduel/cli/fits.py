@@ -112,7 +112,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--rounds", type=int_list_in(1, MAX_SESSION), help="also check the beliefs after these many clicks, "
                                                                        "e.g. 6,12 (a NUTS fit each)")
     p.add_argument("--beliefs", help="also replay these online beliefs on the same clicks and check each against the "
-                                      "same reference, side by side by arrival block: laplace, adf, laplace-is "
+                                      "same reference, side by side by arrival block: laplace, adf, laplace-is, ep "
                                       "(comma-separated)")
     p.add_argument("--holdout", type=int_in(0, MAX_ARRIVALS), default=0,
                    help="also score the population prior on the run's last N arrivals (log predictive of their clicks)")
