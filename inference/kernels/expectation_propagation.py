@@ -160,4 +160,14 @@ def mixture_update_ep(log_w, means, covs, active, z, y, prior_log_w, prior_means
             log_q -= math.log(L[i, i])
         new_w[c] = prior_log_w[c] + _log_target(new_m[c], prior_means[c], L0, logdet0, Zall, yall, t + 1,
                                                 work) - log_q
-    return normalised(new_w, active)[0], new_m, new_S, log_pred
+    out_w = normalised(new_w, active)[0]
+    for c in range(C):
+        if active[c] and not (math.isfinite(out_w[c]) or out_w[c] == -np.inf):
+            raise RuntimeError("expectation propagation: a component's weight is not a number (a state or prior "
+                               "that is not finite)")
+        if active[c] and not (np.isfinite(new_m[c]).all() and np.isfinite(new_S[c]).all()):
+            raise RuntimeError("expectation propagation: a component's Gaussian is not finite (a state or prior "
+                               "that is not finite)")
+    if not math.isfinite(log_pred):
+        raise RuntimeError("expectation propagation: the click's predictive probability is not a number")
+    return out_w, new_m, new_S, log_pred

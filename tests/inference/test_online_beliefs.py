@@ -221,6 +221,36 @@ def test_beliefs_are_pure_and_keep_their_shapes(belief):
         np.testing.assert_array_equal(x, x0)
 
 
+@pytest.mark.parametrize("bad", ["nan-mean", "nan-cov", "nan-prior", "singular-prior", "singular-belief"])
+def test_expectation_propagation_names_a_state_it_cannot_use_never_a_nan_belief(bad):
+    """Through the kernel itself (the Python API's last line): a NaN belief or prior, or a singular prior, is
+    one named error, never a belief of NaNs that a learner would carry on with. A singular covariance in the
+    belief before the click is no error: EP refits from the prior, and its belief is finite."""
+    rng = np.random.default_rng(6)
+    prior = _prior(rng, 2, 3)
+    log_w, means, covs = np.log(prior.weights), prior.means.copy(), prior.covs.copy()
+    p_means, p_covs = prior.means.copy(), prior.covs.copy()
+    if bad == "nan-mean":
+        means[0, 1] = np.nan
+    elif bad == "nan-cov":
+        covs[1, 0, 0] = np.nan
+    elif bad == "nan-prior":
+        p_means[0, 0] = np.nan
+    elif bad == "singular-prior":
+        p_covs[0] = np.zeros((3, 3))
+    else:
+        covs[0] = np.zeros((3, 3))
+    z, y = rng.normal(size=(4, 3)), rng.integers(0, 2, 4).astype(float)
+    args = (BELIEFS.index("ep"), log_w, means, covs, np.ones(2, bool), z[2], 1, np.log(prior.weights), p_means,
+            p_covs, z, y, 2, base_draws(3))
+    if bad == "singular-belief":
+        w, m, S, lp = kn.belief_update(*args)
+        assert np.isfinite(w).all() and np.isfinite(m).all() and np.isfinite(S).all() and np.isfinite(lp)
+        return
+    with pytest.raises(RuntimeError, match="expectation propagation|click_mode"):
+        kn.belief_update(*args)
+
+
 def test_fold_session_refuses_what_is_not_one_session():
     prior = MixturePrior(np.ones(1), np.zeros((1, 2)), np.eye(2)[None])
     for bad in (dict(belief="ep-2"), dict(belief=None), dict(clicks=3)):
