@@ -203,7 +203,7 @@ def test_validate_checks_each_users_online_belief_against_nuts(env_dirs, capsys)
     assert "unit_cov" in ref["units"]
 
 
-@pytest.mark.parametrize("bad", ["ep", "laplace,laplace", "", "../laplace"])
+@pytest.mark.parametrize("bad", ["no-such-belief", "laplace,laplace", "", "../laplace"])
 def test_validate_refuses_unknown_or_repeated_beliefs_before_any_fit(env_dirs, capsys, bad):
     try:
         rc = main(["validate", "--world", "dev", "--seed", "2", "--arrivals", "3", "--users", "2", "--chains", "2",

@@ -67,7 +67,7 @@ def test_a_belief_setting_folds_each_session_from_the_prior_as_the_belief_does()
 
     rng = np.random.default_rng(3)
     feats = rng.normal(size=(10, 6, 7))
-    for belief in ("adf", "laplace-is"):
+    for belief in ("adf", "laplace-is", "ep"):
         learner = nt.no_transfer(belief=belief)
         state = learner.init(Context(6, 7, 5, 10.0, 16, 2))
         for _ in range(2):
@@ -87,4 +87,4 @@ def test_a_belief_setting_folds_each_session_from_the_prior_as_the_belief_does()
         with pytest.raises(InputError, match="session"):
             learner.update(state, feats[0], (0, 1), 1)
     with pytest.raises(InputError, match="belief"):
-        nt.no_transfer(belief="ep")
+        nt.no_transfer(belief="no-such-belief")
