@@ -29,14 +29,13 @@ from numba import njit
 
 from inference.constants import EP_MIN_WEIGHT, EP_NODES, EP_PASSES
 from inference.kernels.belief import eta_prior, normalised, rank_one_step
-from inference.kernels.importance_laplace import _log_target, _predictive
+from inference.kernels.importance_laplace import _log_target, _predictive, gaussian_factors, session_with
 from inference.kernels.linalg import _chol_solve, _cholesky, _inverse_from_chol
 from inference.kernels.moment_matching import click_moments, mixture_update_adf
 from inference.kernel_cache import disk_cache
 
 CACHE = disk_cache()     # on disk only in the folder named by the kernels' source digest
 
-LOG_2PI = math.log(2.0 * math.pi)
 _X, _W = np.polynomial.hermite.hermgauss(EP_NODES)
 EP_X = np.ascontiguousarray(_X)
 EP_LOGW = np.ascontiguousarray(np.log(_W) + _X ** 2)    # as moment_matching's nodes, fewer: one site's moments
@@ -131,13 +130,7 @@ def mixture_update_ep(log_w, means, covs, active, z, y, prior_log_w, prior_means
     C, d = means.shape
     log_pred = _predictive(log_w, means, covs, active, z, y)
     _, new_m, new_S, _ = mixture_update_adf(log_w, means, covs, active, z, y)
-    Zall = np.empty((t + 1, d))
-    yall = np.empty(t + 1)
-    for r in range(t):
-        Zall[r] = Zs[r]
-        yall[r] = ys[r]
-    Zall[t] = z
-    yall[t] = y
+    Zall, yall = session_with(Zs, ys, t, z, y)
     top_norm = normalised(log_w, active)[1]
     L, L0 = np.empty((d, d)), np.empty((d, d))
     work = np.empty(d)
@@ -151,13 +144,9 @@ def mixture_update_ep(log_w, means, covs, active, z, y, prior_log_w, prior_means
                 new_m[c], new_S[c] = m, S
                 new_w[c] = prior_log_w[c] + log_z
                 continue
-        if not (_cholesky(prior_covs[c], L0) and _cholesky(new_S[c], L)):
+        ok, logdet0, log_q = gaussian_factors(prior_covs[c], new_S[c], L0, L)
+        if not ok:
             raise RuntimeError("expectation propagation: a covariance is not positive definite")
-        logdet0 = 0.0
-        log_q = -0.5 * d * LOG_2PI
-        for i in range(d):
-            logdet0 += 2.0 * math.log(L0[i, i])
-            log_q -= math.log(L[i, i])
         new_w[c] = prior_log_w[c] + _log_target(new_m[c], prior_means[c], L0, logdet0, Zall, yall, t + 1,
                                                 work) - log_q
     out_w = normalised(new_w, active)[0]

@@ -84,6 +84,36 @@ def _predictive(log_w, means, covs, active, z, y):
 
 
 @njit(cache=CACHE)
+def session_with(Zs, ys, t, z, y):
+    """The session's clicks so far, rows [:t] of Zs [S, d] and ys [S], with the click (z [d], y) after them:
+    (Zall [t + 1, d], yall [t + 1])."""
+    d = Zs.shape[1]
+    Zall = np.empty((t + 1, d))
+    yall = np.empty(t + 1)
+    for r in range(t):
+        Zall[r] = Zs[r]
+        yall[r] = ys[r]
+    Zall[t] = z
+    yall[t] = y
+    return Zall, yall
+
+
+@njit(cache=CACHE)
+def gaussian_factors(S0, S, L0, L):
+    """Cholesky factors of the prior's S0 into L0 and a Gaussian's S into L; (both positive definite, log|S0|,
+    the Gaussian's log density at its own mean)."""
+    d = S0.shape[0]
+    if not (_cholesky(S0, L0) and _cholesky(S, L)):
+        return False, 0.0, 0.0
+    logdet0 = 0.0
+    log_q = -0.5 * d * LOG_2PI
+    for i in range(d):
+        logdet0 += 2.0 * math.log(L0[i, i])
+        log_q -= math.log(L[i, i])
+    return True, logdet0, log_q
+
+
+@njit(cache=CACHE)
 def _weighted_moments(lw, draws):
     """(mean [d], cov [d, d], log of the mean weight) of draws [M, d] under log weights lw [M]."""
     M, d = draws.shape
@@ -147,13 +177,7 @@ def mixture_update_is(log_w, means, covs, active, z, y, prior_log_w, prior_means
     M = base.shape[0]
     log_pred = _predictive(log_w, means, covs, active, z, y)
     _, new_m, new_S, _ = mixture_update(log_w, means, covs, active, z, y)
-    Zall = np.empty((t + 1, d))
-    yall = np.empty(t + 1)
-    for r in range(t):
-        Zall[r] = Zs[r]
-        yall[r] = ys[r]
-    Zall[t] = z
-    yall[t] = y
+    Zall, yall = session_with(Zs, ys, t, z, y)
     top_norm = normalised(log_w, active)[1]
     L, L0 = np.empty((d, d)), np.empty((d, d))
     work, theta = np.empty(d), np.empty(d)
@@ -162,13 +186,9 @@ def mixture_update_is(log_w, means, covs, active, z, y, prior_log_w, prior_means
     for c in range(C):
         if not active[c]:
             continue
-        if not (_cholesky(prior_covs[c], L0) and _cholesky(new_S[c], L)):
+        ok, logdet0, log_q0 = gaussian_factors(prior_covs[c], new_S[c], L0, L)
+        if not ok:
             raise RuntimeError("importance-corrected Laplace: a covariance is not positive definite")
-        logdet0 = 0.0
-        log_q0 = -0.5 * d * LOG_2PI
-        for i in range(d):
-            logdet0 += 2.0 * math.log(L0[i, i])
-            log_q0 -= math.log(L[i, i])
         ev = _log_target(new_m[c], prior_means[c], L0, logdet0, Zall, yall, t + 1, work) - log_q0   # Laplace's
         if log_w[c] - top_norm >= LOG_MIN_WEIGHT:
             ok, mean, cov, log_ev = _correct(new_m[c], L, prior_means[c], L0, logdet0, log_q0, Zall, yall, base,
