@@ -29,7 +29,7 @@ from numba import njit
 
 from inference.constants import EP_MIN_WEIGHT, EP_NODES, EP_PASSES
 from inference.kernels.belief import eta_prior, normalised, rank_one_step
-from inference.kernels.importance_laplace import _log_target, _predictive, gaussian_factors, session_with
+from inference.kernels.importance_laplace import _log_target, gaussian_factors, session_with
 from inference.kernels.linalg import _chol_solve, _cholesky, _inverse_from_chol
 from inference.kernels.moment_matching import click_moments, mixture_update_adf
 from inference.kernel_cache import disk_cache
@@ -128,8 +128,7 @@ def mixture_update_ep(log_w, means, covs, active, z, y, prior_log_w, prior_means
     clicks, rows [:t] before this one (this click is added here).
     """
     C, d = means.shape
-    log_pred = _predictive(log_w, means, covs, active, z, y)
-    _, new_m, new_S, _ = mixture_update_adf(log_w, means, covs, active, z, y)
+    _, new_m, new_S, log_pred = mixture_update_adf(log_w, means, covs, active, z, y)   # its log p(y) is exact
     Zall, yall = session_with(Zs, ys, t, z, y)
     top_norm = normalised(log_w, active)[1]
     L, L0 = np.empty((d, d)), np.empty((d, d))

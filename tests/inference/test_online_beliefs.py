@@ -99,37 +99,32 @@ def test_laplace_one_click_is_the_exact_posteriors_mode_and_curvature(d, seed):
     np.testing.assert_allclose(b.covs[0], np.linalg.inv(H), rtol=1e-5)
 
 
-@pytest.mark.parametrize("d,C,seed", [(1, 1, 0), (2, 2, 1)])
-def test_importance_corrected_laplace_after_clicks_is_the_exact_posterior_within_its_monte_carlo_error(d, C, seed):
+def _check_against_exact(belief, baseline, d, C, seed, clicks, mean_tol, sd_tol, weight_tol):
+    """`belief` after `clicks` random clicks against the grid posterior: means within mean_tol sd, sds within
+    sd_tol, weights within weight_tol, and means closer than `baseline`'s."""
     rng = np.random.default_rng(seed)
     prior = _prior(rng, C, d)
-    z, y = rng.normal(size=(4, d)) * 1.5, rng.integers(0, 2, 4)
-    b = fold_session(prior, z, y, "laplace-is").belief
+    z, y = rng.normal(size=(clicks, d)) * 1.5, rng.integers(0, 2, clicks)
+    b = fold_session(prior, z, y, belief).belief
     w, m, S, _ = _exact(prior, z, y)
     sd = np.sqrt(np.einsum("cii->ci", S))
-    assert np.all(np.abs(b.means - m) / sd < 0.08)
-    assert np.all(np.abs(np.sqrt(np.einsum("cii->ci", b.covs)) / sd - 1) < 0.1)
-    np.testing.assert_allclose(b.weights, w, atol=0.03)
-    lap = fold_session(prior, z, y, "laplace").belief          # and closer than the Laplace steps alone
-    assert np.abs(b.means - m).max() < np.abs(lap.means - m).max()
+    assert np.all(np.abs(b.means - m) / sd < mean_tol)
+    assert np.all(np.abs(np.sqrt(np.einsum("cii->ci", b.covs)) / sd - 1) < sd_tol)
+    np.testing.assert_allclose(b.weights, w, atol=weight_tol)
+    assert np.abs(b.means - m).max() < np.abs(fold_session(prior, z, y, baseline).belief.means - m).max()
+
+
+@pytest.mark.parametrize("d,C,seed", [(1, 1, 0), (2, 2, 1)])
+def test_importance_corrected_laplace_after_clicks_is_the_exact_posterior_within_its_monte_carlo_error(d, C, seed):
+    _check_against_exact("laplace-is", "laplace", d, C, seed, clicks=4, mean_tol=0.08, sd_tol=0.1, weight_tol=0.03)
 
 
 @pytest.mark.parametrize("d,C,seed", [(1, 1, 0), (1, 2, 1), (2, 1, 2), (2, 2, 3)])
 def test_expectation_propagation_after_clicks_is_the_exact_posterior(d, C, seed):
     """No draws: EP's Gaussian carries the exact posterior's mean to a few hundredths of its sd, closer than
     assumed-density filtering's, its sd within EP's own error (its fixed point, 4% here at worst, not the
-    passes: four give the same), and its weights the exact evidence's."""
-    rng = np.random.default_rng(seed)
-    prior = _prior(rng, C, d)
-    z, y = rng.normal(size=(6, d)) * 1.5, rng.integers(0, 2, 6)
-    b = fold_session(prior, z, y, "ep").belief
-    w, m, S, _ = _exact(prior, z, y)
-    sd = np.sqrt(np.einsum("cii->ci", S))
-    assert np.all(np.abs(b.means - m) / sd < 0.03)
-    assert np.all(np.abs(np.sqrt(np.einsum("cii->ci", b.covs)) / sd - 1) < 0.05)
-    np.testing.assert_allclose(b.weights, w, atol=0.005)                   # EP's own evidence
-    adf = fold_session(prior, z, y, "adf").belief
-    assert np.abs(b.means - m).max() < np.abs(adf.means - m).max()
+    passes: four give the same), and its weights the exact evidence's (EP's own evidence)."""
+    _check_against_exact("ep", "adf", d, C, seed, clicks=6, mean_tol=0.03, sd_tol=0.05, weight_tol=0.005)
 
 
 def test_expectation_propagation_of_one_click_is_assumed_density_filtering():
