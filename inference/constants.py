@@ -42,10 +42,11 @@ BACKTRACK_RTOL = 1e-10
 BACKTRACK_MIN_STEP = 1e-10
 
 # The online beliefs (``inference.online_beliefs``), coded in the kernels by their index here.
-BELIEFS = ("laplace", "adf", "laplace-is", "ep")
-SESSION_BELIEFS = ("laplace-is", "ep")   # the beliefs that reread the session's clicks and its prior
+BELIEFS = ("laplace", "adf", "laplace-is", "ep", "ep-corrected")
+SESSION_BELIEFS = ("laplace-is", "ep", "ep-corrected")   # the beliefs that reread the session's clicks and its prior
 EP_PASSES = 2                # expectation propagation's passes over the session's clicks (the first is ADF)
 EP_NODES = 10                # adaptive Gauss-Hermite nodes for one EP site's tilted moments (GH_NODES: ADF's)
+EP_HERMITE_ORDER = 4         # the tilted distributions' Hermite moments EP's pairwise correction reads (orders 1..)
 EP_MIN_WEIGHT = 1e-2         # components lighter than this before a click take the ADF step (no refit)
 GH_NODES = 24                # adaptive Gauss-Hermite nodes for one click's tilted moments (assumed-density filtering)
 IS_DRAWS = 256               # draws per component of the importance-corrected Laplace belief (antithetic pairs)

@@ -4,8 +4,8 @@ CODuel's click into both of its beliefs under one of them.
 Beliefs are coded by their index in ``inference.constants.BELIEFS``: 0 the Laplace step
 (``belief.mixture_update``), 1 assumed-density filtering (``moment_matching.mixture_update_adf``), 2 the
 importance-corrected Laplace step (``importance_laplace.mixture_update_is``), 3 expectation propagation
-(``expectation_propagation.mixture_update_ep``); 2 and 3 read the session's earlier clicks and the prior it
-started from.
+(``expectation_propagation.mixture_update_ep``), 4 expectation propagation with its pairwise correction
+(the same, ``corrected``); 2, 3 and 4 read the session's earlier clicks and the prior it started from.
 """
 from __future__ import annotations
 
@@ -32,8 +32,9 @@ def belief_update(kind, log_w, means, covs, active, z, y, prior_log_w, prior_mea
     if kind == 2:
         return mixture_update_is(log_w, means, covs, active, z, y, prior_log_w, prior_means, prior_covs, Zs, ys,
                                  t, base)
-    if kind == 3:
-        return mixture_update_ep(log_w, means, covs, active, z, y, prior_log_w, prior_means, prior_covs, Zs, ys, t)
+    if kind == 3 or kind == 4:
+        return mixture_update_ep(log_w, means, covs, active, z, y, prior_log_w, prior_means, prior_covs, Zs, ys, t,
+                                 kind == 4)
     return mixture_update(log_w, means, covs, active, z, y)
 
 

@@ -456,7 +456,7 @@ def coduel(population: bool = True, recalibration: bool = True, lookahead: bool 
         The broad component's concentration (weight at least alpha / (alpha + n) after n sessions; 20), the
         gate's threshold in standard errors (0.5), the broad component's and the no-transfer learner's
         variance (4): the paper's settings, which ``tutorduel tune coduel`` searches and the leaderboard keeps.
-    belief : {"laplace", "adf", "laplace-is", "ep"}
+    belief : {"laplace", "adf", "laplace-is", "ep", "ep-corrected"}
         The per-user online belief, in both the population and the no-transfer learner
         (``inference.online_beliefs``): the paper's one-click Laplace step, assumed-density filtering,
         or the importance-corrected Laplace step.

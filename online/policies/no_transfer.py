@@ -122,7 +122,7 @@ def no_transfer(prior_var: Annotated[float, Range(MIN_POSITIVE, 1e4)] = DEFAULT_
     ----------
     prior_var : float
         Variance of the isotropic Gaussian prior on theta (logits^2), in (0, 1e4].
-    belief : {"laplace", "adf", "laplace-is", "ep"}
+    belief : {"laplace", "adf", "laplace-is", "ep", "ep-corrected"}
         The online belief (``inference.online_beliefs``): the one-click Laplace step, assumed-density
         filtering, or the importance-corrected Laplace step.
     """

@@ -50,7 +50,7 @@ def tempered_kg(gamma: Annotated[float, Range(0, 100)] = GAMMA, recalibration: b
         Refit the rater recalibration A as CODuel does (False: the rater column as given).
     gate : bool
         CODuel's gate: the no-transfer learner's pairs until the population predicts clicks better.
-    belief : {"laplace", "adf", "laplace-is", "ep"}
+    belief : {"laplace", "adf", "laplace-is", "ep", "ep-corrected"}
         The per-user online belief, as CODuel's setting of that name.
 
     Returns
