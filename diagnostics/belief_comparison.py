@@ -45,6 +45,8 @@ def check_belief_names(beliefs) -> tuple[str, ...]:
 
 
 EXACT_MOMENTS = "exact moments"    # the row of `exact_moments_mixture`: not an online belief, what bounds them
+EXACT_IMPORTANCE = "exact moments (importance)"   # the same bound to Monte Carlo precision (``inference.importance_moments``)
+IMPORTANCE_AROUND = "ep-corrected"  # the belief whose Gaussians centre that row's proposals
 
 
 def exact_moments_mixture(units, n_users: int, prior_means: np.ndarray, prior_covs: np.ndarray):
@@ -61,7 +63,7 @@ def exact_moments_mixture(units, n_users: int, prior_means: np.ndarray, prior_co
 
 
 def compare_beliefs(log, reference_draws: np.ndarray, beliefs, users=None, seed: int = 0,
-                    n_proposal: int = 4000, exact_moments=None) -> xr.Dataset:
+                    n_proposal: int = 4000, exact_moments=None, importance_draws: int = 0) -> xr.Dataset:
     """Replay each belief over the users' clicks and check it against the reference.
 
     Parameters
@@ -79,6 +81,12 @@ def compare_beliefs(log, reference_draws: np.ndarray, beliefs, users=None, seed:
     exact_moments : (weights [U, C], means [U, C, d], covs [U, C, d, d]), optional
         `exact_moments_mixture` of the reference: checked as one more row, ``EXACT_MOMENTS``, with no click
         predictions (it is no online belief).
+    importance_draws : int
+        With a positive count, one more row, ``EXACT_IMPORTANCE``: each user's exact mixture by importance
+        sampling with this many draws a component around the ``IMPORTANCE_AROUND`` belief
+        (``inference.importance_moments``), its least effective sample size over the components weighing 1% or
+        more in the attribute ``importance_ess_min``. The reference's moments spread with its few thousand
+        draws; these do not, so this row is what a Gaussian at the exact moments reaches.
 
     Returns
     -------
@@ -116,14 +124,31 @@ def compare_beliefs(log, reference_draws: np.ndarray, beliefs, users=None, seed:
         per_belief.append({**{f: np.array([getattr(c, f) for c in checks]) for f in PosteriorCheck._fields},
                            "p_first": np.full(y.shape, np.nan)})
         beliefs = beliefs + (EXACT_MOMENTS,)
+    attrs = {"khat_max": KHAT_MAX, "block": BLOCK}
+    if importance_draws:
+        from inference.importance_moments import importance_mixture
+
+        rng_is, rng = np.random.default_rng([seed, 1]), np.random.default_rng(seed)
+        checks, ess = [], []
+        for k, u in enumerate(users):
+            prior = MixturePrior(*(a[u] for a in log.priors))
+            exact = importance_mixture(prior, z[k], y[k], fold_session(prior, z[k], y[k], IMPORTANCE_AROUND).belief,
+                                       importance_draws, rng_is)
+            heavy = exact.weights >= 1e-2
+            ess.append(np.nanmin(exact.ess[heavy]) if heavy.any() else np.nan)
+            checks.append(check_posterior(ref[:, k], *exact[:3], btl_log_posterior(z[k], y[k], *prior), rng,
+                                          n_proposal))
+        per_belief.append({**{f: np.array([getattr(c, f) for c in checks]) for f in PosteriorCheck._fields},
+                           "p_first": np.full(y.shape, np.nan)})
+        beliefs = beliefs + (EXACT_IMPORTANCE,)
+        attrs.update(importance_draws=int(importance_draws), importance_ess_min=float(np.nanmin(ess)))
     dims = {"khat": ("belief", "user"), "khat_replicates": ("belief", "user", "replicate"),
             "mean_error": ("belief", "user", "dim"), "sd_ratio": ("belief", "user", "dim"),
             "w1": ("belief", "user", "dim"), "w1_floor": ("belief", "user", "dim"),
             "p_first": ("belief", "user", "round")}
     data = {k: (v, np.stack([pb[k] for pb in per_belief])) for k, v in dims.items()}
     data["y"] = (("user", "round"), np.asarray(y, dtype=np.int8))
-    return xr.Dataset(data, coords={"belief": list(beliefs), "user": users},
-                      attrs={"khat_max": KHAT_MAX, "block": BLOCK})
+    return xr.Dataset(data, coords={"belief": list(beliefs), "user": users}, attrs=attrs)
 
 
 def _block_row(ds: xr.Dataset, belief: str, sel: np.ndarray) -> dict:
@@ -189,7 +214,7 @@ def target_met(rows: list[dict], share: float = 0.05) -> dict[str, bool]:
     mean share over the proposal samples)."""
     out: dict[str, bool] = {}
     for r in rows:
-        if r["arrivals"] == "all" or r["belief"] == EXACT_MOMENTS:
+        if r["arrivals"] == "all" or r["belief"] in (EXACT_MOMENTS, EXACT_IMPORTANCE):
             continue
         out[r["belief"]] = out.get(r["belief"], True) and r["share_khat_over"][0] <= share
     return out

@@ -164,7 +164,7 @@ def test_validate_checks_each_users_online_belief_against_nuts(env_dirs, capsys)
 
     argv = ["validate", "--world", "dev", "--seed", "2", "--policy", "coduel", "--arrivals", "12", "--users", "4",
             "--chains", "2", "--warmup", "150", "--draws", "150", "--rounds", "6", "--holdout", "4",
-            "--beliefs", "laplace,adf,laplace-is"]
+            "--beliefs", "laplace,adf,laplace-is", "--exact-draws", "2000"]
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "k-hat median" in out and "W1 / noise floor" in out and "after 6 clicks: k-hat median" in out
@@ -190,10 +190,12 @@ def test_validate_checks_each_users_online_belief_against_nuts(env_dirs, capsys)
     again = write_report(idata, env_dirs / "again.html")
     assert again.read_text().count("<img") == 5 + 7
     beliefs = idata["beliefs"]                                  # every belief on the same users and clicks
-    assert list(beliefs.belief.values) == ["laplace", "adf", "laplace-is", "exact moments"]
-    assert beliefs.khat.shape == (4, 4) and beliefs.p_first.shape == (4, 4, 24)
+    assert list(beliefs.belief.values) == ["laplace", "adf", "laplace-is", "exact moments", "exact moments (importance)"]
+    assert beliefs.khat.shape == (5, 4) and beliefs.p_first.shape == (5, 4, 24)
     online_p = beliefs.p_first.values[:3]
-    assert np.all((online_p > 0) & (online_p < 1)) and np.isnan(beliefs.p_first.values[3]).all()
+    assert np.all((online_p > 0) & (online_p < 1)) and np.isnan(beliefs.p_first.values[3:]).all()
+    assert beliefs.attrs["importance_draws"] == 2000 and beliefs.attrs["importance_ess_min"] > 100
+    assert "exact moments (importance): 2,000 draws a component" in out
     np.testing.assert_allclose(beliefs.khat.sel(belief="laplace"), chk.khat)   # the recorded belief, refolded
     assert "online beliefs on the same clicks, against the same reference:" in out
     assert "k-hat under 0.7 for at least 95% of users in every block of 50: laplace " in out
@@ -201,6 +203,20 @@ def test_validate_checks_each_users_online_belief_against_nuts(env_dirs, capsys)
     ref = az.from_netcdf(users_nc[0])
     assert ref.posterior.theta.dims == ("chain", "draw", "user", "dim") and ref.posterior.theta.dtype == np.float32
     assert "unit_cov" in ref["units"]
+
+
+@pytest.mark.parametrize("extra", [["--exact-draws", "5000"], ["--beliefs", "ep", "--exact-draws", "10"],
+                                   ["--beliefs", "ep", "--exact-draws", "nan"], ["--beliefs", "ep", "--exact-draws", "1e9"]])
+def test_validate_refuses_exact_draws_it_cannot_take_before_any_fit(env_dirs, capsys, extra):
+    """--exact-draws adds a row to --beliefs' table: alone, too few, not a count or too many is one error."""
+    try:
+        rc = main(["validate", "--world", "dev", "--seed", "2", "--arrivals", "3", "--users", "2", "--chains", "2",
+                   "--warmup", "10", "--draws", "10", *extra])
+    except SystemExit as e:
+        rc = e.code
+    err = capsys.readouterr().err
+    assert rc == 2 and "--exact-draws" in err and "Traceback" not in err
+    assert not list(env_dirs.rglob("*.users.nc"))
 
 
 @pytest.mark.parametrize("bad", ["no-such-belief", "laplace,laplace", "", "../laplace"])

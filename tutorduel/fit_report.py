@@ -106,6 +106,11 @@ def validate_and_report(world, seed: int, policy: str, store: RunStore, rounds: 
         met = target_met(rows)
         print("k-hat under 0.7 for at least 95% of users in every block of 50: "
               + ", ".join(f"{b} {'yes' if ok else 'no'}" for b, ok in met.items()))
+        attrs = idata["beliefs"].attrs
+        if "importance_draws" in attrs:
+            print(f"exact moments (importance): {int(attrs['importance_draws']):,} draws a component around "
+                  f"ep-corrected's Gaussians; least effective sample size {attrs['importance_ess_min']:,.0f} (over the "
+                  "components weighing 1% or more)")
     if "population" in idata.groups():
         _print_population_priors(idata["population"])
     if "population_fits" in idata.groups():

@@ -165,11 +165,19 @@ def reference_fit(log, spec: str, users: int, chains: int, warmup: int, draws: i
 
 
 def check_validation_settings(log, users: int | None, rounds: tuple[int, ...], holdout: int,
-                              beliefs: tuple[str, ...]) -> None:
+                              beliefs: tuple[str, ...], exact_draws: int = 0) -> None:
     """One InputError naming the first setting a validation of this click log cannot take."""
     if beliefs:
         from diagnostics.belief_comparison import check_belief_names
         check_belief_names(beliefs)
+    if isinstance(exact_draws, bool) or not isinstance(exact_draws, (int, np.integer)):
+        raise InputError(f"--exact-draws must be a whole number of draws, got {exact_draws!r}")
+    if exact_draws:
+        from inference.importance_moments import MAX_DRAWS, MIN_DRAWS
+        if not beliefs:
+            raise InputError("--exact-draws adds a row to the table of --beliefs: give --beliefs as well")
+        if not MIN_DRAWS <= exact_draws <= MAX_DRAWS:
+            raise InputError(f"--exact-draws {exact_draws}: give {MIN_DRAWS} to {MAX_DRAWS} draws a component")
     check_users(users, log.n_users)
     if holdout and not 0 < holdout < log.n_users:
         raise InputError(f"--holdout {holdout}: must lie in 1..{log.n_users - 1} (the run has {log.n_users} arrivals)")
@@ -182,7 +190,7 @@ def check_validation_settings(log, users: int | None, rounds: tuple[int, ...], h
 def compute_validation(log, seed: int, spec: str, users: int | None = None, chains: int = DEFAULT_CHAINS,
                        warmup: int | None = None, draws: int | None = None, check_seed: int = 0,
                        rounds: tuple[int, ...] = (), holdout: int = 0, beliefs: tuple[str, ...] = (),
-                       chunk: int = DEFAULT_CHUNK, progress=None):
+                       chunk: int = DEFAULT_CHUNK, progress=None, exact_draws: int = 0):
     """Everything `validate_users` computes from a run's click log, without the store: (session-end checks, the
     reference's InferenceData, (the validation's InferenceData, the batch EM fit of the arrivals before the
     `holdout` ones, None without a holdout)). No file is read or written, so a worker on another machine can
@@ -191,7 +199,7 @@ def compute_validation(log, seed: int, spec: str, users: int | None = None, chai
 
     warmup = DEFAULT_WARMUP if warmup is None else warmup     # the per-user NUTS references'
     draws = DEFAULT_DRAWS if draws is None else draws
-    check_validation_settings(log, users, rounds, holdout, beliefs)
+    check_validation_settings(log, users, rounds, holdout, beliefs, exact_draws)
     em = None
     idata_ref = reference_fit(log, spec, users, chains, warmup, draws, seed, chunk, progress)
     ref = user_draws(idata_ref, seed=check_seed)                       # [chain, draw, user, dim]
@@ -214,7 +222,8 @@ def compute_validation(log, seed: int, spec: str, users: int | None = None, chai
     if beliefs:
         from diagnostics.belief_comparison import compare_beliefs, exact_moments_mixture
         exact = exact_moments_mixture(idata_ref["units"], U, log.priors.means, log.priors.covs)
-        groups["beliefs"] = compare_beliefs(log, pooled, beliefs, np.arange(U), seed=check_seed, exact_moments=exact)
+        groups["beliefs"] = compare_beliefs(log, pooled, beliefs, np.arange(U), seed=check_seed, exact_moments=exact,
+                                            importance_draws=exact_draws or 0)
     if holdout:
         from diagnostics.population_checks import held_out_check
         from inference.mixture_em import fit_mixture_em
@@ -239,7 +248,8 @@ def validate_users(world, seed: int, spec: str, store: RunStore, users: int | No
                    holdout: int = 0, population_reference: bool = False, reference_warmup: int | None = None,
                    reference_draws: int | None = None, reference_thin: int = 1, reference_minutes: float = 30.0,
                    jobs: int = 1, beliefs: tuple[str, ...] = (), chunk: int | None = None,
-                   max_memory: float | None = None, progress=None) -> tuple[UserChecks, az.InferenceData, Path]:
+                   max_memory: float | None = None, progress=None,
+                   exact_draws: int = 0) -> tuple[UserChecks, az.InferenceData, Path]:
     """Check the first `users` users (default all) of a run at session end, and at each of `rounds`
     (clicks seen so far) against NUTS on that many clicks, and the population prior on the last
     `holdout` arrivals (``diagnostics.population_checks``); with `population_reference`, also a batch
@@ -248,7 +258,8 @@ def validate_users(world, seed: int, spec: str, store: RunStore, users: int | No
     reference_* ones, the Gibbs sampler's defaults when None; it runs until healthy or
     reference_minutes, 0 for one fixed run); with `beliefs`, every named online belief
     (``inference.online_beliefs``) replayed on the same clicks and checked against the same reference, side by
-    side (``diagnostics.belief_comparison``, group `beliefs`). `chunk`: units the reference samples together;
+    side (``diagnostics.belief_comparison``, group `beliefs`), and with `exact_draws` the exact mixture by
+    importance sampling with that many draws a component beside them (``compare_beliefs``). `chunk`: units the reference samples together;
     `max_memory` (GiB): a request whose estimate exceeds it is refused before the sampler. The reference is
     written as ``seed-NNNN.users.nc`` and the validation as ``seed-NNNN.validate.nc`` beside the row. Returns (session-end checks, InferenceData,
     path written)."""
@@ -261,11 +272,13 @@ def validate_users(world, seed: int, spec: str, store: RunStore, users: int | No
     for what in ("users", "validate"):
         check_output_path(store.fit_path(key, what))      # before the sampler runs, not after
     log = log_with_beliefs(world, seed, spec, store, arrivals, progress)
+    check_validation_settings(log, users, rounds, holdout, beliefs, exact_draws)     # before the sampler
     check_users_memory(users or log.n_users, log.priors.weights.shape[1], chains,
                        DEFAULT_DRAWS if draws is None else draws, chunk, max_memory, log.outcome.shape[1],
                        log.phi_first.shape[-1], validate=True)
     checks, idata_ref, (idata, em) = compute_validation(
-        log, seed, spec, users, chains, warmup, draws, check_seed, rounds, holdout, beliefs, chunk, progress)
+        log, seed, spec, users, chains, warmup, draws, check_seed, rounds, holdout, beliefs, chunk, progress,
+        exact_draws)
     save_netcdf(store.fit_path(key, "users"), inference_data_bytes(idata_ref))
     if population_reference:
         idata.add_groups({"population_fits": population_reference_fits(

@@ -54,7 +54,8 @@ def validation_task(job: dict) -> dict:
     s = job["settings"]
     checks, ref, (idata, _) = compute_validation(job["log"], job["seed"], job["spec"], s["users"], s["chains"],
                                                  s["warmup"], s["draws"], s["check_seed"], tuple(s["rounds"]),
-                                                 s["holdout"], tuple(s["beliefs"]), s["chunk"])
+                                                 s["holdout"], tuple(s["beliefs"]), s["chunk"],
+                                                 exact_draws=s.get("exact_draws", 0))
     for made in (ref, idata):
         made.posterior.attrs[SETTINGS_ATTR] = job["settings_text"]
     # InferenceData, not netCDF bytes: inside a Dask worker xarray writes through a cluster-wide lock named after
@@ -114,7 +115,7 @@ def validate_seeds(world, seeds: list[int], spec: str, store: RunStore, jobs: in
                    max_memory: float | None = None, **settings) -> dict[int, dict]:
     """Validate the run (world, seed, spec) for every seed; returns each seed's figures (`seed_figures`).
 
-    `settings`: users, chains, warmup, draws, check_seed, rounds, holdout, beliefs, chunk
+    `settings`: users, chains, warmup, draws, check_seed, rounds, holdout, beliefs, chunk, exact_draws (optional)
     (``compute_validation``'s). `max_memory` (GiB) bounds the estimate of the seeds validated at once here (local
     workers); a Dask worker's machine is its own.
     """
@@ -147,7 +148,7 @@ def validate_seeds(world, seeds: list[int], spec: str, store: RunStore, jobs: in
     for s in todo:                       # logs first, here: the store's only writer
         log = log_with_beliefs(world, s, spec, store, arrivals, progress)
         check_validation_settings(log, settings["users"], tuple(settings["rounds"]), settings["holdout"],
-                                  tuple(settings["beliefs"]))            # here, before any worker starts
+                                  tuple(settings["beliefs"]), settings.get("exact_draws", 0))   # before any worker
         jobs_by_seed[s] = {"log": log, "seed": s, "spec": spec, "settings": settings,
                            "settings_text": _settings_text(made_with, s, store.clicks_path(keys[s]))}
     if jobs_by_seed and scheduler is None:          # the workers are on this machine (a LocalCluster's too)

@@ -46,7 +46,7 @@ def cmd_validate(a) -> int:
                                holdout=a.holdout, population_reference=a.population_reference,
                                reference_warmup=a.reference_warmup, reference_draws=a.reference_draws,
                                reference_thin=a.reference_thin, reference_minutes=a.reference_minutes, jobs=a.jobs,
-                               beliefs=beliefs, chunk=a.chunk, max_memory=a.max_memory)
+                               beliefs=beliefs, chunk=a.chunk, max_memory=a.max_memory, exact_draws=a.exact_draws)
 
 
 def _validate_seeds(a, world, rounds, beliefs) -> int:
@@ -66,7 +66,7 @@ def _validate_seeds(a, world, rounds, beliefs) -> int:
                              warmup=DEFAULT_WARMUP if a.warmup is None else a.warmup,
                              draws=DEFAULT_DRAWS if a.draws is None else a.draws, check_seed=0, rounds=list(rounds),
                              holdout=a.holdout, beliefs=list(beliefs),
-                             chunk=DEFAULT_CHUNK if a.chunk is None else a.chunk)
+                             chunk=DEFAULT_CHUNK if a.chunk is None else a.chunk, exact_draws=a.exact_draws)
     print_seed_table(figures)
     return 0
 
@@ -112,8 +112,12 @@ def add_parsers(sub) -> None:
     p.add_argument("--rounds", type=int_list_in(1, MAX_SESSION), help="also check the beliefs after these many clicks, "
                                                                        "e.g. 6,12 (a NUTS fit each)")
     p.add_argument("--beliefs", help="also replay these online beliefs on the same clicks and check each against the "
-                                      "same reference, side by side by arrival block: laplace, adf, laplace-is, ep "
-                                      "(comma-separated)")
+                                      "same reference, side by side by arrival block: laplace, adf, laplace-is, ep, "
+                                      "ep-corrected (comma-separated)")
+    p.add_argument("--exact-draws", type=int_in(1_000, 10_000_000), default=0, metavar="N",
+                   help="with --beliefs: one more row, each user's exact mixture by importance sampling with N draws "
+                        "a component (e.g. 200000): what a Gaussian at the exact moments reaches, without the "
+                        "reference's own spread")
     p.add_argument("--holdout", type=int_in(0, MAX_ARRIVALS), default=0,
                    help="also score the population prior on the run's last N arrivals (log predictive of their clicks)")
     p.add_argument("--population-reference", action="store_true",
