@@ -133,6 +133,8 @@ class CODuelState(NamedTuple):
     arrival_gain: np.ndarray = np.zeros(0)  # [N] with change_hazard: each completed session's log evidence under the
                                             # population prior its user arrived under, over the broad component's
     floor: float = 0.0           # the least broad weight in this session's starting belief (``belief_from``)
+    start: MixtureBelief | None = None  # this session's starting belief (``belief_from``): what the beliefs that
+                                        # reread the session fold its clicks from (SESSION_BELIEFS)
 
 
 class Predictions(NamedTuple):
@@ -204,7 +206,7 @@ def init(context: Context, settings: Settings = Settings()) -> CODuelState:
     return CODuelState(pop, np.eye(K), np.r_[1.0, np.zeros(K * K)], gt.GateState(), False, belief,
                        broad_belief(pop), np.zeros((B, K, d)), np.zeros((B, K, d)), 0, 0, _empty_rounds((S,), K), done,
                        np.zeros((S, d)), np.zeros(settings.broad_memory), active, 0.0,
-                       np.zeros(N if settings.change_hazard else 0))
+                       np.zeros(N if settings.change_hazard else 0), start=belief)
 
 
 def start_session(state: CODuelState, settings: Settings = Settings()) -> CODuelState:
@@ -217,7 +219,7 @@ def start_session(state: CODuelState, settings: Settings = Settings()) -> CODuel
     belief, active, rho, floor = belief_from(state.pop, broad_floor(state.recent_broad, s.session_broad_weight),
                                              s.change_hazard, s.change_weight_max, state.arrival_gain)
     return state._replace(belief=belief, active=active, recent_weight=rho, floor=floor, alone=broad_belief(state.pop),
-                          transfer=transfer, t=0,
+                          transfer=transfer, t=0, start=belief,
                           session=Rounds(*(np.zeros_like(x) for x in state.session)))
 
 
@@ -282,14 +284,12 @@ def update(state: CODuelState, Phi: np.ndarray, pair: tuple[int, int], y: int,
     i, j = pair
     Phi = _float(Phi)
     b, a = state.belief, state.alone
-    pop, kind = state.pop, BELIEFS.index(settings.belief)
+    kind = BELIEFS.index(settings.belief)
     if kind == 0:
         P, z, w1, m1, S1, lp_pop, w2, m2, S2, lp_alone = kn.coduel_click(
             b.log_w, b.means, b.covs, state.active, a.log_w, a.means, a.covs, Phi, state.A, i, j, int(y))
     else:
-        prior = (belief_from(pop, state.floor, settings.change_hazard, settings.change_weight_max,
-                             state.arrival_gain).belief
-                 if settings.belief in SESSION_BELIEFS else b)
+        prior = state.start if settings.belief in SESSION_BELIEFS else b
         P, z, w1, m1, S1, lp_pop, w2, m2, S2, lp_alone = kn.coduel_click_belief(
             b.log_w, b.means, b.covs, state.active, a.log_w, a.means, a.covs, Phi, state.A, i, j, int(y), kind,
             prior.log_w, prior.means, prior.covs, state.session_z, state.session.y, state.t,
