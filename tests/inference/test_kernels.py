@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from inference.laplace import click_mode, laplace_update
 from inference.reference import fit_recalibration_map_reference, laplace_fit_batch_reference, update_belief_reference
 from inference import kernels as kn
+from inference.online_beliefs import new_sites
 from inference.mixture_belief import MixtureBelief
 from online.lookahead_reference import lookahead_pair, lookahead_scores
 from online.pair_rules import greedy_pair
@@ -100,7 +101,8 @@ def test_coduel_pair_and_click_are_the_kernels_they_fuse(seed, n_bank, lookahead
     y = int(rng.integers(2))
     got = kn.coduel_click(log_w, m, S, active, np.zeros(1), m[:1], S[:1], Phi, A, i, j, y)
     by_belief = kn.coduel_click_belief(log_w, m, S, active, np.zeros(1), m[:1], S[:1], Phi, A, i, j, y, 0, log_w, m,
-                                       S, np.zeros((1, m.shape[1])), np.zeros(1), 0, np.zeros((2, m.shape[1])))
+                                       S, np.zeros((1, m.shape[1])), np.zeros(1), 0, np.zeros((2, m.shape[1])),
+                                       *new_sites(len(log_w), 1, m.shape[1]), *new_sites(1, 1, m.shape[1]))
     ref = kn.update_both(log_w, m, S, active, np.zeros(1), m[:1], S[:1], P[i] - P[j], y)
     np.testing.assert_array_equal(got[0], P)
     np.testing.assert_array_equal(got[1], P[i] - P[j])

@@ -14,7 +14,7 @@ from inference.constants import BELIEFS
 from inference.kernels.importance_laplace import base_draws
 from inference.kernels.moment_matching import click_moments
 from inference.kernels.psis import psis_smooth
-from inference.online_beliefs import check_belief, fold_session
+from inference.online_beliefs import check_belief, fold_session, new_sites
 from tdmodels.errors import InputError
 from tdmodels.priors import MixturePrior
 
@@ -259,7 +259,7 @@ def test_beliefs_are_pure_and_keep_their_shapes(belief):
     args = [np.log(np.r_[prior.weights[:2], 1.0]), prior.means.copy(), prior.covs.copy(), np.array([1, 1, 0], bool)]
     kept = [x.copy() for x in args]
     kn.belief_update(BELIEFS.index(belief), *args, z[0], 1, args[0], args[1], args[2], z, y.astype(float), 0,
-                     base_draws(d))
+                     base_draws(d), *new_sites(3, S, d))
     for x, x0 in zip(args, kept):
         np.testing.assert_array_equal(x, x0)
 
@@ -286,7 +286,7 @@ def test_expectation_propagation_names_a_state_it_cannot_use_never_a_nan_belief(
         covs[0] = np.zeros((3, 3))
     z, y = rng.normal(size=(4, 3)), rng.integers(0, 2, 4).astype(float)
     args = (BELIEFS.index(belief), log_w, means, covs, np.ones(2, bool), z[2], 1, np.log(prior.weights), p_means,
-            p_covs, z, y, 2, base_draws(3))
+            p_covs, z, y, 2, base_draws(3), *new_sites(2, 4, 3))
     if bad == "singular-belief":
         w, m, S, lp = kn.belief_update(*args)
         assert np.isfinite(w).all() and np.isfinite(m).all() and np.isfinite(S).all() and np.isfinite(lp)
