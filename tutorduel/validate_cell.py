@@ -170,7 +170,7 @@ def check_validation_settings(log, users: int | None, rounds: tuple[int, ...], h
     if beliefs:
         from diagnostics.belief_comparison import check_belief_names
         check_belief_names(beliefs)
-    if isinstance(exact_draws, bool) or not isinstance(exact_draws, (int, np.integer)):
+    if exact_draws is not None and (isinstance(exact_draws, bool) or not isinstance(exact_draws, (int, np.integer))):
         raise InputError(f"--exact-draws must be a whole number of draws, got {exact_draws!r}")
     if exact_draws:
         from inference.importance_moments import MAX_DRAWS, MIN_DRAWS
