@@ -33,7 +33,7 @@ from inference.kernels.importance_laplace import base_draws
 from tdmodels.errors import InputError
 from tdmodels.priors import MixturePrior
 
-__all__ = ["BELIEFS", "FoldedSession", "Sites", "check_belief", "fold_session", "new_sites"]
+__all__ = ["BELIEFS", "FoldedSession", "Sites", "check_belief", "checked_sites", "fold_session", "new_sites"]
 
 
 class FoldedSession(NamedTuple):
@@ -67,6 +67,23 @@ def new_sites(components: int, session: int, d: int) -> Sites:
     """
     return Sites(np.zeros((components, 3, session)), np.zeros(components, dtype=np.int64), np.zeros((components, d)),
                  np.zeros((components, d, d)))
+
+
+def checked_sites(sites: Sites | None, components: int, session: int, d: int, who: str) -> Sites:
+    """A copy of `sites` for the kernel to write into, after checking its shapes against the belief's (a state
+    built by hand, or one of another learner, would have the compiled kernel read past its arrays); None is
+    no site fitted (`new_sites`)."""
+    if sites is None:
+        return new_sites(components, session, d)
+    want = ((components, 3, session), (components,), (components, d), (components, d, d))
+    got = tuple(np.shape(a) for a in sites) if isinstance(sites, tuple) and len(sites) == 4 else None
+    if got != want:
+        raise InputError(f"{who}: expectation propagation's sites have shapes {got}, the belief needs {want}")
+    fitted = np.asarray(sites.fitted)
+    if not (np.issubdtype(fitted.dtype, np.integer) and np.all((fitted >= 0) & (fitted <= session))):
+        raise InputError(f"{who}: expectation propagation's fitted counts must be whole numbers in 0..{session}")
+    return Sites(np.array(sites.values, dtype=float), fitted.astype(np.int64), np.array(sites.means, dtype=float),
+                 np.array(sites.covs, dtype=float))
 
 
 def check_belief(name: str) -> int:

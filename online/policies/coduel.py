@@ -46,7 +46,7 @@ from inference import population as pp
 from inference.constants import BELIEFS, SESSION_BELIEFS
 from inference.kernels.importance_laplace import base_draws
 from inference.mixture_belief import MixtureBelief
-from inference.online_beliefs import Sites, new_sites
+from inference.online_beliefs import Sites, checked_sites, new_sites
 from inference.population import Population, fit_units, init_population, rebase, refit_population
 from inference.recalibration_fit import RIDGE_A
 from online import append_only
@@ -295,8 +295,13 @@ def update(state: CODuelState, Phi: np.ndarray, pair: tuple[int, int], y: int,
         P, z, w1, m1, S1, lp_pop, w2, m2, S2, lp_alone = kn.coduel_click(
             b.log_w, b.means, b.covs, state.active, a.log_w, a.means, a.covs, Phi, state.A, i, j, int(y))
     else:
-        prior = state.start if settings.belief in SESSION_BELIEFS else b
-        sites, alone_sites = state.sites.copy(), state.alone_sites.copy()     # the kernel writes into these
+        prior = b
+        if settings.belief in SESSION_BELIEFS:
+            prior = state.start if state.start is not None else belief_from(      # a state built without it
+                state.pop, state.floor, settings.change_hazard, settings.change_weight_max, state.arrival_gain).belief
+        S, d = len(state.session.y), b.means.shape[1]        # the kernel writes into these copies
+        sites = checked_sites(state.sites, len(state.active), S, d, "CODuel")
+        alone_sites = checked_sites(state.alone_sites, 1, S, d, "CODuel (its no-transfer belief)")
         P, z, w1, m1, S1, lp_pop, w2, m2, S2, lp_alone = kn.coduel_click_belief(
             b.log_w, b.means, b.covs, state.active, a.log_w, a.means, a.covs, Phi, state.A, i, j, int(y), kind,
             prior.log_w, prior.means, prior.covs, state.session_z, state.session.y, state.t,

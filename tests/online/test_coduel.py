@@ -397,3 +397,26 @@ def test_change_hazard_out_of_range_or_without_a_population_is_one_clear_error(s
 
     with pytest.raises((InputError, PolicySpecError), match=match):
         make_learner(spec)
+
+
+def test_a_state_built_without_eps_start_or_sites_is_refolded_and_wrong_sites_are_refused():
+    """CODuel[belief=ep] keeps the session's starting belief and EP's sites in its state: a state without
+    them (None) folds the click from the population's prior and EP's cold start, the same belief as a state
+    whose sites say none is fitted; sites of another shape are one InputError, never read past."""
+    from inference.online_beliefs import Sites
+    from tdmodels.errors import InputError
+
+    learner, rng = cd.coduel(belief="ep"), np.random.default_rng(1)
+    state, _ = learner.start_session(learner.init(Context(6, 7, 24, 1.0, 16, 2)), rng)
+    Phi = rng.normal(size=(6, 7))
+    state, _ = learner.update(state, Phi, (0, 1), 1)
+    bare, _ = learner.update(state._replace(start=None, sites=None, alone_sites=None), Phi, (2, 3), 0)
+    s, a = state.sites, state.alone_sites
+    cold = state._replace(sites=Sites(s.values, np.zeros_like(s.fitted), s.means, s.covs),
+                          alone_sites=Sites(a.values, np.zeros_like(a.fitted), a.means, a.covs))
+    again, _ = learner.update(cold, Phi, (2, 3), 0)
+    for x, y in zip(bare.belief, again.belief):
+        np.testing.assert_array_equal(x, y)
+    with pytest.raises(InputError, match="sites"):
+        learner.update(state._replace(sites=Sites(s.values[:1], s.fitted[:1], s.means[:1], s.covs[:1])), Phi,
+                       (2, 3), 0)

@@ -67,7 +67,7 @@ def test_a_belief_setting_folds_each_session_from_the_prior_as_the_belief_does()
 
     rng = np.random.default_rng(3)
     feats = rng.normal(size=(10, 6, 7))
-    for belief in ("adf", "laplace-is", "ep"):
+    for belief in ("adf", "laplace-is", "ep", "ep-corrected"):
         learner = nt.no_transfer(belief=belief)
         state = learner.init(Context(6, 7, 5, 10.0, 16, 2))
         for _ in range(2):
@@ -88,3 +88,31 @@ def test_a_belief_setting_folds_each_session_from_the_prior_as_the_belief_does()
             learner.update(state, feats[0], (0, 1), 1)
     with pytest.raises(InputError, match="belief"):
         nt.no_transfer(belief="no-such-belief")
+
+
+def test_eps_sites_in_a_hand_built_state_are_checked_never_read_past():
+    """EP's sites are the learner's state, read by a compiled kernel: sites of the wrong shape or fitted
+    counts outside the session are one InputError; a state without them (None) starts from the prior,
+    and gives the belief a fresh state gives."""
+    import pytest
+
+    from inference.online_beliefs import Sites
+    from tdmodels.errors import InputError
+
+    rng = np.random.default_rng(4)
+    Phi = rng.normal(size=(6, 7))
+    learner = nt.no_transfer(belief="ep")
+    state, _ = learner.start_session(learner.init(Context(6, 7, 5, 10.0, 16, 2)), rng)
+    state, _ = learner.update(state, Phi, (0, 1), 1)
+    good = state.sites
+    for bad in (Sites(good.values[:, :, :3], good.fitted, good.means, good.covs),
+                Sites(good.values, good.fitted, good.means[:, :3], good.covs),
+                Sites(good.values, np.array([9]), good.means, good.covs),
+                Sites(good.values, np.array([0.5]), good.means, good.covs), (good.values,)):
+        with pytest.raises(InputError, match="sites|fitted"):
+            learner.update(state._replace(sites=bad), Phi, (2, 3), 0)
+    fresh, _ = learner.update(state._replace(sites=None), Phi, (2, 3), 0)
+    cold = state._replace(sites=Sites(good.values, np.zeros(1, dtype=np.int64), good.means, good.covs))
+    again, _ = learner.update(cold, Phi, (2, 3), 0)
+    np.testing.assert_array_equal(fresh.mean, again.mean)
+    np.testing.assert_array_equal(fresh.cov, again.cov)
