@@ -126,22 +126,10 @@ def compare_beliefs(log, reference_draws: np.ndarray, beliefs, users=None, seed:
         beliefs = beliefs + (EXACT_MOMENTS,)
     attrs = {"khat_max": KHAT_MAX, "block": BLOCK}
     if importance_draws:
-        from inference.importance_moments import importance_mixture
-
-        rng_is, rng = np.random.default_rng([seed, 1]), np.random.default_rng(seed)
-        checks, ess = [], []
-        for k, u in enumerate(users):
-            prior = MixturePrior(*(a[u] for a in log.priors))
-            exact = importance_mixture(prior, z[k], y[k], fold_session(prior, z[k], y[k], IMPORTANCE_AROUND).belief,
-                                       importance_draws, rng_is)
-            heavy = exact.weights >= 1e-2
-            ess.append(np.nanmin(exact.ess[heavy]) if heavy.any() else np.nan)
-            checks.append(check_posterior(ref[:, k], *exact[:3], btl_log_posterior(z[k], y[k], *prior), rng,
-                                          n_proposal))
-        per_belief.append({**{f: np.array([getattr(c, f) for c in checks]) for f in PosteriorCheck._fields},
-                           "p_first": np.full(y.shape, np.nan)})
+        row, ess = _importance_row(log, ref, users, z, y, seed, n_proposal, importance_draws)
+        per_belief.append(row)
         beliefs = beliefs + (EXACT_IMPORTANCE,)
-        attrs.update(importance_draws=int(importance_draws), importance_ess_min=float(np.nanmin(ess)))
+        attrs.update(importance_draws=int(importance_draws), importance_ess_min=ess)
     dims = {"khat": ("belief", "user"), "khat_replicates": ("belief", "user", "replicate"),
             "mean_error": ("belief", "user", "dim"), "sd_ratio": ("belief", "user", "dim"),
             "w1": ("belief", "user", "dim"), "w1_floor": ("belief", "user", "dim"),
@@ -149,6 +137,26 @@ def compare_beliefs(log, reference_draws: np.ndarray, beliefs, users=None, seed:
     data = {k: (v, np.stack([pb[k] for pb in per_belief])) for k, v in dims.items()}
     data["y"] = (("user", "round"), np.asarray(y, dtype=np.int8))
     return xr.Dataset(data, coords={"belief": list(beliefs), "user": users}, attrs=attrs)
+
+
+def _importance_row(log, ref, users, z, y, seed, n_proposal, draws) -> tuple[dict, float]:
+    """`compare_beliefs`' row ``EXACT_IMPORTANCE`` and its least effective sample size over the components
+    weighing 1% or more."""
+    from inference.importance_moments import importance_mixture
+    from inference.online_beliefs import fold_session
+    from tdmodels.priors import MixturePrior
+
+    rng_is, rng = np.random.default_rng([seed, 1]), np.random.default_rng(seed)
+    checks, ess = [], []
+    for k, u in enumerate(users):
+        prior = MixturePrior(*(a[u] for a in log.priors))
+        exact = importance_mixture(prior, z[k], y[k], fold_session(prior, z[k], y[k], IMPORTANCE_AROUND).belief,
+                                   draws, rng_is)
+        heavy = exact.weights >= 1e-2
+        ess.append(np.nanmin(exact.ess[heavy]) if heavy.any() else np.nan)
+        checks.append(check_posterior(ref[:, k], *exact[:3], btl_log_posterior(z[k], y[k], *prior), rng, n_proposal))
+    return ({**{f: np.array([getattr(c, f) for c in checks]) for f in PosteriorCheck._fields},
+             "p_first": np.full(np.shape(y), np.nan)}, float(np.nanmin(ess)))
 
 
 def _block_row(ds: xr.Dataset, belief: str, sel: np.ndarray) -> dict:

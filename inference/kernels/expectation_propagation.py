@@ -52,11 +52,10 @@ import numpy as np
 from numba import njit
 
 from inference.constants import EP_HERMITE_ORDER, EP_MIN_WEIGHT, EP_NODES, EP_PASSES
-from inference.kernels._scalar import _log_sigmoid, _sigmoid, click_mode
 from inference.kernels.belief import eta_prior, normalised, rank_one_step
 from inference.kernels.importance_laplace import _log_target, gaussian_factors, session_with
 from inference.kernels.linalg import _chol_solve, _cholesky, _inverse_from_chol
-from inference.kernels.moment_matching import click_moments, mixture_update_adf
+from inference.kernels.moment_matching import click_moments, mixture_update_adf, tilted_rule
 from inference.kernel_cache import disk_cache
 
 CACHE = disk_cache()     # on disk only in the folder named by the kernels' source digest
@@ -66,7 +65,20 @@ EP_X = np.ascontiguousarray(_X)
 EP_LOGW = np.ascontiguousarray(np.log(_W) + _X ** 2)    # as moment_matching's nodes, fewer: one site's moments
 LOG_MIN_WEIGHT = math.log(EP_MIN_WEIGHT)
 TINY = 1e-12             # a cavity or a step denominator below this is not a proper Gaussian: site kept
-LOG_2PI = math.log(2.0 * math.pi)
+
+
+@njit(cache=CACHE)
+def _cavity(m, S, z, tau_r, nu_r, Sz):
+    """(ok, a, s, a_c, s_c): eta = z . theta's mean and variance under N(m, S) and under its cavity, the site
+    (tau_r, nu_r) removed; Sz [d] := S z. ok is False where either is not a proper Gaussian."""
+    a, s = eta_prior(m, S, z, Sz)
+    if s <= TINY:
+        return False, a, s, a, s
+    keep = 1.0 - tau_r * s
+    if keep <= TINY:
+        return False, a, s, a, s
+    s_c = s / keep
+    return True, a, s, s_c * (a / s - nu_r), s_c
 
 
 @njit(cache=CACHE)
@@ -75,14 +87,9 @@ def _site_pass(m, S, Zall, yall, lo, hi, tau, nu, log_c, Sz):
     A site is exp(log_c - tau eta^2 / 2 + nu eta): log_c makes its integral against its cavity the click's
     exact predictive probability under the cavity (the tilted normaliser), as EP's evidence needs."""
     for r in range(lo, hi):
-        a, s = eta_prior(m, S, Zall[r], Sz)
-        if s <= TINY:
+        ok, a, s, a_c, s_c = _cavity(m, S, Zall[r], tau[r], nu[r], Sz)
+        if not ok:
             continue
-        keep = 1.0 - tau[r] * s
-        if keep <= TINY:
-            continue
-        s_c = s / keep                                  # the cavity along z_r: the site removed
-        a_c = s_c * (a / s - nu[r])
         log_z, mu, v = click_moments(a_c, s_c, yall[r], EP_X, EP_LOGW)
         if not (v > TINY) or not math.isfinite(mu):
             continue
@@ -102,27 +109,13 @@ def _hermite_quadrature(a_c, s_c, y, a, s, out):
     """out[k - 1] = E[He_k(u)], k = 1..K, under N(eta; a_c, s_c) x sigmoid(+-eta) normalised, by the site
     update's adaptive Gauss-Hermite rule at the tilted mode; returns the log normaliser (the click's
     predictive probability under the cavity)."""
-    sign = 1.0 if y else -1.0
-    mode = click_mode(a_c, s_c, y)
-    p = _sigmoid(mode)
-    c = math.sqrt(2.0 / (1.0 / s_c + p * (1.0 - p)))
-    n = EP_X.shape[0]
-    lf = np.empty(n)
-    top = -np.inf
-    for i in range(n):
-        eta = mode + c * EP_X[i]
-        r = eta - a_c
-        lf[i] = EP_LOGW[i] - 0.5 * r * r / s_c + _log_sigmoid(sign * eta)
-        top = max(top, lf[i])
-    tot = 0.0
-    for i in range(n):
-        lf[i] = math.exp(lf[i] - top)
-        tot += lf[i]
+    lf = np.empty(EP_X.shape[0])
+    mode, c, tot, log_z = tilted_rule(a_c, s_c, y, EP_X, EP_LOGW, lf)
     K = out.shape[0]
     for k in range(K):
         out[k] = 0.0
     root = math.sqrt(s)
-    for i in range(n):
+    for i in range(lf.shape[0]):
         w = lf[i] / tot
         u = (mode + c * EP_X[i] - a) / root
         h_prev, h = 1.0, u
@@ -130,7 +123,7 @@ def _hermite_quadrature(a_c, s_c, y, a, s, out):
         for k in range(2, K + 1):
             h_prev, h = h, u * h - (k - 1) * h_prev
             out[k - 1] += w * h
-    return top + math.log(tot) + math.log(c) - 0.5 * (LOG_2PI + math.log(s_c))
+    return log_z
 
 
 @njit(cache=CACHE)
@@ -170,14 +163,10 @@ def pairwise_correction(m, S, Zall, yall, n, tau, nu):
     used = np.zeros(n, dtype=np.bool_)
     Sz = np.empty(d)
     for t in range(n):
-        a, s = eta_prior(m, S, Zall[t], Sz)
-        if s <= TINY:
+        ok, a, s, a_c, s_c = _cavity(m, S, Zall[t], tau[t], nu[t], Sz)
+        if not ok:
             continue
-        keep = 1.0 - tau[t] * s
-        if keep <= TINY:
-            continue
-        s_c = s / keep
-        _tilted_hermite(s_c * (a / s - nu[t]), s_c, yall[t], a, s, hm[t])
+        _tilted_hermite(a_c, s_c, yall[t], a, s, hm[t])
         root[t] = math.sqrt(s)
         for i in range(d):
             G[i, t] = Sz[i] / root[t]

@@ -33,14 +33,15 @@ LOG_2PI = math.log(2.0 * math.pi)
 
 
 @njit(cache=CACHE)
-def _tilted(a, s, y, nodes, log_weights):
-    """(log normaliser, mean, variance) of N(eta; a, s) x sigmoid(+-eta) by adaptive Gauss-Hermite at the mode."""
+def tilted_rule(a, s, y, nodes, log_weights, lf):
+    """The adaptive Gauss-Hermite rule of N(eta; a, s) x sigmoid(+-eta) at its mode with the Laplace scale
+    there: fills lf [n] with the nodes' weights (largest 1) and returns (mode, scale c, the weights' sum, log
+    normaliser); node i sits at mode + c nodes[i]."""
     sign = 1.0 if y else -1.0
     mode = click_mode(a, s, y)
     p = _sigmoid(mode)
     c = math.sqrt(2.0 / (1.0 / s + p * (1.0 - p)))
     n = nodes.shape[0]
-    lf = np.empty(n)
     top = -np.inf
     for i in range(n):
         eta = mode + c * nodes[i]
@@ -48,17 +49,27 @@ def _tilted(a, s, y, nodes, log_weights):
         lf[i] = log_weights[i] - 0.5 * (r * r / s + LOG_2PI + math.log(s)) + _log_sigmoid(sign * eta)
         top = max(top, lf[i])
     tot = 0.0
-    m1 = 0.0
     for i in range(n):
         lf[i] = math.exp(lf[i] - top)
         tot += lf[i]
+    return mode, c, tot, top + math.log(tot) + math.log(c)
+
+
+@njit(cache=CACHE)
+def _tilted(a, s, y, nodes, log_weights):
+    """(log normaliser, mean, variance) of N(eta; a, s) x sigmoid(+-eta) by adaptive Gauss-Hermite at the mode."""
+    n = nodes.shape[0]
+    lf = np.empty(n)
+    mode, c, tot, log_z = tilted_rule(a, s, y, nodes, log_weights, lf)
+    m1 = 0.0
+    for i in range(n):
         m1 += lf[i] * nodes[i]
     m1 /= tot
     m2 = 0.0
     for i in range(n):
         dx = nodes[i] - m1
         m2 += lf[i] * dx * dx
-    return top + math.log(tot) + math.log(c), mode + c * m1, min(c * c * m2 / tot, s)
+    return log_z, mode + c * m1, min(c * c * m2 / tot, s)
 
 
 @njit(cache=CACHE)

@@ -44,15 +44,15 @@ import numpy as np
 from inference import kernels as kn
 from inference import population as pp
 from inference.constants import BELIEFS, SESSION_BELIEFS
-from inference.kernels.importance_laplace import base_draws
 from inference.mixture_belief import MixtureBelief
-from inference.online_beliefs import Sites, checked_sites, new_sites
+from inference.online_beliefs import Sites, new_sites
 from inference.population import Population, fit_units, init_population, rebase, refit_population
 from inference.recalibration_fit import RIDGE_A
 from online import append_only
 from online import gate as gt
 from online.learner import Context, Learner
 from online.policies.coduel_pairs import challenged_pair, informative_pair
+from online.policies.coduel_belief_click import belief_click
 from online.policies.coduel_prior import (arrival_log_gain, belief_from, broad_belief, broad_floor, floored,
                                           unfloored_broad)
 from online.setting_range import MIN_POSITIVE, Range, Search, ranged
@@ -290,23 +290,11 @@ def update(state: CODuelState, Phi: np.ndarray, pair: tuple[int, int], y: int,
     i, j = pair
     Phi = _float(Phi)
     b, a = state.belief, state.alone
-    kind = BELIEFS.index(settings.belief)
-    if kind == 0:
+    if settings.belief == "laplace":
         P, z, w1, m1, S1, lp_pop, w2, m2, S2, lp_alone = kn.coduel_click(
             b.log_w, b.means, b.covs, state.active, a.log_w, a.means, a.covs, Phi, state.A, i, j, int(y))
     else:
-        prior = b
-        if settings.belief in SESSION_BELIEFS:
-            prior = state.start if state.start is not None else belief_from(      # a state built without it
-                state.pop, state.floor, settings.change_hazard, settings.change_weight_max, state.arrival_gain).belief
-        S, d = len(state.session.y), b.means.shape[1]        # the kernel writes into these copies
-        sites = checked_sites(state.sites, len(state.active), S, d, "CODuel")
-        alone_sites = checked_sites(state.alone_sites, 1, S, d, "CODuel (its no-transfer belief)")
-        P, z, w1, m1, S1, lp_pop, w2, m2, S2, lp_alone = kn.coduel_click_belief(
-            b.log_w, b.means, b.covs, state.active, a.log_w, a.means, a.covs, Phi, state.A, i, j, int(y), kind,
-            prior.log_w, prior.means, prior.covs, state.session_z, state.session.y, state.t,
-            base_draws(Phi.shape[1]), *sites, *alone_sites)
-        state = state._replace(sites=sites, alone_sites=alone_sites)
+        state, P, z, w1, m1, S1, lp_pop, w2, m2, S2, lp_alone = belief_click(state, Phi, i, j, y, settings)
     belief, alone = MixtureBelief(w1, m1, S1), MixtureBelief(w2, m2, S2)
     gate = gt.observe(state.gate, lp_pop, lp_alone)
     session = record_round(state.session, state.t, i, j, Phi[:, -1], float(y))
