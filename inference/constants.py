@@ -44,6 +44,7 @@ BACKTRACK_MIN_STEP = 1e-10
 # The online beliefs (``inference.online_beliefs``), coded in the kernels by their index here.
 BELIEFS = ("laplace", "adf", "laplace-is", "ep", "ep-corrected")
 SESSION_BELIEFS = ("laplace-is", "ep", "ep-corrected")   # the beliefs that reread the session's clicks and its prior
+EP_BELIEFS = ("ep", "ep-corrected")     # the beliefs that keep expectation propagation's sites in the learner's state
 EP_PASSES = 2                # expectation propagation's passes over the session's clicks (the first is ADF)
 EP_NODES = 10                # adaptive Gauss-Hermite nodes for one EP site's tilted moments (GH_NODES: ADF's)
 EP_HERMITE_ORDER = 4         # the tilted distributions' Hermite moments EP's pairwise correction reads (orders 1..)

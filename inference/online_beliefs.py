@@ -33,7 +33,7 @@ from inference.kernels.importance_laplace import base_draws
 from tdmodels.errors import InputError
 from tdmodels.priors import MixturePrior
 
-__all__ = ["BELIEFS", "FoldedSession", "Sites", "check_belief", "checked_sites", "fold_session", "new_sites"]
+__all__ = ["BELIEFS", "FoldedSession", "Sites", "UNREAD_SITES", "check_belief", "checked_sites", "fold_session", "new_sites"]
 
 
 class FoldedSession(NamedTuple):
@@ -69,6 +69,10 @@ def new_sites(components: int, session: int, d: int) -> Sites:
                  np.zeros((components, d, d)))
 
 
+UNREAD_SITES = Sites(np.zeros((1, 3, 1)), np.zeros(1, dtype=np.int64), np.zeros((1, 1)), np.zeros((1, 1, 1)))
+"""What a belief that keeps no sites hands the kernel (which neither reads nor writes it for that belief)."""
+
+
 def checked_sites(sites: Sites | None, components: int, session: int, d: int, who: str) -> Sites:
     """A copy of `sites` for the kernel to write into, after checking its shapes against the belief's (a state
     built by hand, or one of another learner, would have the compiled kernel read past its arrays); None is
@@ -76,6 +80,11 @@ def checked_sites(sites: Sites | None, components: int, session: int, d: int, wh
     if sites is None:
         return new_sites(components, session, d)
     want = ((components, 3, session), (components,), (components, d), (components, d, d))
+    if (isinstance(sites, Sites) and all(isinstance(a, np.ndarray) for a in sites)
+            and tuple(a.shape for a in sites) == want and sites.fitted.dtype == np.int64
+            and sites.values.dtype == sites.means.dtype == sites.covs.dtype == np.float64
+            and 0 <= sites.fitted.min() and sites.fitted.max() <= session):
+        return sites.copy()                                        # the learner's own, as it made them
     got = tuple(np.shape(a) for a in sites) if isinstance(sites, tuple) and len(sites) == 4 else None
     if got != want:
         raise InputError(f"{who}: expectation propagation's sites have shapes {got}, the belief needs {want}")

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from inference import kernels as kn
-from inference.constants import BELIEFS, SESSION_BELIEFS
+from inference.constants import BELIEFS, EP_BELIEFS, SESSION_BELIEFS
 from inference.kernels.importance_laplace import base_draws
-from inference.online_beliefs import checked_sites
+from inference.online_beliefs import UNREAD_SITES, checked_sites
 from online.policies.coduel_prior import belief_from
 
 
@@ -21,14 +21,18 @@ def belief_click(state, Phi: np.ndarray, i: int, j: int, y: int, settings):
     if settings.belief in SESSION_BELIEFS:
         prior = state.start if state.start is not None else belief_from(      # a state built without it
             state.pop, state.floor, settings.change_hazard, settings.change_weight_max, state.arrival_gain).belief
-    S, d = len(state.session.y), b.means.shape[1]        # the kernel writes into these copies
-    sites = checked_sites(state.sites, len(state.active), S, d, "CODuel")
-    alone_sites = checked_sites(state.alone_sites, 1, S, d, "CODuel (its no-transfer belief)")
+    sites, alone_sites = UNREAD_SITES, UNREAD_SITES
+    if settings.belief in EP_BELIEFS:                    # the kernel writes into these copies
+        S, d = len(state.session.y), b.means.shape[1]
+        sites = checked_sites(state.sites, len(state.active), S, d, "CODuel")
+        alone_sites = checked_sites(state.alone_sites, 1, S, d, "CODuel (its no-transfer belief)")
     out = kn.coduel_click_belief(b.log_w, b.means, b.covs, state.active, a.log_w, a.means, a.covs, Phi, state.A, i, j,
                                  int(y), BELIEFS.index(settings.belief), prior.log_w, prior.means, prior.covs,
                                  state.session_z, state.session.y, state.t, base_draws(Phi.shape[1]), *sites,
                                  *alone_sites)
-    return (state._replace(sites=sites, alone_sites=alone_sites), *out)
+    if settings.belief in EP_BELIEFS:
+        state = state._replace(sites=sites, alone_sites=alone_sites)
+    return (state, *out)
 
 
 __all__ = ["belief_click"]

@@ -17,8 +17,8 @@ from typing import Annotated, NamedTuple
 import numpy as np
 
 from inference import kernels as kn
-from inference.constants import BELIEFS, SESSION_BELIEFS
-from inference.online_beliefs import Sites, checked_sites, new_sites
+from inference.constants import BELIEFS, EP_BELIEFS, SESSION_BELIEFS
+from inference.online_beliefs import UNREAD_SITES, Sites, checked_sites, new_sites
 from inference.kernels.importance_laplace import base_draws
 from inference.laplace import laplace_update
 from online.learner import Learner, no_session_info, same_state
@@ -89,12 +89,13 @@ def belief_update(state: GaussianState, Phi: np.ndarray, pair: tuple[int, int], 
     t = state.t
     if t >= len(state.session_y):
         raise InputError(f"no-transfer: click {t + 1} of a session of {len(state.session_y)}")
-    sites = checked_sites(state.sites, 1, len(state.session_y), len(z), "no-transfer")   # the kernel writes here
+    sites = (checked_sites(state.sites, 1, len(state.session_y), len(z), "no-transfer")   # the kernel writes here
+             if belief in EP_BELIEFS else UNREAD_SITES)
     _, m, S, logpred = kn.belief_update(BELIEFS.index(belief), np.zeros(1), state.mean[None], state.cov[None],
                                         np.ones(1, dtype=bool), z, int(y), np.zeros(1), state.prior_mean[None],
                                         state.prior_cov[None], state.session_z, state.session_y, t,
                                         base_draws(len(z)), *sites)
-    state = state._replace(mean=m[0], cov=S[0], sites=sites)
+    state = state._replace(mean=m[0], cov=S[0], sites=sites if belief in EP_BELIEFS else state.sites)
     if belief in SESSION_BELIEFS:       # the beliefs that reread the session's clicks keep them
         return recorded(state, z, y), UpdateInfo(float(logpred))
     return state._replace(t=t + 1), UpdateInfo(float(logpred))
