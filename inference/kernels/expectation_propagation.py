@@ -11,9 +11,10 @@ the others' sites in place, which removes ADF's dependence on the order of the c
 are kept between clicks (the learner's state): a component refitted at the click before starts from its
 sites, takes the new click's site by one assumed-density step and refits every site once, so that by the
 session's end its early sites have been refitted many times; a component that was not refitted starts
-from the prior and makes EP_PASSES passes. After the passes the Gaussian is recomputed from the prior and
-the sites (natural parameters) so that the rank-one steps leave no rounding behind. No random draws: the
-belief is a deterministic function of the session's clicks, as every learner's state must be.
+from the prior, makes EP_PASSES passes and recomputes the Gaussian from the prior and the sites (natural
+parameters) so that the rank-one steps leave no rounding behind; a warm start that no longer gives a
+positive definite Gaussian and a finite evidence is refitted that way too. No random draws: the belief is
+a deterministic function of the session's clicks, as every learner's state must be.
 
 The component weights are the prior weights times each component's evidence for the session's clicks, EP's
 own estimate (the prior times the sites, each site normalised so that against its cavity it gives the
@@ -294,13 +295,14 @@ def ep_component(m0, S0, Zall, yall, n, corrected, sites, warm, m_ep, S_ep):
     L, P0, h, Sz = np.empty((d, d)), np.empty((d, d)), np.empty(d), np.empty(d)
     ok = False
     log_z = 0.0
-    if warm > 0:
+    if warm > 0 and np.isfinite(m_ep).all() and np.isfinite(S_ep).all():
         m[:], S[:, :] = m_ep, S_ep
         for r in range(warm, n):
             tau[r], nu[r], log_c[r] = 0.0, 0.0, 0.0
         _site_pass(m, S, Zall, yall, warm, n, tau, nu, log_c, Sz)
         _site_pass(m, S, Zall, yall, 0, n, tau, nu, log_c, Sz)
         ok, log_z = _evidence(m0, S0, Zall, n, nu, m, S, L, h)
+        ok = ok and math.isfinite(log_z)                 # kept sites that no longer make a Gaussian: refit cold
     if not ok:
         m[:], S[:, :] = m0, S0
         for r in range(n):

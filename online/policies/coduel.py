@@ -45,14 +45,14 @@ from inference import kernels as kn
 from inference import population as pp
 from inference.constants import BELIEFS, SESSION_BELIEFS
 from inference.mixture_belief import MixtureBelief
-from inference.online_beliefs import Sites, new_sites
+from inference.online_beliefs import Sites
 from inference.population import Population, fit_units, init_population, rebase, refit_population
 from inference.recalibration_fit import RIDGE_A
 from online import append_only
 from online import gate as gt
 from online.learner import Context, Learner
 from online.policies.coduel_pairs import challenged_pair, informative_pair
-from online.policies.coduel_belief_click import belief_click
+from online.policies.coduel_belief_click import belief_click, session_sites
 from online.policies.coduel_prior import (arrival_log_gain, belief_from, broad_belief, broad_floor, floored,
                                           unfloored_broad)
 from online.setting_range import MIN_POSITIVE, Range, Search, ranged
@@ -137,7 +137,7 @@ class CODuelState(NamedTuple):
     start: MixtureBelief | None = None  # this session's starting belief (``belief_from``): what the beliefs that
                                         # reread the session fold its clicks from (SESSION_BELIEFS)
     sites: Sites | None = None          # [C', 3, S], [C']: expectation propagation's sites of the belief's components
-    alone_sites: Sites | None = None    # [1, 3, S], [1]: and of the no-transfer belief's
+    alone_sites: Sites | None = None    # [1, 3, S], [1]: and of the no-transfer belief's (None: a belief without)
 
 
 class Predictions(NamedTuple):
@@ -209,8 +209,8 @@ def init(context: Context, settings: Settings = Settings()) -> CODuelState:
     return CODuelState(pop, np.eye(K), np.r_[1.0, np.zeros(K * K)], gt.GateState(), False, belief,
                        broad_belief(pop), np.zeros((B, K, d)), np.zeros((B, K, d)), 0, 0, _empty_rounds((S,), K), done,
                        np.zeros((S, d)), np.zeros(settings.broad_memory), active, 0.0,
-                       np.zeros(N if settings.change_hazard else 0), start=belief, sites=new_sites(len(active), S, d),
-                       alone_sites=new_sites(1, S, d))
+                       np.zeros(N if settings.change_hazard else 0), start=belief,
+                       **session_sites(settings, len(active), S, d))
 
 
 def start_session(state: CODuelState, settings: Settings = Settings()) -> CODuelState:
@@ -224,8 +224,7 @@ def start_session(state: CODuelState, settings: Settings = Settings()) -> CODuel
                                              s.change_hazard, s.change_weight_max, state.arrival_gain)
     return state._replace(belief=belief, active=active, recent_weight=rho, floor=floor, alone=broad_belief(state.pop),
                           transfer=transfer, t=0, start=belief,
-                          sites=new_sites(len(active), len(state.session.y), belief.means.shape[1]),
-                          alone_sites=new_sites(1, len(state.session.y), belief.means.shape[1]),
+                          **session_sites(s, len(active), len(state.session.y), belief.means.shape[1]),
                           session=Rounds(*(np.zeros_like(x) for x in state.session)))
 
 

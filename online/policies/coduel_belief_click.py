@@ -8,7 +8,7 @@ import numpy as np
 from inference import kernels as kn
 from inference.constants import BELIEFS, EP_BELIEFS, SESSION_BELIEFS
 from inference.kernels.importance_laplace import base_draws
-from inference.online_beliefs import UNREAD_SITES, checked_sites
+from inference.online_beliefs import UNREAD_SITES, checked_sites, new_sites
 from online.policies.coduel_prior import belief_from
 
 
@@ -35,4 +35,12 @@ def belief_click(state, Phi: np.ndarray, i: int, j: int, y: int, settings):
     return (state, *out)
 
 
-__all__ = ["belief_click"]
+def session_sites(settings, C: int, S: int, d: int) -> dict:
+    """A CODuel state's EP sites at a session's start (none fitted) for the beliefs that keep them, None for
+    the others: {"sites": [C, 3, S] ..., "alone_sites": [1, 3, S] ...}."""
+    if settings.belief not in EP_BELIEFS:
+        return {"sites": None, "alone_sites": None}
+    return {"sites": new_sites(C, S, d), "alone_sites": new_sites(1, S, d)}
+
+
+__all__ = ["belief_click", "session_sites"]

@@ -92,8 +92,8 @@ def test_a_belief_setting_folds_each_session_from_the_prior_as_the_belief_does()
 
 def test_eps_sites_in_a_hand_built_state_are_checked_never_read_past():
     """EP's sites are the learner's state, read by a compiled kernel: sites of the wrong shape or fitted
-    counts outside the session are one InputError; a state without them (None) starts from the prior,
-    and gives the belief a fresh state gives."""
+    counts outside the session are one InputError; a state without them (None), or with kept sites that
+    make no Gaussian (NaN), starts from the prior and gives the belief a fresh state gives."""
     import pytest
 
     from inference.online_beliefs import Sites
@@ -116,3 +116,7 @@ def test_eps_sites_in_a_hand_built_state_are_checked_never_read_past():
     again, _ = learner.update(cold, Phi, (2, 3), 0)
     np.testing.assert_array_equal(fresh.mean, again.mean)
     np.testing.assert_array_equal(fresh.cov, again.cov)
+    broken = state._replace(sites=Sites(good.values, good.fitted, np.full_like(good.means, np.nan), good.covs))
+    refit, _ = learner.update(broken, Phi, (2, 3), 0)         # kept sites that make no Gaussian: a cold refit
+    np.testing.assert_array_equal(refit.mean, again.mean)
+    np.testing.assert_array_equal(refit.cov, again.cov)
