@@ -231,10 +231,32 @@ def _main(argv=None) -> int:
         lines, bad = compare(rows, a.committed)
         print(f"\nagainst {a.check} (a ratio over {ALLOWANCE:.1f}x the committed one is a regression):")
         print("\n".join(lines))
+        bad = _measure_again(a, rows, bad)
         if bad:
             print(f"{len(bad)} regression(s)", file=sys.stderr)
             return 1
     return 0
+
+
+def _measure_again(a: argparse.Namespace, rows: list, bad: list[str]) -> list[str]:
+    """The regressions that hold when the figures over their limit are measured again (best of
+    `CONFIRM_REPEATS` x the table's repeats, against the first measurement's machine factor); a committed
+    figure not measured stays one."""
+    from benchmarks.regression import CONFIRM_REPEATS, MAX_REPEATS, compare, machine_factor, over_limit, to_measure_again
+    from benchmarks.replay_speed import measure_replays
+    from tdmodels.simulator import build_roster
+
+    factor = machine_factor(rows, a.committed)
+    keys = over_limit(rows, a.committed, factor)
+    if not keys:
+        return bad
+    repeats = min(CONFIRM_REPEATS * a.repeats, MAX_REPEATS)
+    again = [r for r in measure_replays(build_roster(a.world), to_measure_again(keys), repeats, a.arrivals)
+             if (r.group, r.name, r.reference) in keys]
+    lines, held = compare(again, {k: a.committed[k] for k in keys}, factor=factor)
+    print(f"\nmeasured again, best of {repeats} (a regression only if over its limit again):")
+    print("\n".join(lines[1:]))
+    return [line for line in bad if line.endswith("not measured")] + held
 
 
 if __name__ == "__main__":
