@@ -8,9 +8,9 @@ reads once the trial is accepted; and, at a tolerance of at most SHORTCUT_TOL, a
 in every coordinate is taken whole without the search (the search accepts the whole of such a step: along a
 Newton step that short the objective cannot rise by the search's tolerance). The estimates are newton_mode's
 (tested bit for bit, at tolerances from 1e-12 to 30), in three passes over the
-rows where it made seven (a warm-started refit typically takes three steps, the last under `tol`): COLDB refits
-its cluster's pooled estimate, over up to every click so far, after each click. The NumPy statement is the
-oracle ``inference.reference.ridge_logistic_reference``.
+rows where it made seven (a warm-started refit typically takes three steps, the last under `tol`). COLDB's
+refits within a session step under the Hessian this kernel returns (``coldb_kernels.cluster_fit``). The NumPy
+statement is the oracle ``inference.reference.ridge_logistic_reference``.
 """
 from __future__ import annotations
 
@@ -96,7 +96,8 @@ def _ridge_logistic_objective(problem, x):
 def ridge_logistic_mode(Z, y, lam, init, iters, tol):
     """The ridge logistic MLE of rows Z [n, d], clicks y [n] with ridge lam > 0, by Newton with backtracking from
     `init` [d], stopping at a step under `tol` in every coordinate or after `iters` steps. Returns (theta [d],
-    converged)."""
+    converged, H [d, d]): H the negative log posterior's Hessian at the last point evaluated (theta, or the
+    point one step under `tol` before it), which a later refit may keep (``coldb_kernels.cluster_fit``)."""
     n, d = Z.shape
     theta = init.copy()
     m = np.zeros(d)
@@ -117,7 +118,7 @@ def ridge_logistic_mode(Z, y, lam, init, iters, tol):
         if big < tol and tol <= SHORTCUT_TOL:
             for i in range(d):
                 theta[i] = theta[i] + step[i]
-            return theta, True
+            return theta, True, H
         f, tt = backtrack(at_trial, theta, step, f, trial)
         big = 0.0
         for i in range(d):
@@ -127,5 +128,5 @@ def ridge_logistic_mode(Z, y, lam, init, iters, tol):
             for j in range(d):
                 H[i, j] = at_trial.H[i, j]
         if big < tol:
-            return theta, True
-    return theta, False
+            return theta, True, H
+    return theta, False, H

@@ -68,6 +68,8 @@ class COLDBState(NamedTuple):
     M_cluster: np.ndarray  # [d, d] lam I + sum z z^T over the current cluster
     theta_all: np.ndarray  # [d] the pooled estimate at the last session's start, over every user then (the next
                            # session start's warm start: a new user is connected to all, so that fit pools everyone)
+    H_cluster: np.ndarray  # [d, d] the Hessian the cluster's next refit steps under (``coldb_kernels.cluster_fit``;
+                           # zeros: none, the refit is Newton's, as at every session's start)
 
 
 def init(N: int, S: int, d: int) -> COLDBState:
@@ -76,7 +78,7 @@ def init(N: int, S: int, d: int) -> COLDBState:
                   np.zeros((N, d, d)), np.zeros((N, d)), np.zeros((N, N), dtype=bool), append_only.new_mark())
     return COLDBState(users, -1, np.zeros((S, d)), np.zeros(S), 0, np.zeros(d), np.zeros((d, d)), np.zeros(d),
                       np.zeros(N, dtype=bool), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=int), np.zeros(d),
-                      np.eye(d), np.zeros(d))
+                      np.eye(d), np.zeros(d), np.zeros((d, d)))
 
 
 def component(adjacency: np.ndarray, u: int, n: int) -> np.ndarray:
@@ -150,11 +152,21 @@ def start_session(state: COLDBState) -> COLDBState:
     return state._replace(cluster=current_component(state))
 
 
-def cluster_estimate(state: COLDBState, lam: float, estimator: str) -> tuple[np.ndarray, np.ndarray]:
-    """(theta_V [d], M_V [d, d]) pooled over the current cluster (``coldb_kernels.cluster_fit``)."""
+def cluster_estimate(state: COLDBState, lam: float, estimator: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(theta_V [d], M_V [d, d], H_V [d, d]) pooled over the current cluster (``coldb_kernels.cluster_fit``),
+    from the state's theta_cluster and H_cluster."""
     u = state.users
     return ck.cluster_fit(u.Z, u.y, u.counts, u.gram, u.moment, state.cluster, state.Z, state.y, state.count,
-                          state.gram, state.moment, state.theta_cluster, lam, estimator == "logistic")
+                          state.gram, state.moment, state.theta_cluster, state.H_cluster, lam, estimator == "logistic")
+
+
+def start_estimate(state: COLDBState, lam: float, estimator: str) -> COLDBState:
+    """The state with the pooled estimate of a session just started (its cluster: every user) as theta_cluster
+    and theta_all, by Newton from the previous start's (no Hessian kept across sessions: the refits within
+    the session step under the one this fit ends at)."""
+    theta, M, H = cluster_estimate(state._replace(theta_cluster=state.theta_all,
+                                                  H_cluster=np.zeros_like(state.H_cluster)), lam, estimator)
+    return state._replace(theta_cluster=theta, M_cluster=M, H_cluster=H, theta_all=theta)
 
 
 def choose(theta: np.ndarray, M: np.ndarray, Phi: np.ndarray, beta: float) -> tuple[int, int]:
@@ -185,10 +197,11 @@ def _clicked(state: COLDBState, z: np.ndarray, y, lam: float, alpha: float, logi
     u = state.users
     new = ck.click_step(u.Z, u.y, u.counts, u.theta, u.gram, u.moment, state.labels, state.user, state.Z, state.y,
                         state.count, state.theta, state.gram, state.moment, state.edges, state.cluster,
-                        state.theta_cluster, state.M_cluster, z, float(y), lam, alpha, logistic, refit)
-    Z, y, count, theta, gram, moment, edges, cluster, theta_cluster, M_cluster = new
+                        state.theta_cluster, state.M_cluster, state.H_cluster, z, float(y), lam, alpha, logistic,
+                        refit)
+    Z, y, count, theta, gram, moment, edges, cluster, theta_cluster, M_cluster, H_cluster = new
     return COLDBState(state.users, state.user, Z, y, count, theta, gram, moment, edges, state.labels, cluster,
-                      theta_cluster, M_cluster, state.theta_all)
+                      theta_cluster, M_cluster, state.theta_all, H_cluster)
 
 
 @functools.lru_cache(maxsize=None)
@@ -206,7 +219,8 @@ def coldb(estimator: str = "logistic",
     The pooled estimate of the current cluster is refitted whenever the cluster or its clicks change
     (a new user, a click before the session's last), warm-started at the previous one (at a session's
     start, when the new user's cluster is every user, at the previous session start's), and kept in
-    the state for the next select.
+    the state for the next select; within a session, while the cluster stays the same, each refit steps
+    under the Hessian of the fit before (``coldb_kernels.cluster_fit``).
 
     Parameters
     ----------
@@ -225,9 +239,7 @@ def coldb(estimator: str = "logistic",
     lam, alpha, logistic = float(lam), float(alpha), estimator == "logistic"
 
     def start(state, rng):
-        state = start_session(state)
-        theta, M = cluster_estimate(state._replace(theta_cluster=state.theta_all), lam, estimator)
-        return state._replace(theta_cluster=theta, M_cluster=M, theta_all=theta), None
+        return start_estimate(start_session(state), lam, estimator), None
 
     def select(state, Phi, rng):
         width = float(beta) if beta is not None else _default_beta(*state.Z.shape)

@@ -16,12 +16,15 @@ from numba import njit
 from inference.constants import RIDGE_LOGISTIC_ITERS, RIDGE_LOGISTIC_TOL
 from inference.kernels.ridge_logistic import ridge_logistic_mode
 from inference.kernels.belief import _utilities
-from inference.kernels.linalg import _cholesky, ridge_solve, whitened_sq_norm
+from inference.kernels.linalg import _chol_solve, _cholesky, ridge_solve, whitened_sq_norm
 from inference.kernel_cache import disk_cache
 
 CACHE = disk_cache()     # on disk only in the folder named by the kernels' source digest
 
 CLUSTER_ITERS = 8           # Newton steps of the pooled estimate, refitted every click from the last (a cap)
+CHORD_ITERS = 6             # steps of a refit under the kept Hessian (a gradient pass each) before Newton (a cap)
+CHORD_RATE = 0.25           # a step over this fraction of the one before it hands the refit to Newton
+CHORD_MARGIN = 4.0          # a refit stops where the steps still to come (estimated) sum to under tol / this
 
 
 @njit(cache=CACHE)
@@ -77,19 +80,96 @@ def cluster_rows(users_Z, users_y, users_counts, cluster, Z, y, count):
 
 
 @njit(cache=CACHE)
+def _add_gradient(Z, y, n, theta, grad):
+    """grad [d] += sum over rows t < n of Z[t] (y[t] - sigmoid(Z[t] . theta))."""
+    d = theta.shape[0]
+    for t in range(n):
+        e = 0.0
+        for i in range(d):
+            e += Z[t, i] * theta[i]
+        x = math.exp(-abs(e))
+        r = y[t] - (1.0 / (1.0 + x) if e >= 0 else x / (1.0 + x))
+        for i in range(d):
+            grad[i] += Z[t, i] * r
+
+
+@njit(cache=CACHE)
+def cluster_gradient(users_Z, users_y, users_counts, cluster, Z, y, count, theta, lam, grad):
+    """grad [d] := the gradient of the cluster's ridge logistic log posterior at theta, -lam theta + sum z (y -
+    sigmoid(z . theta)) over the rows `cluster_rows` lists, read where they are (no copy)."""
+    for i in range(theta.shape[0]):
+        grad[i] = -lam * theta[i]
+    for k in range(cluster.shape[0] - 1):
+        v = cluster[k]
+        _add_gradient(users_Z[v], users_y[v], users_counts[v], theta, grad)
+    _add_gradient(Z, y, count, theta, grad)
+
+
+@njit(cache=CACHE)
+def add_hessian_rows(H, Z, n, theta):
+    """H [d, d] += sum over rows t < n of w_t Z[t] Z[t]', w = sigmoid'(Z[t] . theta): those clicks' share of
+    the negative log posterior's Hessian at theta (the clicks themselves do not enter it)."""
+    d = theta.shape[0]
+    for t in range(n):
+        e = 0.0
+        for i in range(d):
+            e += Z[t, i] * theta[i]
+        x = math.exp(-abs(e))
+        w = x / ((1.0 + x) * (1.0 + x))
+        for i in range(d):
+            for j in range(d):
+                H[i, j] += w * Z[t, i] * Z[t, j]
+
+
+@njit(cache=CACHE)
 def cluster_fit(users_Z, users_y, users_counts, users_gram, users_moment, cluster, Z, y, count, gram, moment,
-                theta_cluster, lam, logistic):
-    """(theta_V [d], M_V [d, d]): the cluster's pooled estimate, by ridge logistic MLE warm-started at
-    theta_cluster (at most CLUSTER_ITERS Newton steps) or by ridge least squares, and lam I + its Gram matrix."""
+                theta_cluster, H_cluster, lam, logistic):
+    """(theta_V [d], M_V [d, d], H_V [d, d]): the cluster's pooled estimate, by ridge logistic MLE warm-started
+    at theta_cluster or by ridge least squares; lam I + its Gram matrix; and the Hessian the next refit keeps.
+
+    The logistic estimate steps from theta_cluster under H_cluster [d, d], the negative log posterior's Hessian
+    kept from an earlier fit (the clicks added since included by the caller at that fit's estimate): each step
+    H_cluster^-1 times the gradient, one pass over the rows (no Hessian, no copy), until a step under
+    RIDGE_LOGISTIC_TOL in every coordinate, or one whose ratio r to the step before puts the steps still to
+    come (about step r / (1 - r)) under it by CHORD_MARGIN; H_V is then H_cluster. Since the estimate moves
+    little between refits, so does the Hessian, and each step is a small fraction of the one before (the
+    chord method: linear convergence where Newton's is quadratic, at a third of a Newton step's cost).
+    Where H_cluster is not positive definite (zeros: none kept) or not finite, a step is not under CHORD_RATE
+    times the one before, or CHORD_ITERS steps do not get under the tolerance, Newton with backtracking (at
+    most CLUSTER_ITERS steps) takes over from the last point reached, and H_V is its Hessian. Either way the
+    estimate is the MLE to about the tolerance. The least-squares estimate ignores H_cluster and hands it back."""
     M, m = pooled_statistics(users_gram, users_moment, cluster, gram, moment, lam)
+    d = m.shape[0]
+    if theta_cluster.shape[0] != d or H_cluster.shape[0] != d or H_cluster.shape[1] != d:
+        raise ValueError("COLDB: the cluster's estimate [d] and kept Hessian [d, d] do not match the designs' d")
     if not logistic:
-        d = m.shape[0]
         G = M.copy()
         for i in range(d):
             G[i, i] -= lam
-        return ridge_solve(G, m, lam), M
+        return ridge_solve(G, m, lam), M, H_cluster
+    theta = theta_cluster.copy()
+    L, grad, step = np.empty((d, d)), np.empty(d), np.empty(d)
+    if _cholesky(H_cluster, L):
+        before = np.inf
+        for _ in range(CHORD_ITERS):
+            cluster_gradient(users_Z, users_y, users_counts, cluster, Z, y, count, theta, lam, grad)
+            _chol_solve(L, grad, step)
+            big, total = 0.0, 0.0
+            for i in range(d):
+                big = max(big, abs(step[i]))
+                total += step[i]
+            if not (math.isfinite(total) and big <= CHORD_RATE * before):    # a NaN kept Hessian or gradient too
+                break
+            for i in range(d):
+                theta[i] += step[i]
+            # at a rate r = big / before the steps still to come sum to about big r / (1 - r)
+            if big < RIDGE_LOGISTIC_TOL or (before < np.inf and
+                                            CHORD_MARGIN * big * big < RIDGE_LOGISTIC_TOL * (before - big)):
+                return theta, M, H_cluster
+            before = big
     rows, ys = cluster_rows(users_Z, users_y, users_counts, cluster, Z, y, count)
-    return ridge_logistic_mode(rows, ys, lam, theta_cluster, CLUSTER_ITERS, RIDGE_LOGISTIC_TOL)[0], M
+    theta, _, H = ridge_logistic_mode(rows, ys, lam, theta, CLUSTER_ITERS, RIDGE_LOGISTIC_TOL)
+    return theta, M, H
 
 
 @njit(cache=CACHE)
@@ -167,18 +247,28 @@ def choose(theta, M, Phi, beta):
 
 @njit(cache=CACHE)
 def click_step(users_Z, users_y, users_counts, users_theta, users_gram, users_moment, labels, user, Z, y, count,
-               theta, gram, moment, edges, cluster, theta_cluster, M_cluster, z, click, lam, alpha, logistic, refit):
+               theta, gram, moment, edges, cluster, theta_cluster, M_cluster, H_cluster, z, click, lam, alpha,
+               logistic, refit):
     """A click in one call: `own_update`, `cut_edges`, the current user's component again if an edge was cut
-    (``component_of_last``), and with `refit` the cluster's pooled estimate (`cluster_fit`). Returns the
-    state's (Z, y, count, theta, gram, moment, edges, cluster, theta_cluster, M_cluster)."""
+    (``component_of_last``), and with `refit` the cluster's pooled estimate (`cluster_fit`; the click added to
+    the kept Hessian at the estimate before it where the cluster is the same, none kept where it is not).
+    Returns the state's (Z, y, count, theta, gram, moment, edges, cluster, theta_cluster, M_cluster, H_cluster)."""
     Z, y, count, theta, gram, moment = own_update(Z, y, count, theta, gram, moment, z, click, lam, logistic)
     edges, cut = cut_edges(users_theta, users_counts, edges, user, theta, count, alpha)
     if cut > 0:             # edges are only ever cut: with none cut the component is the one it was
         cluster = component_of_last(labels, edges, user)
     if refit:
-        theta_cluster, M_cluster = cluster_fit(users_Z, users_y, users_counts, users_gram, users_moment, cluster, Z,
-                                               y, count, gram, moment, theta_cluster, lam, logistic)
-    return Z, y, count, theta, gram, moment, edges, cluster, theta_cluster, M_cluster
+        d = z.shape[0]
+        if H_cluster.shape[0] != d or H_cluster.shape[1] != d or theta_cluster.shape[0] != d:
+            raise ValueError("COLDB: the cluster's estimate [d] and kept Hessian [d, d] do not match the designs' d")
+        H = np.zeros((d, d))
+        if logistic and cut == 0:
+            H[:, :] = H_cluster
+            add_hessian_rows(H, Z[count - 1:count], 1, theta_cluster)
+        theta_cluster, M_cluster, H_cluster = cluster_fit(users_Z, users_y, users_counts, users_gram, users_moment,
+                                                          cluster, Z, y, count, gram, moment, theta_cluster, H,
+                                                          lam, logistic)
+    return Z, y, count, theta, gram, moment, edges, cluster, theta_cluster, M_cluster, H_cluster
 
 
 @njit(cache=CACHE)

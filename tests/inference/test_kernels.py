@@ -206,7 +206,7 @@ def test_the_fused_ridge_logistic_newton_is_the_laplace_newton_bit_for_bit(seed,
     theta, m, P = init.copy(), np.zeros(D), lam * np.eye(D)
     w = [np.empty((D, D)), np.empty((D, D)), np.empty(D), np.empty(D), np.empty(D)] + [np.empty(n) for _ in range(4)]
     ok, _ = newton_mode(Z, y, theta, m, P, *w, iters, tol)
-    got, got_ok = ridge_logistic_mode(Z, y, lam, init, iters, tol)
+    got, got_ok, _ = ridge_logistic_mode(Z, y, lam, init, iters, tol)
     assert got_ok == ok and np.array_equal(got, theta)
 
 
@@ -219,7 +219,7 @@ def test_a_step_under_a_loose_tolerance_still_takes_the_line_search():
     Z, y, lam, init = np.array([[1.0], [1.0]]), np.array([1.0, 0.0]), 1e-6, np.array([3.0])
     theta, w = init.copy(), [np.empty((1, 1)), np.empty((1, 1)), np.empty(1), np.empty(1), np.empty(1)]
     ok, _ = newton_mode(Z, y, theta, np.zeros(1), lam * np.eye(1), *w, *[np.empty(2) for _ in range(4)], 25, 20.0)
-    got, got_ok = ridge_logistic_mode(Z, y, lam, init, 25, 20.0)
+    got, got_ok, _ = ridge_logistic_mode(Z, y, lam, init, 25, 20.0)
     assert got_ok == ok and np.array_equal(got, theta)
 
 

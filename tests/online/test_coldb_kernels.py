@@ -45,13 +45,13 @@ def test_cluster_fit_is_the_pooled_estimate_of_the_clusters_clicks(seed):
     got_rows, got_ys = ck.cluster_rows(Z, y, counts, cluster, cur_Z, cur_y, count)
     np.testing.assert_array_equal(got_rows, rows)
     np.testing.assert_array_equal(got_ys, ys)
-    theta, M = ck.cluster_fit(Z, y, counts, gram, moment, cluster, cur_Z, cur_y, count, cur_gram, cur_moment,
-                              np.zeros(d), lam, True)
+    theta, M, _ = ck.cluster_fit(Z, y, counts, gram, moment, cluster, cur_Z, cur_y, count, cur_gram, cur_moment,
+                                 np.zeros(d), np.zeros((d, d)), lam, True)
     np.testing.assert_allclose(M, M_want, rtol=1e-12, atol=1e-12)
     if len(rows):
         np.testing.assert_allclose(theta, ridge_logistic(rows, ys, lam), rtol=1e-7, atol=1e-7)
-    theta_ls, M_ls = ck.cluster_fit(Z, y, counts, gram, moment, cluster, cur_Z, cur_y, count, cur_gram, cur_moment,
-                                    np.zeros(d), lam, False)
+    theta_ls, M_ls, _ = ck.cluster_fit(Z, y, counts, gram, moment, cluster, cur_Z, cur_y, count, cur_gram,
+                                       cur_moment, np.zeros(d), np.zeros((d, d)), lam, False)
     np.testing.assert_array_equal(M_ls, M)
     np.testing.assert_allclose(theta_ls, np.linalg.solve(M_want, rows.T @ (2 * ys - 1)), rtol=1e-10, atol=1e-12)
 
@@ -129,18 +129,23 @@ def test_a_click_step_is_its_parts_in_order(dev_world):
             u = state.users
             got = ck.click_step(u.Z, u.y, u.counts, u.theta, u.gram, u.moment, state.labels, state.user, state.Z,
                                 state.y, state.count, state.theta, state.gram, state.moment, state.edges,
-                                state.cluster, state.theta_cluster, state.M_cluster, z, y, 0.7, 0.3, True, True)
+                                state.cluster, state.theta_cluster, state.M_cluster, state.H_cluster, z, y, 0.7,
+                                0.3, True, True)
             Z, Y, count, theta, gram, moment = ck.own_update(state.Z, state.y, state.count, state.theta, state.gram,
                                                              state.moment, z, y, 0.7, True)
             edges, cut = ck.cut_edges(u.theta, u.counts, state.edges, state.user, theta, count, 0.3)
             cluster = ck.component_of_last(state.labels, edges, state.user) if cut else state.cluster
+            H = np.zeros((7, 7))
+            if not cut:                    # the same cluster: the kept Hessian with the click at the estimate
+                H = state.H_cluster.copy()
+                ck.add_hessian_rows(H, z[None], 1, state.theta_cluster)
             fit = ck.cluster_fit(u.Z, u.y, u.counts, u.gram, u.moment, cluster, Z, Y, count, gram, moment,
-                                 state.theta_cluster, 0.7, True)
+                                 state.theta_cluster, H, 0.7, True)
             for g, w in zip(got, (Z, Y, count, theta, gram, moment, edges, cluster) + fit):
                 np.testing.assert_array_equal(g, w)
             state = state._replace(Z=Z, y=Y, count=count, theta=theta, gram=gram, moment=moment, edges=edges,
-                                   cluster=cluster, theta_cluster=fit[0], M_cluster=fit[1])
-        state = coldb.start_session(state)
+                                   cluster=cluster, theta_cluster=fit[0], M_cluster=fit[1], H_cluster=fit[2])
+        state = coldb.start_estimate(coldb.start_session(state), 0.7, "logistic")
 
 
 def test_coldb_refuses_a_click_past_the_session_and_mismatched_shapes():
@@ -171,3 +176,89 @@ def test_coldb_refuses_a_click_that_is_not_0_or_1_and_a_nonfinite_design():
     for y, z in ((2, np.ones(3)), (float("nan"), np.ones(3)), (True, np.ones(3)), (1, np.array([1.0, np.nan, 0.0]))):
         with pytest.raises(InputError, match="0 or 1"):
             coldb.update(s, z, y, lam=1.0, alpha=1.0, estimator="logistic")
+
+
+def _chord_case(seed, n=400, d=7, lam=1.5):
+    rng = np.random.default_rng(seed)
+    N, S = 4, n // 4
+    Z = rng.normal(size=(N, S, d)) * rng.uniform(0.2, 1.5)
+    theta_true = rng.normal(size=d)
+    y = (rng.random((N, S)) < 1 / (1 + np.exp(-Z @ theta_true))).astype(float)
+    counts = np.full(N, S)
+    gram = np.einsum("nsi,nsj->nij", Z, Z)
+    moment = np.einsum("nsi,ns->ni", Z, 2 * y - 1)
+    return rng, Z, y, counts, gram, moment, lam
+
+
+@given(st.integers(0, 10_000), st.integers(1, 30))
+@settings(max_examples=30, deadline=None)
+def test_a_refit_under_the_kept_hessian_is_the_mle_as_newtons_is(seed, new_clicks):
+    """The cluster's refit steps under a Hessian kept from the fit before (the new clicks added at that fit's
+    estimate) and reaches the MLE that Newton reaches to its tolerance (1e-8), keeping that Hessian where it
+    got there (always for one new click among 400, as COLDB refits after each click); with none kept
+    (zeros) or a wrong one (a tenth, a hundred times) it still reaches it (Newton takes over), as it does
+    where many new clicks moved the estimate too far for the kept Hessian."""
+    rng, Z, y, counts, gram, moment, lam = _chord_case(seed)
+    N, S, d = Z.shape
+    cluster = np.arange(N)                              # users 0..N-2 earlier, N-1 the current one
+    cur_Z, cur_y = Z[-1].copy(), y[-1].copy()
+    before = S - new_clicks
+    rows, ys = ck.cluster_rows(Z, y, counts, cluster, cur_Z, cur_y, before)
+    theta0, _, H0 = ck.ridge_logistic_mode(rows, ys, lam, np.zeros(d), 25, 1e-12)
+    H = H0.copy()
+    ck.add_hessian_rows(H, cur_Z[before:], new_clicks, theta0)
+    want = ridge_logistic(np.concatenate([Z[v] for v in range(N)]), y.ravel(), lam)
+    g, m = gram[-1], moment[-1]
+    for kept, newton in ((H, False), (np.zeros((d, d)), True), (0.1 * H, True), (100.0 * H, True)):
+        theta, M, H_out = ck.cluster_fit(Z, y, counts, gram, moment, cluster, cur_Z, cur_y, S, g, m, theta0, kept,
+                                         lam, True)
+        np.testing.assert_allclose(theta, want, rtol=0, atol=2e-8)
+        np.testing.assert_allclose(M, lam * np.eye(d) + gram.sum(0), rtol=1e-12)
+        if not newton and (new_clicks == 1 or np.array_equal(H_out, kept)):
+            assert np.array_equal(H_out, kept)          # the chord path keeps the Hessian it stepped under
+        else:                                           # Newton's: the Hessian at (a step from) the estimate
+            full = lam * np.eye(d)
+            ck.add_hessian_rows(full, np.concatenate(list(Z)), N * S, want)
+            np.testing.assert_allclose(H_out, full, rtol=1e-6, atol=1e-6)
+
+
+def test_the_cluster_gradient_is_the_gradient_of_the_pooled_log_posterior():
+    rng, Z, y, counts, gram, moment, lam = _chord_case(3, n=40, d=3)
+    counts = np.array([10, 0, 7, 10])
+    cluster = np.array([0, 1, 3])
+    theta = rng.normal(size=3)
+    rows, ys = ck.cluster_rows(Z, y, counts, cluster, Z[3], y[3], 4)
+    grad = np.empty(3)
+    ck.cluster_gradient(Z, y, counts, cluster, Z[3], y[3], 4, theta, lam, grad)
+    np.testing.assert_allclose(grad, -lam * theta + rows.T @ (ys - 1 / (1 + np.exp(-rows @ theta))), rtol=1e-12)
+    H = np.eye(3)
+    ck.add_hessian_rows(H, rows, len(rows), theta)
+    p = 1 / (1 + np.exp(-rows @ theta))
+    np.testing.assert_allclose(H, np.eye(3) + (rows * (p * (1 - p))[:, None]).T @ rows, rtol=1e-12)
+
+
+def test_a_kept_hessian_that_is_nan_is_not_stepped_under():
+    """Bug (first version): a NaN step read as a step of 0 (max(0, nan) is 0) and ended the refit at NaN."""
+    rng, Z, y, counts, gram, moment, lam = _chord_case(5)
+    N, S, d = Z.shape
+    theta, _, _ = ck.cluster_fit(Z, y, counts, gram, moment, np.arange(N), Z[-1], y[-1], S, gram[-1], moment[-1],
+                                 np.zeros(d), np.full((d, d), np.nan), lam, True)
+    want = ridge_logistic(np.concatenate(list(Z)), y.ravel(), lam)
+    np.testing.assert_allclose(theta, want, atol=2e-8)
+
+
+def test_a_hand_built_state_whose_kept_hessian_is_the_wrong_shape_is_refused(dev_world):
+    """The compiled refit reads the kept Hessian [d, d] without bounds checks: one of another shape is
+    refused before it is read."""
+    import pytest
+
+    from online.policies import coldb
+
+    feats = dev_world["features"].values
+    state = coldb.start_estimate(coldb.start_session(coldb.init(N=3, S=4, d=7)), 1.0, "logistic")
+    assert state.H_cluster.shape == (7, 7)
+    bad = state._replace(H_cluster=np.eye(3))
+    with pytest.raises(ValueError, match="kept Hessian"):
+        coldb._clicked(bad, feats[0, 0] - feats[0, 1], 1, 1.0, 1.0, True, True)
+    with pytest.raises(ValueError, match="kept Hessian"):
+        coldb.cluster_estimate(bad, 1.0, "logistic")

@@ -70,7 +70,7 @@ def test_coldb_graph_clusters_and_pooled_estimate():
     for y in (0, 0, 0, 0):                                     # the opposite user: the edge is cut
         s = coldb.update(s, np.array([1.0, 0.0]), y, lam=0.1, alpha=0.2, estimator="logistic")
     assert not s.edges[0] and list(s.cluster) == [1]
-    theta, M = coldb.cluster_estimate(s, lam=0.1, estimator="logistic")
+    theta, M, _ = coldb.cluster_estimate(s, lam=0.1, estimator="logistic")
     np.testing.assert_allclose(theta, ridge_logistic(np.tile([1.0, 0.0], (4, 1)), np.zeros(4), 0.1), atol=1e-8)
     np.testing.assert_allclose(M, 0.1 * np.eye(2) + 4 * np.outer([1.0, 0.0], [1.0, 0.0]))
     adj = np.zeros((5, 5), dtype=bool)
