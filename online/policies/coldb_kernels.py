@@ -251,10 +251,11 @@ def click_step(users_Z, users_y, users_counts, users_theta, users_gram, users_mo
                logistic, refit):
     """A click in one call: `own_update`, `cut_edges`, the current user's component again if an edge was cut
     (``component_of_last``), and with `refit` the cluster's pooled estimate (`cluster_fit`; the click added to
-    the kept Hessian at the estimate before it where the cluster is the same, none kept where it is not).
+    the kept Hessian at the estimate before it, and the users the cluster lost taken out, `drop_users`).
     Returns the state's (Z, y, count, theta, gram, moment, edges, cluster, theta_cluster, M_cluster, H_cluster)."""
     Z, y, count, theta, gram, moment = own_update(Z, y, count, theta, gram, moment, z, click, lam, logistic)
     edges, cut = cut_edges(users_theta, users_counts, edges, user, theta, count, alpha)
+    before = cluster
     if cut > 0:             # edges are only ever cut: with none cut the component is the one it was
         cluster = component_of_last(labels, edges, user)
     if refit:
@@ -262,13 +263,47 @@ def click_step(users_Z, users_y, users_counts, users_theta, users_gram, users_mo
         if H_cluster.shape[0] != d or H_cluster.shape[1] != d or theta_cluster.shape[0] != d:
             raise ValueError("COLDB: the cluster's estimate [d] and kept Hessian [d, d] do not match the designs' d")
         H = np.zeros((d, d))
-        if logistic and cut == 0:
+        if logistic:
             H[:, :] = H_cluster
             add_hessian_rows(H, Z[count - 1:count], 1, theta_cluster)
+            if cut > 0 and not drop_users(H, users_Z, users_counts, before, cluster, theta_cluster):
+                H[:, :] = 0.0
         theta_cluster, M_cluster, H_cluster = cluster_fit(users_Z, users_y, users_counts, users_gram, users_moment,
                                                           cluster, Z, y, count, gram, moment, theta_cluster, H,
                                                           lam, logistic)
     return Z, y, count, theta, gram, moment, edges, cluster, theta_cluster, M_cluster, H_cluster
+
+
+@njit(cache=CACHE)
+def drop_users(H, users_Z, users_counts, before, after, theta):
+    """H [d, d] -= the Hessian share at theta (`add_hessian_rows`, negated) of the earlier users in the cluster
+    `before` and not in `after` (both in index order, the current user last, `after` within `before`), in
+    place; False (H then partly changed) where they hold more than half of `before`'s earlier users' clicks,
+    whose Hessian is then better recomputed than what is left of a difference."""
+    kept, lost = 0, 0
+    k = 0
+    for j in range(before.shape[0] - 1):
+        v = before[j]
+        if k < after.shape[0] - 1 and after[k] == v:
+            kept += users_counts[v]
+            k += 1
+        else:
+            lost += users_counts[v]
+    if 2 * lost > kept + lost:
+        return False
+    d = theta.shape[0]
+    minus = np.zeros((d, d))
+    k = 0
+    for j in range(before.shape[0] - 1):
+        v = before[j]
+        if k < after.shape[0] - 1 and after[k] == v:
+            k += 1
+        else:
+            add_hessian_rows(minus, users_Z[v], users_counts[v], theta)
+    for i in range(d):
+        for j in range(d):
+            H[i, j] -= minus[i, j]
+    return True
 
 
 @njit(cache=CACHE)

@@ -262,3 +262,22 @@ def test_a_hand_built_state_whose_kept_hessian_is_the_wrong_shape_is_refused(dev
         coldb._clicked(bad, feats[0, 0] - feats[0, 1], 1, 1.0, 1.0, True, True)
     with pytest.raises(ValueError, match="kept Hessian"):
         coldb.cluster_estimate(bad, 1.0, "logistic")
+
+
+def test_the_users_a_cluster_lost_are_taken_out_of_the_kept_hessian():
+    """After an edge cut the kept Hessian loses the lost users' share at the estimate (so the refit of what is
+    left steps under a Hessian of the right clicks); where they held more than half the clicks, none is kept."""
+    rng, Z, y, counts, gram, moment, lam = _chord_case(11, n=80, d=3)
+    counts = np.array([20, 5, 20, 0])
+    theta = rng.normal(size=3)
+    before, after = np.array([0, 1, 2, 3]), np.array([0, 2, 3])
+    H = lam * np.eye(3)
+    for v in (0, 1, 2):
+        ck.add_hessian_rows(H, Z[v], counts[v], theta)
+    assert ck.drop_users(H, Z, counts, before, after, theta)
+    want = lam * np.eye(3)
+    for v in (0, 2):
+        ck.add_hessian_rows(want, Z[v], counts[v], theta)
+    np.testing.assert_allclose(H, want, rtol=1e-12, atol=1e-12)
+    assert not ck.drop_users(H.copy(), Z, counts, before, np.array([1, 3]), theta)      # 40 of 45 clicks lost
+    assert ck.drop_users(H.copy(), Z, counts, np.array([0, 3]), np.array([0, 3]), theta)   # none lost
