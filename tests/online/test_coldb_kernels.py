@@ -115,8 +115,8 @@ def test_own_update_adds_the_click_and_refits_without_touching_its_inputs():
 
 
 def test_a_click_step_is_its_parts_in_order(dev_world):
-    """`click_step`, what the learner runs, equals own_update, cut_edges, component_of_last and cluster_fit
-    called one by one, along a dev replay's first users."""
+    """`click_step`, what the learner runs, equals own_update, cut_edges, component_of_last, the kept Hessian's
+    update (add_hessian_rows, drop_users) and cluster_fit called one by one, along a dev replay's first users."""
     from online.policies import coldb
 
     feats = dev_world["features"].values
@@ -135,10 +135,10 @@ def test_a_click_step_is_its_parts_in_order(dev_world):
                                                              state.moment, z, y, 0.7, True)
             edges, cut = ck.cut_edges(u.theta, u.counts, state.edges, state.user, theta, count, 0.3)
             cluster = ck.component_of_last(state.labels, edges, state.user) if cut else state.cluster
-            H = np.zeros((7, 7))
-            if not cut:                    # the same cluster: the kept Hessian with the click at the estimate
-                H = state.H_cluster.copy()
-                ck.add_hessian_rows(H, z[None], 1, state.theta_cluster)
+            H = state.H_cluster.copy()     # the kept Hessian with the click at the estimate, the lost users out
+            ck.add_hessian_rows(H, z[None], 1, state.theta_cluster)
+            if cut and not ck.drop_users(H, u.Z, u.counts, state.cluster, cluster, state.theta_cluster):
+                H[:] = 0.0
             fit = ck.cluster_fit(u.Z, u.y, u.counts, u.gram, u.moment, cluster, Z, Y, count, gram, moment,
                                  state.theta_cluster, H, 0.7, True)
             for g, w in zip(got, (Z, Y, count, theta, gram, moment, edges, cluster) + fit):
