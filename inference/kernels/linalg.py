@@ -13,7 +13,7 @@ CACHE = disk_cache()     # on disk only in the folder named by the kernels' sour
 
 @njit(cache=CACHE)
 def _cholesky(A, L):
-    """Lower Cholesky factor of A into L; False if A is not positive definite."""
+    """Lower Cholesky factor of A into L; False if A is not positive definite (or holds a NaN where it is read)."""
     d = A.shape[0]
     for i in range(d):
         for j in range(i + 1):
@@ -21,7 +21,7 @@ def _cholesky(A, L):
             for k in range(j):
                 acc -= L[i, k] * L[j, k]
             if i == j:
-                if acc <= 0.0:
+                if not acc > 0.0:              # NaN too: a NaN matrix has no factor
                     return False
                 L[i, i] = math.sqrt(acc)
             else:

@@ -281,3 +281,14 @@ def test_the_users_a_cluster_lost_are_taken_out_of_the_kept_hessian():
     np.testing.assert_allclose(H, want, rtol=1e-12, atol=1e-12)
     assert not ck.drop_users(H.copy(), Z, counts, before, np.array([1, 3]), theta)      # 40 of 45 clicks lost
     assert ck.drop_users(H.copy(), Z, counts, np.array([0, 3]), np.array([0, 3]), theta)   # none lost
+
+
+def test_a_nan_warm_start_is_not_a_converged_estimate():
+    """Bug: a NaN Hessian passed the Cholesky factorisation (NaN <= 0 is False), its NaN step read as a step of
+    0 and the ridge logistic Newton returned NaN as converged."""
+    from inference.kernels.linalg import _cholesky
+
+    assert not _cholesky(np.full((2, 2), np.nan), np.empty((2, 2)))
+    Z, y = np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([1.0, 0.0])
+    theta, converged, _ = ck.ridge_logistic_mode(Z, y, 1.0, np.array([np.nan, 0.0]), 25, 1e-8)
+    assert not converged
