@@ -80,14 +80,20 @@ def cluster_rows(users_Z, users_y, users_counts, cluster, Z, y, count):
 
 
 @njit(cache=CACHE)
+def _logit(Z, t, theta):
+    """(e, exp(-|e|)) for e = Z[t] . theta: sigmoid(e) and its derivative without overflow either way."""
+    e = 0.0
+    for i in range(theta.shape[0]):
+        e += Z[t, i] * theta[i]
+    return e, math.exp(-abs(e))
+
+
+@njit(cache=CACHE)
 def _add_gradient(Z, y, n, theta, grad):
     """grad [d] += sum over rows t < n of Z[t] (y[t] - sigmoid(Z[t] . theta))."""
     d = theta.shape[0]
     for t in range(n):
-        e = 0.0
-        for i in range(d):
-            e += Z[t, i] * theta[i]
-        x = math.exp(-abs(e))
+        e, x = _logit(Z, t, theta)
         r = y[t] - (1.0 / (1.0 + x) if e >= 0 else x / (1.0 + x))
         for i in range(d):
             grad[i] += Z[t, i] * r
@@ -111,10 +117,7 @@ def add_hessian_rows(H, Z, n, theta):
     the negative log posterior's Hessian at theta (the clicks themselves do not enter it)."""
     d = theta.shape[0]
     for t in range(n):
-        e = 0.0
-        for i in range(d):
-            e += Z[t, i] * theta[i]
-        x = math.exp(-abs(e))
+        x = _logit(Z, t, theta)[1]
         w = x / ((1.0 + x) * (1.0 + x))
         for i in range(d):
             for j in range(d):
