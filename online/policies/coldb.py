@@ -219,8 +219,8 @@ def coldb(estimator: str = "logistic",
     The pooled estimate of the current cluster is refitted whenever the cluster or its clicks change
     (a new user, a click before the session's last), warm-started at the previous one (at a session's
     start, when the new user's cluster is every user, at the previous session start's), and kept in
-    the state for the next select; within a session, while the cluster stays the same, each refit steps
-    under the Hessian of the fit before (``coldb_kernels.cluster_fit``).
+    the state for the next select; within a session each refit steps under the Hessian of the fit before,
+    the users an edge cut removed taken out of it (``coldb_kernels.cluster_fit``, ``drop_users``).
 
     Parameters
     ----------
