@@ -281,8 +281,8 @@ def click_step(users_Z, users_y, users_counts, users_theta, users_gram, users_mo
 def drop_users(H, users_Z, users_counts, before, after, theta):
     """H [d, d] -= the Hessian share at theta (`add_hessian_rows`, negated) of the earlier users in the cluster
     `before` and not in `after` (both in index order, the current user last, `after` within `before`), in
-    place; False (H then partly changed) where they hold more than half of `before`'s earlier users' clicks,
-    whose Hessian is then better recomputed than what is left of a difference."""
+    place; False, H untouched, where they hold more than half of `before`'s earlier users' clicks (the
+    Hessian of what is left is then better recomputed than taken as a difference)."""
     kept, lost = 0, 0
     k = 0
     for j in range(before.shape[0] - 1):
